@@ -1,0 +1,39 @@
+#pragma once
+// The DT compiler as a library: DT source (and optionally a replacement schedule) in, a Python
+// module (or diagnostics) out. Thread-compatible: each call is independent.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtc {
+
+enum class Emit {
+  Python,    // the generated module
+  Ast,       // the syntax tree
+  Ir,        // the checked algorithm IR
+  Canonical, // the canonical schedule text
+  Check,     // nothing: diagnostics only
+};
+
+struct CompileOptions {
+  std::string file_name = "<input>";
+  /// Replaces the file's schedule (its `compile` statements are kept) with these statements,
+  /// separated by `;` or newlines.
+  std::optional<std::string> schedule;
+  Emit emit = Emit::Python;
+};
+
+struct CompileResult {
+  bool ok = false;             // no errors
+  std::string output;          // the requested emission (empty on error)
+  std::string diagnostics;     // rendered `file:line:col: error: ...` text, warnings included
+  int error_count = 0;
+  std::string canonical_schedule;
+};
+
+/// Compiles one DT program. Never throws for bad input; an internal compiler error is reported
+/// as a diagnostic too.
+CompileResult compile(std::string_view source, const CompileOptions& options = {});
+
+} // namespace dtc

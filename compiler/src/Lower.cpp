@@ -1,0 +1,136 @@
+// The compiler pipeline: a flat, ordered sequence of passes, each verified. This is the one
+// place that decides the order:
+//
+//   parse -> check -> python names -> fold constants (verify IR) -> apply schedule
+//   -> plan kernels -> lower each kernel (verify kernel) -> print module
+#include "codegen/PythonCodegen.h"
+#include "dtc/Compiler.h"
+#include "frontend/Checker.h"
+#include "frontend/Parser.h"
+#include "ir/ConstantFold.h"
+#include "ir/VerifyIR.h"
+#include "lower/LowerFunc.h"
+#include "lower/Names.h"
+#include "lower/VerifyKernel.h"
+
+#include <functional>
+#include <set>
+
+namespace dtc {
+namespace {
+
+/// The Funcs that need a kernel to compute `func`, dependencies first (a Func fused into its
+/// consumer has none of its own).
+std::vector<const ir::Symbol*> plan_kernels(const ir::Program& program, const ir::Symbol* func) {
+  std::vector<const ir::Symbol*> order;
+  std::set<const ir::Symbol*> seen;
+  std::function<void(const ir::Symbol*)> visit = [&](const ir::Symbol* f) {
+    if (!seen.insert(f).second) return;
+    for (const ir::Symbol* d : program.def(f).deps) visit(d);
+    order.push_back(f);
+  };
+  visit(func);
+  return order;
+}
+
+CompileResult run(std::string_view source, const CompileOptions& options,
+                  DiagnosticEngine& diags, std::string& schedule_diagnostics) {
+  CompileResult result;
+  ast::Program ast = parse_program(source, diags);
+  if (options.emit == Emit::Ast && !diags.has_errors()) {
+    result.output = ast::print(ast);
+    return result;
+  }
+  if (diags.has_errors()) return result;
+
+  ir::Program program = check_program(ast, diags);
+  if (diags.has_errors()) return result;
+  assign_python_names(program);
+  for (auto& [f, def] : program.funcs) def.value = fold_constants(def.value);
+  verify_ir(program, "constant folding");
+  if (options.emit == Emit::Ir) {
+    result.output = ir::print(program);
+    return result;
+  }
+
+  Schedule schedule;
+  std::vector<ast::ScheduleStmt> stmts;
+  if (options.schedule) {
+    // Keep which Funcs the file compiles; take everything else from the given schedule.
+    for (const ast::ScheduleStmt& s : ast.schedule)
+      if (s.primitive.text == "compile" || s.primitive.text == "compile_to_kernel")
+        stmts.push_back(s);
+    DiagnosticEngine sched_diags("<schedule>", *options.schedule);
+    std::vector<ast::ScheduleStmt> extra = parse_schedule(*options.schedule, sched_diags);
+    Schedule probe;
+    if (!sched_diags.has_errors()) apply_schedule(extra, program, probe, sched_diags);
+    if (sched_diags.has_errors()) {
+      schedule_diagnostics = sched_diags.render();
+      diags.error({}, "the schedule given with --schedule has " +
+                          std::to_string(sched_diags.error_count()) + " error(s), shown above");
+      return result;
+    }
+    stmts.insert(stmts.end(), extra.begin(), extra.end());
+  } else {
+    stmts = ast.schedule;
+  }
+  apply_schedule(stmts, program, schedule, diags);
+  if (diags.has_errors()) return result;
+  result.canonical_schedule = canonical_text(schedule, program);
+  if (options.emit == Emit::Canonical) {
+    result.output = result.canonical_schedule + "\n";
+    return result;
+  }
+
+  ModuleInput module;
+  module.program = &program;
+  module.schedule = &schedule;
+  module.file_name = options.file_name;
+  module.canonical_schedule = result.canonical_schedule;
+  if (schedule.compiled.empty())
+    diags.warning({}, "no Func is compiled, so the module has no kernels; add `f.compile();` for "
+                      "the Func to generate");
+  for (const ir::Symbol* f : schedule.compiled) {
+    CompiledFunc c{f, plan_kernels(program, f)};
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      const FuncSchedule& fs = schedule.of(k);
+      if (fs.fuse_at) {
+        diags.error(fs.fuse_at->loc, "in `" + k->name + ".fuse_at(...)`: fusion is not supported "
+                                     "by this compiler version; remove the statement to compute `" +
+                                     k->name + "` in a kernel of its own");
+        return result;
+      }
+      if (module.kernels.count(k)) continue;
+      kir::Kernel kernel = lower_func(program, schedule, k, diags);
+      if (diags.has_errors()) return result;
+      verify_kernel(kernel);
+      module.kernels.emplace(k, std::move(kernel));
+    }
+    module.compiled.push_back(std::move(c));
+  }
+  if (options.emit == Emit::Check) return result;
+  result.output = print_module(module);
+  return result;
+}
+
+} // namespace
+
+CompileResult compile(std::string_view source, const CompileOptions& options) {
+  DiagnosticEngine diags(options.file_name, source);
+  CompileResult result;
+  std::string schedule_diagnostics;
+  try {
+    result = run(source, options, diags, schedule_diagnostics);
+  } catch (const InternalError& e) {
+    diags.error({}, std::string(e.what()) + " (please report this compiler bug)");
+  } catch (const std::exception& e) {
+    diags.error({}, std::string("internal error: ") + e.what() + " (please report this compiler bug)");
+  }
+  result.error_count = diags.error_count();
+  result.ok = !diags.has_errors();
+  result.diagnostics = schedule_diagnostics + diags.render();
+  if (!result.ok) result.output.clear();
+  return result;
+}
+
+} // namespace dtc

@@ -1,0 +1,455 @@
+// Prints the generated module: imports, runtime checks, @triton.jit helpers, kernels, and for
+// each compiled Func its wrapper, reference and input maker.
+#include "codegen/PythonCodegen.h"
+
+#include "ir/Builtins.h"
+#include "ir/IRVisitor.h"
+#include "lower/Names.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace dtc {
+namespace {
+
+const char* kRuntime = R"PY(
+def _dt_check_tensor(name, value, rank):
+    if not isinstance(value, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.dim() != rank:
+        raise ValueError(f"{name} must have {rank} dimension(s), got shape {tuple(value.shape)}")
+    if value.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError(f"{name} must be float32, float16 or bfloat16, got {value.dtype}")
+
+
+def _dt_scalar(name, value):
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _dt_dim(label, given, uses):
+    """The size of dimension `label`: `uses` are (tensor name, tensor, axis) that it indexes."""
+    size = given
+    origin = f"{label}={given}" if given is not None else None
+    for name, tensor, axis in uses:
+        actual = tensor.shape[axis]
+        if size is None:
+            size, origin = actual, f"{name}.shape[{axis}]"
+        elif actual != size:
+            raise ValueError(
+                f"size of {label} disagrees: {name}.shape[{axis}] is {actual} but {origin} is {size}")
+    if size is None:
+        raise ValueError(f"the size of {label} cannot be inferred from the inputs; pass {label}=...")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ValueError(f"{label} must be a non-negative integer, got {size!r}")
+    return size
+
+
+def _dt_dtype_device(tensors):
+    """The inputs' common dtype and device (float32 on the default device without inputs)."""
+    if not tensors:
+        return torch.float32, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    first_name, first = tensors[0]
+    for name, tensor in tensors[1:]:
+        if tensor.dtype != first.dtype:
+            raise ValueError(f"{name} is {tensor.dtype} but {first_name} is {first.dtype}; "
+                             "all input tensors must have one dtype")
+        if tensor.device != first.device:
+            raise ValueError(f"{name} is on {tensor.device} but {first_name} is on {first.device}; "
+                             "all input tensors must be on one device")
+    return first.dtype, first.device
+
+
+def _dt_check_launch(device):
+    if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("the inputs are on the CPU: Triton kernels run on a GPU "
+                         "(or set TRITON_INTERPRET=1 to run them in the Triton interpreter)")
+
+
+def _dt_view(tensor, labels, layout):
+    """Views `tensor`, whose dimensions are named by `labels`, with one dimension per entry of
+    `layout` (size 1 where it does not vary), so that operands broadcast by label."""
+    order = [labels.index(label) for label in layout if label in labels]
+    shape = [tensor.shape[labels.index(label)] if label in labels else 1 for label in layout]
+    return tensor.permute(order).reshape(shape)
+
+
+def _dt_t(value):
+    return torch.as_tensor(value, dtype=torch.float32)
+
+
+def _dt_result(value, layout, dims, shape):
+    """A value over `layout` (size 1 along reduced labels) as a tensor of `shape` over `dims`."""
+    value = torch.as_tensor(value).to(torch.float32)
+    value = value.reshape([1] * (len(layout) - value.dim()) + list(value.shape))
+    full = [shape[dims.index(label)] if label in dims else 1 for label in layout]
+    value = value.expand(full)
+    keep = [layout.index(label) for label in dims]
+    rest = [axis for axis in range(len(layout)) if axis not in keep]
+    return value.permute(keep + rest).reshape(list(shape)).contiguous()
+
+
+def _dt_sizes(sizes, labels):
+    missing = [label for label in labels if label not in sizes]
+    if missing:
+        raise ValueError(f"sizes lacks {', '.join(missing)} (needs {', '.join(labels)})")
+    return tuple(int(sizes[label]) for label in labels)
+
+
+def _dt_randn(shape, generator, dtype, device):
+    return torch.randn(shape, generator=generator).to(dtype=dtype, device=device)
+
+
+def _dt_rand_scalar(generator):
+    return 0.5 + float(torch.rand((), generator=generator))
+)PY";
+
+std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+std::string tuple_of(const std::vector<std::string>& items) {
+  std::string s = "(";
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+  return s + (items.size() == 1 ? ",)" : ")");
+}
+
+std::string float_text(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+/// PyTorch text of an expression, over a layout of labels.
+class ReferenceExpr : public ir::IRVisitor {
+public:
+  explicit ReferenceExpr(const ir::Labels& layout) : layout_(layout) {}
+  std::string out;
+
+  std::string emit(const ir::Expr& e) {
+    ReferenceExpr sub(layout_);
+    e.accept(sub);
+    return sub.out;
+  }
+  std::string tensor_arg(const ir::Expr& e) {
+    std::string s = emit(e);
+    return e.dims.empty() ? "_dt_t(" + s + ")" : s;
+  }
+  std::string layout_text() const {
+    std::vector<std::string> items;
+    for (ir::Label l : layout_) items.push_back(quote(l->py_name));
+    return tuple_of(items);
+  }
+  int axis(ir::Label l) const {
+    for (size_t i = 0; i < layout_.size(); ++i)
+      if (layout_[i] == l) return static_cast<int>(i);
+    return -1;
+  }
+
+  void visit(const ir::Const& e) override {
+    out = e.value < 0 ? "(" + float_text(e.value) + ")" : float_text(e.value);
+  }
+  void visit(const ir::ScalarIn& e) override { out = e.symbol->py_name; }
+  void visit(const ir::Len& e) override { out = e.label->py_name; }
+  void visit(const ir::ProgramId&) override { out = "_dt_program_id_in_reference()"; }
+  void visit(const ir::Access& e) override {
+    std::vector<std::string> labels;
+    for (ir::Label l : e.index) labels.push_back(quote(l->py_name));
+    std::string tensor = e.tensor->py_name;
+    if (e.tensor->kind == ir::SymbolKind::In) tensor += ".float()";
+    out = "_dt_view(" + tensor + ", " + tuple_of(labels) + ", layout)";
+  }
+  void visit(const ir::Unary& e) override {
+    out = e.op == ir::UnOp::Neg ? "(-" + emit(*e.a) + ")" : emit(*e.a);
+  }
+  void visit(const ir::Binary& e) override {
+    if (e.op == ir::BinOp::Mod) {
+      out = "torch.fmod(" + tensor_arg(*e.a) + ", " + emit(*e.b) + ")";
+      return;
+    }
+    out = "(" + emit(*e.a) + " " + ir::op_text(e.op) + " " + emit(*e.b) + ")";
+  }
+  void visit(const ir::Call& e) override {
+    std::vector<std::string> args;
+    for (const ir::ExprPtr& a : e.args) args.push_back("(" + tensor_arg(*a) + ")");
+    out = substitute(find_builtin(e.fn)->torch, args);
+  }
+  void visit(const ir::Reduce& e) override {
+    const char* fn = e.op == ir::ReduceOp::Sum   ? "torch.sum"
+                     : e.op == ir::ReduceOp::Max ? "torch.amax"
+                                                 : "torch.amin";
+    out = std::string(fn) + "(" + emit(*e.a) + ", dim=" + std::to_string(axis(e.rvar)) +
+          ", keepdim=True)";
+  }
+  void visit(const ir::Dot& e) override {
+    out = "torch.sum(" + emit(*e.a) + " * " + emit(*e.b) + ", dim=" + std::to_string(axis(e.rvar)) +
+          ", keepdim=True)";
+  }
+  void visit(const ir::Reshape& e) override { out = emit(*e.a); }
+
+private:
+  const ir::Labels& layout_;
+};
+
+class ModulePrinter {
+public:
+  explicit ModulePrinter(const ModuleInput& in) : in_(in), prog_(*in.program) {}
+
+  std::string run() {
+    out_ += "\"\"\"Triton kernels generated by dtc from " + in_.file_name + ".\n\n";
+    out_ += "Compiled: ";
+    for (size_t i = 0; i < in_.compiled.size(); ++i)
+      out_ += (i ? ", " : "") + in_.compiled[i].func->py_name;
+    out_ += "\nSchedule: " + (in_.canonical_schedule.empty() ? std::string("(default)")
+                                                              : in_.canonical_schedule) + "\n";
+    out_ += "\"\"\"\n\nimport os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n";
+    out_ += "SCHEDULE = " + quote(in_.canonical_schedule) + "\n";
+    std::vector<std::string> compiled;
+    for (const CompiledFunc& c : in_.compiled) compiled.push_back(quote(c.func->py_name));
+    out_ += "COMPILED = " + tuple_of(compiled) + "\n";
+    out_ += kRuntime;
+    if (uses_program_id())
+      out_ += "\n\ndef _dt_program_id_in_reference():\n    raise ValueError(\"the reference "
+              "cannot evaluate program_id: its value depends on the schedule\")\n";
+    std::set<std::string> helpers;
+    for (const auto& [f, k] : in_.kernels) helpers.insert(k.helpers.begin(), k.helpers.end());
+    for (const std::string& h : helpers) out_ += "\n\n@triton.jit\n" + helper_source(h);
+    for (const ir::Symbol& s : prog_.symbols) {
+      auto it = in_.kernels.find(&s);
+      if (it == in_.kernels.end()) continue;
+      out_ += "\n\n" + print_kernel(it->second);
+    }
+    for (const CompiledFunc& c : in_.compiled) print_compiled(c);
+    if (!in_.compiled.empty()) {
+      const std::string& first = in_.compiled.front().func->py_name;
+      out_ += "\n\n# The first compiled Func's reference and inputs, under generic names.\n";
+      out_ += "reference = reference_" + first + "\n";
+      out_ += "make_inputs = make_inputs_" + first + "\n";
+      out_ += "SIZE_KEYWORDS = SIZE_KEYWORDS_" + first + "\n";
+    }
+    return out_;
+  }
+
+private:
+  bool uses_program_id() const {
+    struct Find : ir::IRVisitor {
+      bool found = false;
+      void visit(const ir::ProgramId&) override { found = true; }
+    } find;
+    for (const auto& [f, def] : prog_.funcs)
+      if (def.value) def.value->accept(find);
+    return find.found;
+  }
+
+  struct Signature {
+    std::vector<const ir::Symbol*> inputs; // In and SIn, declaration order
+    ir::Labels labels;                     // every size the kernels need
+    std::map<ir::Label, std::vector<std::pair<const ir::Symbol*, size_t>>> uses;
+    std::map<const ir::Symbol*, ir::Labels> first_shape; // In -> labels of its first access
+  };
+
+  Signature signature(const CompiledFunc& c) {
+    Signature sig;
+    struct Collect : ir::IRVisitor {
+      Signature* sig;
+      std::set<const ir::Symbol*> used;
+      void visit(const ir::Access& e) override {
+        if (e.tensor->kind != ir::SymbolKind::In) return;
+        used.insert(e.tensor);
+        if (!sig->first_shape.count(e.tensor)) sig->first_shape[e.tensor] = e.index;
+        for (size_t i = 0; i < e.index.size(); ++i) {
+          auto& u = sig->uses[e.index[i]];
+          std::pair<const ir::Symbol*, size_t> use{e.tensor, i};
+          if (std::find(u.begin(), u.end(), use) == u.end()) u.push_back(use);
+        }
+      }
+      void visit(const ir::ScalarIn& e) override { used.insert(e.symbol); }
+    } collect;
+    collect.sig = &sig;
+    for (const ir::Symbol* f : c.kernel_funcs) {
+      prog_.def(f).value->accept(collect);
+      sig.labels = ir::union_labels(sig.labels, prog_.def(f).dims);
+      sig.labels = ir::union_labels(sig.labels, definition_labels(prog_, f));
+    }
+    for (const auto& [l, u] : sig.uses) sig.labels = ir::union_labels(sig.labels, {l});
+    // Order labels by declaration for a stable keyword list.
+    std::sort(sig.labels.begin(), sig.labels.end(),
+              [](ir::Label a, ir::Label b) { return a->order < b->order; });
+    for (const ir::Symbol* in : prog_.inputs)
+      if (collect.used.count(in)) sig.inputs.push_back(in);
+    return sig;
+  }
+
+  std::string positional(const Signature& sig) {
+    std::string s;
+    for (const ir::Symbol* in : sig.inputs) s += (s.empty() ? "" : ", ") + in->py_name;
+    return s;
+  }
+  std::string keywords(const Signature& sig, bool with_default) {
+    std::string s;
+    for (ir::Label l : sig.labels) s += ", " + l->py_name + (with_default ? "=None" : "");
+    return s;
+  }
+  std::string params(const Signature& sig) {
+    std::string p = positional(sig);
+    std::string k = keywords(sig, true);
+    if (p.empty()) return k.empty() ? "" : "*" + k;
+    return p + (k.empty() ? "" : ", *" + k);
+  }
+  std::string sizes_tuple(const Signature& sig) {
+    std::string s;
+    for (ir::Label l : sig.labels) s += l->py_name + ", ";
+    return s;
+  }
+  std::string shape_of(const ir::Labels& dims) {
+    std::vector<std::string> items;
+    for (ir::Label l : dims) items.push_back(l->py_name);
+    return tuple_of(items);
+  }
+
+  void print_compiled(const CompiledFunc& c) {
+    const ir::Symbol* f = c.func;
+    const ir::FuncDef& def = prog_.def(f);
+    Signature sig = signature(c);
+    std::string name = f->py_name;
+    std::string args_fn = "_dt_args_" + name;
+
+    // Argument checking shared by the wrapper and the reference.
+    out_ += "\n\ndef " + args_fn + "(" + positional(sig) + (sig.inputs.empty() ? "" : ", ");
+    std::string kw;
+    for (ir::Label l : sig.labels) kw += (kw.empty() ? "" : ", ") + l->py_name;
+    out_ += kw + "):\n";
+    std::vector<std::string> tensors;
+    for (const ir::Symbol* in : sig.inputs) {
+      if (in->kind != ir::SymbolKind::In) continue;
+      out_ += "    _dt_check_tensor(" + quote(in->name) + ", " + in->py_name + ", " +
+              std::to_string(sig.first_shape[in].size()) + ")\n";
+      tensors.push_back("(" + quote(in->name) + ", " + in->py_name + ")");
+    }
+    for (ir::Label l : sig.labels) {
+      std::vector<std::string> uses;
+      for (const auto& [t, axis] : sig.uses[l])
+        uses.push_back("(" + quote(t->name) + ", " + t->py_name + ", " + std::to_string(axis) + ")");
+      out_ += "    " + l->py_name + " = _dt_dim(" + quote(l->py_name) + ", " + l->py_name + ", " +
+              (uses.empty() ? "()" : tuple_of(uses)) + ")\n";
+    }
+    out_ += "    dtype, device = _dt_dtype_device(" + (tensors.empty() ? "()" : tuple_of(tensors)) +
+            ")\n";
+    out_ += "    return " + sizes_tuple(sig) + "dtype, device\n";
+
+    // The wrapper.
+    out_ += "\n\ndef " + name + "(" + params(sig) + "):\n";
+    out_ += "    \"\"\"" + f->name + shape_text(def.dims) + " = " + ir::to_dt(*def.value) + "\n\n";
+    out_ += "    Positional arguments: ";
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      const ir::Symbol* in = sig.inputs[i];
+      out_ += (i ? ", " : "") + in->py_name +
+              (in->kind == ir::SymbolKind::In ? " " + shape_text(sig.first_shape[in]) : " (scalar)");
+    }
+    if (sig.inputs.empty()) out_ += "none";
+    out_ += ".\n    Sizes are inferred from the tensors; keyword sizes must agree with them.\n";
+    out_ += "    Returns " + name + " " + shape_text(def.dims) + " in the inputs' dtype, on their "
+            "device.\n    \"\"\"\n";
+    out_ += "    " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
+            (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
+    for (const ir::Symbol* in : sig.inputs)
+      if (in->kind == ir::SymbolKind::SIn)
+        out_ += "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
+    out_ += "    " + name + " = torch.empty(" + shape_of(def.dims) + ", dtype=dtype, device=device)\n";
+    out_ += "    if " + name + ".numel() == 0:\n        return " + name + "\n";
+    out_ += "    _dt_check_launch(device)\n";
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      const kir::Kernel& kernel = in_.kernels.at(k);
+      if (k != f) {
+        out_ += "    # " + k->name + " is computed by a kernel of its own; float32 keeps its "
+                "precision.\n";
+        out_ += "    " + k->py_name + " = torch.empty(" + shape_of(prog_.def(k).dims) +
+                ", dtype=torch.float32, device=device)\n";
+      }
+      out_ += "    " + kernel.name + "[(" + kernel.grid + ",)](\n";
+      std::string line;
+      for (const kir::LaunchArg& a : kernel.launch) {
+        bool group = a.param.size() > 4 && a.param.compare(a.param.size() - 4, 4, "_ptr") == 0;
+        if ((group || line.size() > 70) && !line.empty()) {
+          out_ += "        " + line + "\n";
+          line.clear();
+        }
+        line += (line.empty() ? "" : " ") + a.value + ",";
+      }
+      if (!line.empty()) out_ += "        " + line + "\n";
+      out_ += "        num_warps=" + std::to_string(kernel.num_warps) +
+              ", num_stages=" + std::to_string(kernel.num_stages) + ",\n    )\n";
+    }
+    out_ += "    return " + name + "\n";
+
+    // The reference.
+    out_ += "\n\ndef reference_" + name + "(" + params(sig) + "):\n";
+    out_ += "    \"\"\"PyTorch evaluation of " + f->name + ", in float32 and aligned by label, for "
+            "checking the kernels.\"\"\"\n";
+    out_ += "    " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
+            (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
+    for (const ir::Symbol* in : sig.inputs)
+      if (in->kind == ir::SymbolKind::SIn)
+        out_ += "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      const ir::FuncDef& kd = prog_.def(k);
+      ir::Labels layout = definition_labels(prog_, k);
+      ReferenceExpr ref(layout);
+      std::vector<std::string> dims;
+      for (ir::Label l : kd.dims) dims.push_back(quote(l->py_name));
+      out_ += "    layout = " + ref.layout_text() + "\n";
+      out_ += "    " + k->py_name + " = _dt_result(" + ref.emit(*kd.value) + ", layout, " +
+              tuple_of(dims) + ", " + shape_of(kd.dims) + ")\n";
+    }
+    out_ += "    return " + name + ".to(dtype)\n";
+
+    // Random inputs.
+    std::vector<std::string> label_names;
+    for (ir::Label l : sig.labels) label_names.push_back(quote(l->name));
+    out_ += "\n\ndef make_inputs_" + name + "(sizes, dtype=torch.float32, device=\"cpu\", seed=0):\n";
+    out_ += "    \"\"\"Random positional arguments for " + name + "(...) and reference_" + name +
+            "(...), at `sizes`\n    keyed by DT label, e.g. {";
+    for (size_t i = 0; i < sig.labels.size(); ++i)
+      out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + std::to_string(16 * (i + 1));
+    out_ += "}.\"\"\"\n";
+    if (!sig.labels.empty())
+      out_ += "    " + sizes_tuple(sig) + "= _dt_sizes(sizes, " + tuple_of(label_names) + ")\n";
+    out_ += "    generator = torch.Generator().manual_seed(seed)\n";
+    std::vector<std::string> results;
+    for (const ir::Symbol* in : sig.inputs) {
+      if (in->kind == ir::SymbolKind::In)
+        out_ += "    " + in->py_name + " = _dt_randn(" + shape_of(sig.first_shape[in]) +
+                ", generator, dtype, device)\n";
+      else
+        out_ += "    " + in->py_name + " = _dt_rand_scalar(generator)\n";
+      results.push_back(in->py_name);
+    }
+    out_ += "    return " + (results.empty() ? std::string("()") : tuple_of(results)) + "\n";
+    out_ += "\n\nSIZE_KEYWORDS_" + name + " = {";
+    for (size_t i = 0; i < sig.labels.size(); ++i)
+      out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + quote(sig.labels[i]->py_name);
+    out_ += "}\n";
+  }
+
+  static std::string shape_text(const ir::Labels& dims) {
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i]->name;
+    return s + "]";
+  }
+
+  const ModuleInput& in_;
+  const ir::Program& prog_;
+  std::string out_;
+};
+
+} // namespace
+
+std::string print_module(const ModuleInput& input) { return ModulePrinter(input).run(); }
+
+} // namespace dtc

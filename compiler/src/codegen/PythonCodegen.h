@@ -1,0 +1,30 @@
+#pragma once
+// Python code generation: prints the kernels (kernel IR) and writes, for every compiled Func,
+// its wrapper, its PyTorch reference, its random-input helper, plus the canonical schedule.
+#include "lower/KernelIR.h"
+#include "schedule/Schedule.h"
+
+namespace dtc {
+
+/// Everything needed to print one compiled Func: its kernels in launch order.
+struct CompiledFunc {
+  const ir::Symbol* func;
+  std::vector<const ir::Symbol*> kernel_funcs; // Funcs with a kernel, dependencies first
+};
+
+struct ModuleInput {
+  const ir::Program* program;
+  const Schedule* schedule;
+  std::string file_name;
+  std::string canonical_schedule;
+  std::vector<CompiledFunc> compiled;
+  std::map<const ir::Symbol*, kir::Kernel> kernels; // one per Func that has a kernel
+};
+
+/// Prints one kernel as a `@triton.jit` function.
+std::string print_kernel(const kir::Kernel& kernel);
+
+/// Prints the whole generated module.
+std::string print_module(const ModuleInput& input);
+
+} // namespace dtc

@@ -1,0 +1,82 @@
+#pragma once
+// The syntax tree of a DT file, exactly as written: no names resolved, no shapes. Every node
+// carries the location of its first token.
+#include "frontend/Diagnostics.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dtc::ast {
+
+enum class DeclKind { Func, In, SIn, Var, RVar };
+const char* decl_keyword(DeclKind kind);
+
+struct Name {
+  std::string text;
+  Loc loc;
+};
+
+/// `Func a, b;` — one declaration statement naming one or more symbols.
+struct Decl {
+  DeclKind kind;
+  std::vector<Name> names;
+  Loc loc;
+};
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+enum class ExprKind {
+  Number, // 3, 0.5, 1e-3
+  Name,   // alpha, x (a scalar input or a dimension label)
+  Index,  // A[x, y]
+  Call,   // exp(e), rsum(e, k), reshape(e, x, 1)
+  Unary,  // -e, +e
+  Binary, // e * e, e < e
+};
+
+struct Expr {
+  ExprKind kind;
+  Loc loc;
+  std::string text;           // Number: literal text; Name/Index/Call: the name; Unary/Binary: op
+  bool is_integer = false;    // Number: written without '.' or exponent
+  std::vector<ExprPtr> args;  // Index: labels (Name exprs); Call: arguments; Unary/Binary: operands
+  Expr(ExprKind k, Loc l, std::string t = {}) : kind(k), loc(l), text(std::move(t)) {}
+};
+
+/// `f[x, y] = expr;`
+struct Definition {
+  Name func;
+  std::vector<Name> labels;
+  ExprPtr value;
+  Loc loc;
+};
+
+/// One argument of a schedule statement: `x:64`, `x:xi/4`, `x`, `8`.
+struct ScheduleArg {
+  Loc loc;
+  std::string name;       // empty for a bare integer
+  bool has_value = false; // `name:value`
+  long long value = 0;    // the integer (bare, or after ':')
+  std::string split_name; // `x:xi/4` -> "xi" (value = 4)
+};
+
+/// `f.block(x:64, y:16);`
+struct ScheduleStmt {
+  Name func;
+  Name primitive;
+  std::vector<ScheduleArg> args;
+  Loc loc;
+};
+
+struct Program {
+  std::vector<Decl> decls;
+  std::vector<Definition> definitions;
+  std::vector<ScheduleStmt> schedule;
+};
+
+/// Prints the tree in an indented, stable form (for `dtc --emit=ast`).
+std::string print(const Program& program);
+
+} // namespace dtc::ast

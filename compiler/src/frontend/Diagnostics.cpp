@@ -1,0 +1,59 @@
+#include "frontend/Diagnostics.h"
+
+namespace dtc {
+
+void DiagnosticEngine::error(Loc loc, std::string message) {
+  ++error_count_;
+  if (error_count_ == kMaxErrors + 1) {
+    diagnostics_.push_back({Severity::Error, loc, "too many errors; stopping here"});
+    return;
+  }
+  if (error_count_ > kMaxErrors) return;
+  diagnostics_.push_back({Severity::Error, loc, std::move(message)});
+}
+
+void DiagnosticEngine::warning(Loc loc, std::string message) {
+  diagnostics_.push_back({Severity::Warning, loc, std::move(message)});
+}
+
+void DiagnosticEngine::note(Loc loc, std::string message) {
+  if (error_count_ > kMaxErrors) return;
+  diagnostics_.push_back({Severity::Note, loc, std::move(message)});
+}
+
+static std::string_view line_of(std::string_view source, int line) {
+  int current = 1;
+  size_t start = 0;
+  while (current < line) {
+    size_t nl = source.find('\n', start);
+    if (nl == std::string_view::npos) return {};
+    start = nl + 1;
+    ++current;
+  }
+  size_t end = source.find('\n', start);
+  if (end == std::string_view::npos) end = source.size();
+  return source.substr(start, end - start);
+}
+
+std::string DiagnosticEngine::render() const {
+  std::string out;
+  for (const Diagnostic& d : diagnostics_) {
+    const char* kind = d.severity == Severity::Error     ? "error"
+                       : d.severity == Severity::Warning ? "warning"
+                                                         : "note";
+    out += file_name_;
+    if (d.loc.line > 0) out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col);
+    out += std::string(": ") + kind + ": " + d.message + "\n";
+    if (d.loc.line <= 0) continue;
+    std::string_view text = line_of(source_, d.loc.line);
+    if (text.empty() && d.loc.col <= 1) continue;
+    std::string shown;
+    for (char c : text) shown += (c == '\t') ? ' ' : (static_cast<unsigned char>(c) < 32 ? '?' : c);
+    out += "  " + shown + "\n  ";
+    int col = std::max(1, std::min<int>(d.loc.col, static_cast<int>(shown.size()) + 1));
+    out += std::string(col - 1, ' ') + "^\n";
+  }
+  return out;
+}
+
+} // namespace dtc

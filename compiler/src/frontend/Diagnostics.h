@@ -1,0 +1,67 @@
+#pragma once
+// Diagnostics: user errors carry a source location and are collected (never thrown), so a file
+// reports all of its errors; internal errors are compiler bugs and are thrown as InternalError.
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtc {
+
+/// A position in a source text; line and column start at 1. Line 0 means "no location".
+struct Loc {
+  int line = 0;
+  int col = 0;
+};
+
+enum class Severity { Error, Warning, Note };
+
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  Loc loc;
+  std::string message;
+};
+
+/// Collects diagnostics for one source text and renders them as
+/// `file:line:col: error: message`, followed by the source line and a caret.
+class DiagnosticEngine {
+public:
+  DiagnosticEngine(std::string file_name, std::string_view source)
+      : file_name_(std::move(file_name)), source_(source) {}
+
+  void error(Loc loc, std::string message);
+  void warning(Loc loc, std::string message);
+  void note(Loc loc, std::string message);
+
+  bool has_errors() const { return error_count_ > 0; }
+  int error_count() const { return error_count_; }
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+  const std::string& file_name() const { return file_name_; }
+
+  /// Renders every diagnostic, in the order reported.
+  std::string render() const;
+
+  /// Caps the number of errors kept; past the cap one summary error is reported.
+  static constexpr int kMaxErrors = 100;
+
+private:
+  std::string file_name_;
+  std::string_view source_;
+  std::vector<Diagnostic> diagnostics_;
+  int error_count_ = 0;
+};
+
+/// A bug in the compiler (a broken invariant), as opposed to a mistake in the user's program.
+class InternalError : public std::logic_error {
+public:
+  using std::logic_error::logic_error;
+};
+
+#define DTC_ASSERT(cond, msg)                                                                      \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      throw ::dtc::InternalError(std::string("internal error: ") + (msg) + " (" #cond ") at " +   \
+                                 __FILE__ + ":" + std::to_string(__LINE__));                       \
+  } while (0)
+
+} // namespace dtc

@@ -1,0 +1,295 @@
+#include "frontend/Parser.h"
+
+#include <charconv>
+
+namespace dtc {
+namespace {
+
+constexpr int kMaxExprDepth = 200;
+
+class Parser {
+public:
+  Parser(std::vector<Token> tokens, DiagnosticEngine& diags, bool schedule_only)
+      : toks_(std::move(tokens)), diags_(diags), schedule_only_(schedule_only) {}
+
+  // program := { declaration | definition | schedule_stmt }
+  ast::Program program() {
+    ast::Program prog;
+    while (!at(Tok::End)) {
+      size_t start = pos_;
+      statement(prog);
+      if (pos_ == start) advance(); // always make progress
+    }
+    return prog;
+  }
+
+private:
+  const Token& peek(size_t ahead = 0) const {
+    size_t i = std::min(pos_ + ahead, toks_.size() - 1);
+    return toks_[i];
+  }
+  bool at(Tok kind) const { return peek().kind == kind; }
+  const Token& advance() {
+    const Token& t = toks_[pos_];
+    if (pos_ + 1 < toks_.size()) ++pos_;
+    return t;
+  }
+  bool accept(Tok kind) {
+    if (!at(kind)) return false;
+    advance();
+    return true;
+  }
+
+  struct SyntaxError {};
+
+  [[noreturn]] void fail(const std::string& message) {
+    diags_.error(peek().loc, message);
+    throw SyntaxError{};
+  }
+  const Token& expect(Tok kind, const char* context) {
+    if (!at(kind))
+      fail(std::string("expected ") + spelling(kind) + " " + context + ", found " +
+           describe(peek()));
+    return advance();
+  }
+
+  // Skip to just past the next `;` (or, for schedule text, to the next line).
+  void recover(int line) {
+    while (!at(Tok::End)) {
+      if (at(Tok::Semicolon)) {
+        advance();
+        return;
+      }
+      if (schedule_only_ && peek().loc.line != line) return;
+      advance();
+    }
+  }
+
+  static bool decl_kind(const std::string& word, ast::DeclKind& kind) {
+    static const std::pair<const char*, ast::DeclKind> table[] = {
+        {"Func", ast::DeclKind::Func}, {"In", ast::DeclKind::In},   {"SIn", ast::DeclKind::SIn},
+        {"Var", ast::DeclKind::Var},   {"RVar", ast::DeclKind::RVar}};
+    for (const auto& [w, k] : table)
+      if (word == w) {
+        kind = k;
+        return true;
+      }
+    return false;
+  }
+
+  // statement := declaration | definition | schedule_stmt
+  void statement(ast::Program& prog) {
+    int line = peek().loc.line;
+    try {
+      if (!at(Tok::Ident)) fail("expected a declaration, a definition or a schedule statement, "
+                                "found " + describe(peek()));
+      ast::DeclKind kind;
+      if (decl_kind(peek().text, kind) && peek(1).kind == Tok::Ident) {
+        if (schedule_only_) fail("a schedule may not declare symbols");
+        prog.decls.push_back(declaration(kind));
+      } else if (peek(1).kind == Tok::LBracket) {
+        if (schedule_only_) fail("a schedule may not define algorithms");
+        prog.definitions.push_back(definition());
+      } else if (peek(1).kind == Tok::Dot) {
+        prog.schedule.push_back(schedule_stmt());
+      } else {
+        fail("expected `[` (a definition) or `.` (a schedule statement) after `" + peek().text +
+             "`, found " + describe(peek(1)));
+      }
+    } catch (SyntaxError&) {
+      recover(line);
+    }
+  }
+
+  // declaration := ('Func'|'In'|'SIn'|'Var'|'RVar') ident { ',' ident } ';'
+  ast::Decl declaration(ast::DeclKind kind) {
+    ast::Decl decl{kind, {}, advance().loc};
+    do {
+      const Token& name = expect(Tok::Ident, "(a symbol name) in the declaration");
+      decl.names.push_back({name.text, name.loc});
+    } while (accept(Tok::Comma));
+    expect(Tok::Semicolon, "at the end of the declaration");
+    return decl;
+  }
+
+  // definition := ident '[' ident { ',' ident } ']' '=' expr ';'
+  ast::Definition definition() {
+    ast::Definition def;
+    const Token& name = advance();
+    def.func = {name.text, name.loc};
+    def.loc = name.loc;
+    expect(Tok::LBracket, "after the Func name");
+    if (!at(Tok::RBracket)) {
+      do {
+        const Token& label = expect(Tok::Ident, "(a dimension label) in the definition's shape");
+        def.labels.push_back({label.text, label.loc});
+      } while (accept(Tok::Comma));
+    }
+    expect(Tok::RBracket, "to close the definition's shape");
+    expect(Tok::Assign, "after the definition's shape");
+    def.value = expr(0);
+    expect(Tok::Semicolon, "at the end of the definition");
+    return def;
+  }
+
+  // schedule_stmt := ident '.' ident '(' [ sched_arg { ',' sched_arg } ] ')' ( ';' | newline )
+  ast::ScheduleStmt schedule_stmt() {
+    ast::ScheduleStmt stmt;
+    const Token& func = advance();
+    stmt.func = {func.text, func.loc};
+    stmt.loc = func.loc;
+    expect(Tok::Dot, "after the Func name");
+    const Token& prim = expect(Tok::Ident, "(a scheduling primitive) after `.`");
+    stmt.primitive = {prim.text, prim.loc};
+    expect(Tok::LParen, "after the scheduling primitive");
+    if (!at(Tok::RParen)) {
+      do stmt.args.push_back(schedule_arg());
+      while (accept(Tok::Comma));
+    }
+    int line = peek().loc.line;
+    expect(Tok::RParen, "to close the schedule statement's arguments");
+    if (!accept(Tok::Semicolon)) {
+      bool newline_ends = schedule_only_ && (at(Tok::End) || peek().loc.line != line);
+      if (!newline_ends) expect(Tok::Semicolon, "at the end of the schedule statement");
+    }
+    return stmt;
+  }
+
+  long long integer(const char* context) {
+    if (at(Tok::Minus)) fail(std::string("expected a non-negative integer ") + context);
+    const Token& t = expect(Tok::Int, context);
+    long long value = 0;
+    auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
+    if (ec != std::errc() || value > (1LL << 40)) {
+      diags_.error(t.loc, "integer `" + t.text + "` is too large");
+      return 1;
+    }
+    (void)p;
+    return value;
+  }
+
+  // sched_arg := integer | ident [ ':' ( integer | ident '/' integer ) ]
+  ast::ScheduleArg schedule_arg() {
+    ast::ScheduleArg arg;
+    arg.loc = peek().loc;
+    if (at(Tok::Int)) {
+      arg.value = integer("as a schedule argument");
+      return arg;
+    }
+    arg.name = expect(Tok::Ident, "(a dimension label or an integer) as a schedule argument").text;
+    if (!accept(Tok::Colon)) return arg;
+    arg.has_value = true;
+    if (at(Tok::Ident)) {
+      arg.split_name = advance().text;
+      expect(Tok::Slash, "in a split `VAR:ID/FACTOR`");
+      arg.value = integer("(the split factor) after `/`");
+    } else {
+      arg.value = integer("(a size) after `:`");
+    }
+    return arg;
+  }
+
+  // Binary operators by precedence level, lowest first (thesis table 3.2):
+  //   comparison := additive { ('<'|'<='|'>'|'>='|'=='|'!=') additive }
+  //   additive   := multiplicative { ('+'|'-') multiplicative }
+  //   multiplicative := unary { ('*'|'/'|'%') unary }
+  static int precedence(Tok kind) {
+    switch (kind) {
+    case Tok::Less: case Tok::LessEq: case Tok::Greater: case Tok::GreaterEq:
+    case Tok::EqEq: case Tok::NotEq: return 1;
+    case Tok::Plus: case Tok::Minus: return 2;
+    case Tok::Star: case Tok::Slash: case Tok::Percent: return 3;
+    default: return 0;
+    }
+  }
+
+  // expr := unary { binop unary }   (precedence climbing, all operators left-associative)
+  ast::ExprPtr expr(int min_prec, int depth = 0) {
+    if (depth > kMaxExprDepth) fail("expression nests too deeply; split it into several Funcs");
+    ast::ExprPtr lhs = unary(depth + 1);
+    while (true) {
+      int prec = precedence(peek().kind);
+      if (prec == 0 || prec <= min_prec) break;
+      const Token& op = advance();
+      ast::ExprPtr rhs = expr(prec, depth + 1);
+      auto node = std::make_unique<ast::Expr>(ast::ExprKind::Binary, op.loc, op.text);
+      node->args.push_back(std::move(lhs));
+      node->args.push_back(std::move(rhs));
+      lhs = std::move(node);
+    }
+    return lhs;
+  }
+
+  // unary := ('+'|'-') unary | primary
+  ast::ExprPtr unary(int depth) {
+    if (depth > kMaxExprDepth) fail("expression nests too deeply; split it into several Funcs");
+    if (at(Tok::Plus) || at(Tok::Minus)) {
+      const Token& op = advance();
+      auto node = std::make_unique<ast::Expr>(ast::ExprKind::Unary, op.loc, op.text);
+      node->args.push_back(unary(depth + 1));
+      return node;
+    }
+    return primary(depth + 1);
+  }
+
+  // primary := number | ident '[' ident { ',' ident } ']' | ident '(' [ expr { ',' expr } ] ')'
+  //          | ident | '(' expr ')'
+  ast::ExprPtr primary(int depth) {
+    const Token& t = peek();
+    if (t.kind == Tok::Int || t.kind == Tok::Float) {
+      advance();
+      auto node = std::make_unique<ast::Expr>(ast::ExprKind::Number, t.loc, t.text);
+      node->is_integer = t.kind == Tok::Int;
+      return node;
+    }
+    if (t.kind == Tok::LParen) {
+      advance();
+      ast::ExprPtr inner = expr(0, depth + 1);
+      expect(Tok::RParen, "to close the parenthesis");
+      return inner;
+    }
+    if (t.kind != Tok::Ident) fail("expected an expression, found " + describe(t));
+    advance();
+    if (accept(Tok::LBracket)) {
+      auto node = std::make_unique<ast::Expr>(ast::ExprKind::Index, t.loc, t.text);
+      if (!at(Tok::RBracket)) {
+        do {
+          const Token& label = expect(Tok::Ident, "(a dimension label) inside `[]`");
+          node->args.push_back(
+              std::make_unique<ast::Expr>(ast::ExprKind::Name, label.loc, label.text));
+        } while (accept(Tok::Comma));
+      }
+      expect(Tok::RBracket, "to close the index");
+      return node;
+    }
+    if (accept(Tok::LParen)) {
+      auto node = std::make_unique<ast::Expr>(ast::ExprKind::Call, t.loc, t.text);
+      if (!at(Tok::RParen)) {
+        do node->args.push_back(expr(0, depth + 1));
+        while (accept(Tok::Comma));
+      }
+      expect(Tok::RParen, "to close the call to `" + t.text + "`");
+      return node;
+    }
+    return std::make_unique<ast::Expr>(ast::ExprKind::Name, t.loc, t.text);
+  }
+
+  const Token& expect(Tok kind, const std::string& context) { return expect(kind, context.c_str()); }
+
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+  DiagnosticEngine& diags_;
+  bool schedule_only_;
+};
+
+} // namespace
+
+ast::Program parse_program(std::string_view source, DiagnosticEngine& diags) {
+  return Parser(lex(source, diags), diags, false).program();
+}
+
+std::vector<ast::ScheduleStmt> parse_schedule(std::string_view source, DiagnosticEngine& diags) {
+  return Parser(lex(source, diags), diags, true).program().schedule;
+}
+
+} // namespace dtc

@@ -1,0 +1,243 @@
+#include "ir/IR.h"
+
+#include "ir/IRVisitor.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace dtc::ir {
+
+#define DTC_IR_ACCEPT(Name)                                                                        \
+  void Name::accept(IRVisitor& v) const { v.visit(*this); }
+DTC_IR_ACCEPT(Const)
+DTC_IR_ACCEPT(ScalarIn)
+DTC_IR_ACCEPT(Len)
+DTC_IR_ACCEPT(ProgramId)
+DTC_IR_ACCEPT(Access)
+DTC_IR_ACCEPT(Unary)
+DTC_IR_ACCEPT(Binary)
+DTC_IR_ACCEPT(Call)
+DTC_IR_ACCEPT(Reduce)
+DTC_IR_ACCEPT(Dot)
+DTC_IR_ACCEPT(Reshape)
+#undef DTC_IR_ACCEPT
+
+const char* kind_name(SymbolKind kind) {
+  switch (kind) {
+  case SymbolKind::Func: return "Func";
+  case SymbolKind::In: return "In";
+  case SymbolKind::SIn: return "SIn";
+  case SymbolKind::Var: return "Var";
+  case SymbolKind::RVar: return "RVar";
+  }
+  return "?";
+}
+
+const char* op_text(BinOp op) {
+  switch (op) {
+  case BinOp::Add: return "+";
+  case BinOp::Sub: return "-";
+  case BinOp::Mul: return "*";
+  case BinOp::Div: return "/";
+  case BinOp::Mod: return "%";
+  case BinOp::Lt: return "<";
+  case BinOp::Le: return "<=";
+  case BinOp::Gt: return ">";
+  case BinOp::Ge: return ">=";
+  case BinOp::Eq: return "==";
+  case BinOp::Ne: return "!=";
+  }
+  return "?";
+}
+
+bool is_comparison(BinOp op) { return op >= BinOp::Lt; }
+
+const char* reduce_name(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum: return "rsum";
+  case ReduceOp::Max: return "rmax";
+  case ReduceOp::Min: return "rmin";
+  }
+  return "?";
+}
+
+Labels union_labels(const Labels& a, const Labels& b) {
+  Labels out = a;
+  for (Label l : b)
+    if (!contains(out, l)) out.push_back(l);
+  return out;
+}
+
+bool contains(const Labels& labels, Label l) {
+  for (Label x : labels)
+    if (x == l) return true;
+  return false;
+}
+
+ExprPtr IRMutator::mutate(const ExprPtr& e) {
+  switch (e->kind) {
+  case ExprKind::Const: return visit(static_cast<const Const&>(*e), e);
+  case ExprKind::ScalarIn: return visit(static_cast<const ScalarIn&>(*e), e);
+  case ExprKind::Len: return visit(static_cast<const Len&>(*e), e);
+  case ExprKind::ProgramId: return visit(static_cast<const ProgramId&>(*e), e);
+  case ExprKind::Access: return visit(static_cast<const Access&>(*e), e);
+  case ExprKind::Unary: return visit(static_cast<const Unary&>(*e), e);
+  case ExprKind::Binary: return visit(static_cast<const Binary&>(*e), e);
+  case ExprKind::Call: return visit(static_cast<const Call&>(*e), e);
+  case ExprKind::Reduce: return visit(static_cast<const Reduce&>(*e), e);
+  case ExprKind::Dot: return visit(static_cast<const Dot&>(*e), e);
+  case ExprKind::Reshape: return visit(static_cast<const Reshape&>(*e), e);
+  }
+  throw InternalError("IRMutator: unknown expression kind");
+}
+
+ExprPtr IRMutator::visit(const Unary& e, const ExprPtr& self) {
+  ExprPtr a = mutate(e.a);
+  return a == e.a ? self : std::make_shared<Unary>(e.loc, e.op, a);
+}
+ExprPtr IRMutator::visit(const Binary& e, const ExprPtr& self) {
+  ExprPtr a = mutate(e.a), b = mutate(e.b);
+  if (a == e.a && b == e.b) return self;
+  return std::make_shared<Binary>(e.loc, e.op, a, b, union_labels(a->dims, b->dims));
+}
+ExprPtr IRMutator::visit(const Call& e, const ExprPtr& self) {
+  std::vector<ExprPtr> args;
+  bool changed = false;
+  Labels dims;
+  for (const ExprPtr& a : e.args) {
+    args.push_back(mutate(a));
+    changed |= args.back() != a;
+    dims = union_labels(dims, args.back()->dims);
+  }
+  return changed ? std::make_shared<Call>(e.loc, e.fn, args, dims) : self;
+}
+ExprPtr IRMutator::visit(const Reduce& e, const ExprPtr& self) {
+  ExprPtr a = mutate(e.a);
+  return a == e.a ? self : std::make_shared<Reduce>(e.loc, e.op, a, e.rvar, e.dims);
+}
+ExprPtr IRMutator::visit(const Dot& e, const ExprPtr& self) {
+  ExprPtr a = mutate(e.a), b = mutate(e.b);
+  if (a == e.a && b == e.b) return self;
+  return std::make_shared<Dot>(e.loc, a, b, e.rvar, e.dims);
+}
+ExprPtr IRMutator::visit(const Reshape& e, const ExprPtr& self) {
+  ExprPtr a = mutate(e.a);
+  return a == e.a ? self : std::make_shared<Reshape>(e.loc, a, e.shape);
+}
+
+namespace {
+
+std::string number_text(double v, bool is_int) {
+  if (is_int && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+int precedence(const Expr& e) {
+  if (auto* b = e.as<Binary>()) {
+    if (is_comparison(b->op)) return 1;
+    if (b->op == BinOp::Add || b->op == BinOp::Sub) return 2;
+    return 3;
+  }
+  if (e.as<Unary>()) return 4;
+  return 5;
+}
+
+class DtPrinter : public IRVisitor {
+public:
+  std::string out;
+  void emit(const Expr& e, int min_prec) {
+    bool paren = precedence(e) < min_prec;
+    if (paren) out += "(";
+    e.accept(*this);
+    if (paren) out += ")";
+  }
+  void visit(const Const& e) override { out += number_text(e.value, e.is_int); }
+  void visit(const ScalarIn& e) override { out += e.symbol->name; }
+  void visit(const Len& e) override { out += "len(" + e.label->name + ")"; }
+  void visit(const ProgramId& e) override { out += "program_id(" + std::to_string(e.axis) + ")"; }
+  void visit(const Access& e) override {
+    out += e.tensor->name + "[";
+    for (size_t i = 0; i < e.index.size(); ++i) out += (i ? ", " : "") + e.index[i]->name;
+    out += "]";
+  }
+  void visit(const Unary& e) override {
+    out += e.op == UnOp::Neg ? "-" : "+";
+    emit(*e.a, 4);
+  }
+  void visit(const Binary& e) override {
+    int p = precedence(e);
+    emit(*e.a, p);
+    out += std::string(" ") + op_text(e.op) + " ";
+    emit(*e.b, p + 1);
+  }
+  void visit(const Call& e) override {
+    out += e.fn + "(";
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      if (i) out += ", ";
+      emit(*e.args[i], 0);
+    }
+    out += ")";
+  }
+  void visit(const Reduce& e) override {
+    out += std::string(reduce_name(e.op)) + "(";
+    emit(*e.a, 0);
+    out += ", " + e.rvar->name + ")";
+  }
+  void visit(const Dot& e) override {
+    out += "rdot(";
+    emit(*e.a, 0);
+    out += ", ";
+    emit(*e.b, 0);
+    out += ", " + e.rvar->name + ")";
+  }
+  void visit(const Reshape& e) override {
+    out += "reshape(";
+    emit(*e.a, 0);
+    for (Label l : e.shape) out += ", " + (l ? l->name : std::string("1"));
+    out += ")";
+  }
+};
+
+std::string dims_text(const Labels& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i]->name;
+  return s + "]";
+}
+
+} // namespace
+
+std::string to_dt(const Expr& e) {
+  DtPrinter p;
+  p.emit(e, 0);
+  return p.out;
+}
+
+std::string print(const Program& program) {
+  std::string out;
+  for (const Symbol& s : program.symbols) {
+    out += std::string(kind_name(s.kind)) + " " + s.name;
+    if (s.py_name != s.name) out += " (python: " + s.py_name + ")";
+    out += "\n";
+  }
+  for (const Symbol& s : program.symbols) {
+    auto it = program.funcs.find(&s);
+    if (it == program.funcs.end()) continue;
+    const FuncDef& f = it->second;
+    out += s.name + dims_text(f.dims) + " = " + to_dt(*f.value) + "   # varies along " +
+           dims_text(f.value->dims);
+    if (!f.deps.empty()) {
+      out += "; reads";
+      for (const Symbol* d : f.deps) out += " " + d->name;
+    }
+    out += "\n";
+  }
+  for (const Symbol* c : program.compiled) out += "compile " + c->name + "\n";
+  return out;
+}
+
+} // namespace dtc::ir

@@ -1,0 +1,63 @@
+#include "ir/VerifyIR.h"
+
+#include "ir/IRVisitor.h"
+
+namespace dtc {
+namespace {
+
+class Verifier : public ir::IRVisitor {
+public:
+  Verifier(const ir::Program& p, const char* pass) : prog_(p), pass_(pass) {}
+
+  void fail(const ir::Expr& e, const std::string& what) {
+    throw InternalError(std::string("IR verification failed after ") + pass_ + ": " + what +
+                        " in `" + ir::to_dt(e) + "`");
+  }
+  void same(const ir::Expr& e, const ir::Labels& expect) {
+    if (e.dims.size() != expect.size()) fail(e, "wrong dims");
+    for (ir::Label l : expect)
+      if (!ir::contains(e.dims, l)) fail(e, "wrong dims");
+  }
+  void visit(const ir::Access& e) override {
+    if (e.tensor->kind == ir::SymbolKind::Func &&
+        prog_.def(e.tensor).dims.size() != e.index.size())
+      fail(e, "rank mismatch");
+    same(e, e.index);
+  }
+  void visit(const ir::Binary& e) override {
+    ir::IRVisitor::visit(e);
+    same(e, ir::union_labels(e.a->dims, e.b->dims));
+  }
+  void visit(const ir::Unary& e) override {
+    ir::IRVisitor::visit(e);
+    same(e, e.a->dims);
+  }
+  void visit(const ir::Reduce& e) override {
+    ir::IRVisitor::visit(e);
+    if (!ir::contains(e.a->dims, e.rvar) || ir::contains(e.dims, e.rvar)) fail(e, "bad reduction");
+  }
+  void visit(const ir::Dot& e) override {
+    ir::IRVisitor::visit(e);
+    if (ir::contains(e.dims, e.rvar)) fail(e, "bad rdot");
+  }
+
+private:
+  const ir::Program& prog_;
+  const char* pass_;
+};
+
+} // namespace
+
+void verify_ir(const ir::Program& program, const char* after_pass) {
+  Verifier v(program, after_pass);
+  for (const auto& [f, def] : program.funcs) {
+    if (!def.value) continue;
+    def.value->accept(v);
+    for (ir::Label l : def.value->dims)
+      if (!ir::contains(def.dims, l))
+        throw InternalError(std::string("IR verification failed after ") + after_pass + ": `" +
+                            f->name + "` varies along a label outside its shape");
+  }
+}
+
+} // namespace dtc

@@ -1,0 +1,80 @@
+#pragma once
+// The kernel IR: a Triton kernel as a tree of statements over Python expressions, plus what the
+// wrapper needs to launch it. Lowering (LowerFunc.h) builds it from the algorithm IR and a
+// schedule; VerifyKernel checks it; PythonCodegen prints it.
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dtc::kir {
+
+enum class StmtKind { Assign, For, Store, Comment };
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct Stmt {
+  StmtKind kind;
+  // Assign: target = value. Store: tl.store(target, value, mask=mask). Comment: value.
+  std::string target, value, mask;
+  // For: for var in range(lo, hi, step): body
+  std::string var, lo, hi, step;
+  std::vector<StmtPtr> body;
+
+  static StmtPtr assign(std::string target, std::string value) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::Assign;
+    s->target = std::move(target);
+    s->value = std::move(value);
+    return s;
+  }
+  static StmtPtr store(std::string ptr, std::string value, std::string mask) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::Store;
+    s->target = std::move(ptr);
+    s->value = std::move(value);
+    s->mask = std::move(mask);
+    return s;
+  }
+  static StmtPtr comment(std::string text) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::Comment;
+    s->value = std::move(text);
+    return s;
+  }
+  static StmtPtr loop(std::string var, std::string lo, std::string hi, std::string step) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::For;
+    s->var = std::move(var);
+    s->lo = std::move(lo);
+    s->hi = std::move(hi);
+    s->step = std::move(step);
+    return s;
+  }
+};
+
+struct Param {
+  std::string name;
+  bool is_constexpr = false;
+};
+
+/// How the wrapper passes one kernel argument: a Python expression over the wrapper's locals.
+struct LaunchArg {
+  std::string param;
+  std::string value;
+};
+
+struct Kernel {
+  std::string name;              // e.g. relu_out_kernel
+  std::string doc;               // one-line summary for a comment above the kernel
+  std::vector<Param> params;
+  std::vector<StmtPtr> body;
+  std::vector<LaunchArg> launch; // one per param, same order
+  std::string grid;              // Python expression for the 1-D grid size
+  int num_warps = 4;
+  int num_stages = 3;
+  std::set<std::string> helpers; // @triton.jit helpers the body calls
+};
+
+} // namespace dtc::kir

@@ -1,0 +1,616 @@
+#include "lower/LowerFunc.h"
+
+#include "ir/Builtins.h"
+#include "ir/IRVisitor.h"
+#include "lower/Names.h"
+
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+namespace dtc {
+
+long long next_power_of_two(long long v) {
+  long long p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+namespace {
+
+using ir::Label;
+using kir::Stmt;
+using kir::StmtPtr;
+
+std::string float_literal(double v) {
+  if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "float(\"-inf\")";
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+// Python operator precedence levels used for parenthesizing generated expressions.
+enum Prec { kCompare = 1, kAdd = 2, kMul = 3, kUnary = 4, kAtom = 5 };
+
+struct Value {
+  std::string text;
+  int prec = kAtom;
+  bool is_bool = false;
+};
+
+std::string paren(const Value& v, int min_prec) {
+  return v.prec < min_prec ? "(" + v.text + ")" : v.text;
+}
+
+/// How a dimension label is indexed at the current point of the kernel.
+struct Binding {
+  std::string idx;  // Python expression (int64 scalar or layout-shaped tensor)
+  std::string mask; // empty when every index is in range by construction
+};
+
+class FuncLowering {
+public:
+  FuncLowering(const ir::Program& p, const Schedule& s, const ir::Symbol* f, DiagnosticEngine& d)
+      : prog_(p), sched_(s), fs_(s.of(f)), func_(f), def_(p.def(f)), diags_(d) {}
+
+  kir::Kernel run() {
+    kernel_.name = names::kernel(func_);
+    kernel_.num_warps = fs_.warps();
+    kernel_.num_stages = fs_.stages();
+    kernel_.doc = func_->name + dims_text(def_.dims) + " = " + ir::to_dt(*def_.value);
+    check_supported();
+    plan_layout();
+    add_params();
+    std::vector<StmtPtr>* body = &kernel_.body;
+    emit_program_mapping(*body);
+    emit_aranges(*body);
+    body = emit_output_loops(*body);
+    cache_.emplace_back();
+    Value v = lower(*def_.value, *body);
+    cache_.pop_back();
+    bool scalar_store = true;
+    for (Label l : def_.dims) scalar_store &= !tensorized(l);
+    // With no tensorized output dimension the value is a [1, ..., 1] tensor; store a scalar.
+    std::string value = scalar_store && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
+    body->push_back(Stmt::assign(func_->py_name, value));
+    std::string offsets = offset_expr(func_, def_.dims);
+    body->push_back(Stmt::store(names::ptr(func_) + " + " + offsets, func_->py_name,
+                                mask_of(def_.dims)));
+    return std::move(kernel_);
+  }
+
+private:
+  static std::string dims_text(const ir::Labels& dims) {
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i]->name;
+    return s + "]";
+  }
+
+  void check_supported() {
+    for (Label l : schedulable_labels(prog_, fs_)) {
+      if (!ir::contains(def_.dims, l) && fs_.block_of(l)) {
+        diags_.error(fs_.where.count("block") ? fs_.where.at("block") : def_.loc,
+                     "in `" + func_->name + ".block(...)`: blocking the reduction dimension `" +
+                         l->name + "` (a split reduction) is not supported by this compiler "
+                         "version; tensorize it instead");
+      }
+    }
+  }
+
+  // ---- layout -------------------------------------------------------------------------------
+
+  struct Axis {
+    Label label;
+    std::string width; // integer literal or a constexpr parameter name
+  };
+
+  bool tensorized(Label l) const { return fs_.fully_tensorized(l) || fs_.tensor_of(l) > 1; }
+
+  std::string width_of(Label l) {
+    if (fs_.fully_tensorized(l)) {
+      if (auto b = fs_.block_of(l)) return std::to_string(next_power_of_two(*b));
+      tiles_.push_back(l);
+      return names::tile(l);
+    }
+    return std::to_string(fs_.tensor_of(l));
+  }
+
+  void plan_layout() {
+    for (Label l : schedulable_labels(prog_, fs_)) {
+      if (!tensorized(l)) continue;
+      axes_.push_back({l, width_of(l)});
+    }
+  }
+
+  int axis_of(Label l) const {
+    for (size_t i = 0; i < axes_.size(); ++i)
+      if (axes_[i].label == l) return static_cast<int>(i);
+    return -1;
+  }
+
+  // `[:, None]`-style expansion of a 1-D arange to the layout's rank.
+  std::string expand(int axis) const {
+    if (axes_.size() <= 1) return "";
+    std::string s = "[";
+    for (size_t i = 0; i < axes_.size(); ++i)
+      s += std::string(i ? ", " : "") + (static_cast<int>(i) == axis ? ":" : "None");
+    return s + "]";
+  }
+
+  // Shape (as a Python list) of a value varying along `dims`.
+  std::string shape_of(const ir::Labels& dims) const {
+    std::string s = "[";
+    for (size_t i = 0; i < axes_.size(); ++i)
+      s += std::string(i ? ", " : "") + (ir::contains(dims, axes_[i].label) ? axes_[i].width : "1");
+    return s + "]";
+  }
+
+  // ---- parameters ---------------------------------------------------------------------------
+
+  struct Collect : ir::IRVisitor {
+    std::vector<const ir::Symbol*> tensors, scalars;
+    ir::Labels labels;
+    void visit(const ir::Access& e) override {
+      if (!std::count(tensors.begin(), tensors.end(), e.tensor)) tensors.push_back(e.tensor);
+      labels = ir::union_labels(labels, e.index);
+    }
+    void visit(const ir::ScalarIn& e) override {
+      if (!std::count(scalars.begin(), scalars.end(), e.symbol)) scalars.push_back(e.symbol);
+    }
+    void visit(const ir::Len& e) override { labels = ir::union_labels(labels, {e.label}); }
+  };
+
+  void add_param(const std::string& name, const std::string& launch, bool constexpr_ = false) {
+    kernel_.params.push_back({name, constexpr_});
+    kernel_.launch.push_back({name, launch});
+  }
+
+  void add_tensor_params(const ir::Symbol* t, size_t rank) {
+    add_param(names::ptr(t), t->py_name);
+    for (size_t i = 0; i < rank; ++i)
+      add_param(names::stride(t, i), t->py_name + ".stride(" + std::to_string(i) + ")");
+  }
+
+  void add_params() {
+    Collect c;
+    def_.value->accept(c);
+    // Inputs in declaration order, then the Funcs this kernel reads, then the output.
+    for (const ir::Symbol* in : prog_.inputs) {
+      if (std::count(c.tensors.begin(), c.tensors.end(), in)) add_tensor_params(in, rank_of(in));
+      if (std::count(c.scalars.begin(), c.scalars.end(), in)) add_param(in->py_name, in->py_name);
+    }
+    for (const ir::Symbol* t : c.tensors)
+      if (t->kind == ir::SymbolKind::Func) add_tensor_params(t, prog_.def(t).dims.size());
+    add_tensor_params(func_, def_.dims.size());
+    labels_ = ir::union_labels(def_.dims, schedulable_labels(prog_, fs_));
+    labels_ = ir::union_labels(labels_, c.labels);
+    for (Label l : labels_) add_param(names::size(l), l->py_name);
+    for (Label l : tiles_)
+      add_param(names::tile(l), "triton.next_power_of_2(" + l->py_name + ")", true);
+  }
+
+  size_t rank_of(const ir::Symbol* in) const {
+    struct Rank : ir::IRVisitor {
+      const ir::Symbol* t;
+      size_t rank = 0;
+      void visit(const ir::Access& e) override {
+        if (e.tensor == t) rank = e.index.size();
+      }
+    } r;
+    r.t = in;
+    def_.value->accept(r);
+    return r.rank;
+  }
+
+  // ---- program instances --------------------------------------------------------------------
+
+  void emit_program_mapping(std::vector<StmtPtr>& body) {
+    std::vector<MapLevel> levels = map_levels(fs_, prog_);
+    if (levels.empty()) {
+      kernel_.grid = "1";
+      return;
+    }
+    body.push_back(Stmt::comment("program instance -> output block (map)"));
+    body.push_back(Stmt::assign("pid", "tl.program_id(0).to(tl.int64)"));
+    std::map<Label, std::string> blocks_var;
+    for (Label l : labels_) {
+      auto b = fs_.block_of(l);
+      if (!b) continue;
+      std::string v = l->py_name + "_blocks";
+      blocks_var[l] = v;
+      body.push_back(Stmt::assign(v, *b == 1 ? names::size(l)
+                                             : "(" + names::size(l) + " + " + std::to_string(*b - 1) +
+                                                   ") // " + std::to_string(*b)));
+    }
+    // Extents of each level, in kernel code and in wrapper code.
+    std::map<std::string, long long> split_factor; // ID -> factor
+    for (const MapLevel& lv : levels)
+      if (lv.factor) split_factor[lv.split_id] = lv.factor;
+    std::vector<std::string> extent(levels.size()), grid_extent(levels.size());
+    for (size_t i = 0; i < levels.size(); ++i) {
+      const MapLevel& lv = levels[i];
+      if (lv.is_split_inner) {
+        extent[i] = grid_extent[i] = std::to_string(split_factor[lv.name]);
+      } else {
+        long long b = *fs_.block_of(lv.dim);
+        std::string grid_blocks = "triton.cdiv(" + lv.dim->py_name + ", " + std::to_string(b) + ")";
+        if (lv.factor) {
+          std::string f = std::to_string(lv.factor);
+          extent[i] = "(" + blocks_var[lv.dim] + " + " + std::to_string(lv.factor - 1) + ") // " + f;
+          grid_extent[i] = "triton.cdiv(" + grid_blocks + ", " + f + ")";
+        } else {
+          extent[i] = blocks_var[lv.dim];
+          grid_extent[i] = grid_blocks;
+        }
+      }
+    }
+    // Innermost level varies fastest.
+    std::string stride = "1";
+    std::map<std::string, std::string> pid_of; // level name -> variable
+    for (size_t k = levels.size(); k-- > 0;) {
+      const MapLevel& lv = levels[k];
+      bool simple = !lv.factor && !lv.is_split_inner;
+      std::string var = simple ? lv.dim->py_name + "_block" : lv.name + "_pid";
+      std::string value = stride == "1" ? "pid" : "pid // " + stride_text(stride);
+      if (k > 0) value += " % " + extent[k];
+      body.push_back(Stmt::assign(var, value));
+      pid_of[lv.name] = var;
+      stride = stride == "1" ? extent[k] : stride_text(stride) + " * " + extent[k];
+    }
+    // Split dimensions: block index = outer * factor + inner, recursively.
+    std::function<std::string(const std::string&)> block_index = [&](const std::string& name) {
+      for (const MapLevel& lv : levels)
+        if (lv.name == name && lv.factor)
+          return pid_of[name] + " * " + std::to_string(lv.factor) + " + " +
+                 block_index(lv.split_id);
+      return pid_of[name];
+    };
+    for (const MapLevel& lv : levels)
+      if (lv.factor && !lv.is_split_inner)
+        body.push_back(Stmt::assign(lv.dim->py_name + "_block", block_index(lv.name)));
+    std::string grid;
+    for (const std::string& g : grid_extent) grid += (grid.empty() ? "" : " * ") + g;
+    kernel_.grid = grid;
+    for (Label l : labels_) {
+      auto b = fs_.block_of(l);
+      if (!b) continue;
+      std::string start = l->py_name + "_start";
+      body.push_back(Stmt::assign(start, l->py_name + "_block" + (*b == 1 ? "" : " * " + std::to_string(*b))));
+      body.push_back(Stmt::assign(l->py_name + "_end", "tl.minimum(" + start + " + " +
+                                                           std::to_string(*b) + ", " +
+                                                           names::size(l) + ")"));
+    }
+  }
+
+  static std::string stride_text(const std::string& s) {
+    return s.find(' ') == std::string::npos ? s : "(" + s + ")";
+  }
+
+  void emit_aranges(std::vector<StmtPtr>& body) {
+    if (axes_.empty()) return;
+    body.push_back(Stmt::comment("tensor axes: " + axes_text()));
+    for (size_t i = 0; i < axes_.size(); ++i)
+      body.push_back(Stmt::assign(axes_[i].label->py_name + "_arange",
+                                  "tl.arange(0, " + axes_[i].width + ")" + expand(int(i)) +
+                                      ".to(tl.int64)"));
+  }
+
+  std::string axes_text() const {
+    std::string s;
+    for (const Axis& a : axes_) s += (s.empty() ? "" : ", ") + a.label->name + ":" + a.width;
+    return s;
+  }
+
+  std::string start_of(Label l) const {
+    return fs_.block_of(l) ? l->py_name + "_start" : std::string("0");
+  }
+  std::string end_of(Label l) const {
+    return fs_.block_of(l) ? l->py_name + "_end" : names::size(l);
+  }
+
+  // Emits the loop (or whole-tile index) of one dimension; returns the body to continue in.
+  // `whole` walks the entire dimension (a reduction), ignoring the dimension's block.
+  std::vector<StmtPtr>* emit_dim(Label l, std::vector<StmtPtr>& body, const std::string& prefix,
+                                 bool whole) {
+    std::string base = prefix + l->py_name;
+    Binding b;
+    std::string arange = l->py_name + "_arange";
+    std::vector<StmtPtr>* inner = &body;
+    bool blocked = fs_.block_of(l).has_value() && !whole;
+    std::string start = whole ? "0" : start_of(l);
+    std::string end = whole ? names::size(l) : end_of(l);
+    bool no_loop = fs_.fully_tensorized(l) && (blocked || !fs_.block_of(l));
+    if (no_loop) {
+      b.idx = blocked ? base + "_idx" : arange;
+      if (blocked) body.push_back(Stmt::assign(b.idx, start + " + " + arange));
+    } else {
+      // A whole-dimension walk of a blocked, fully tensorized label steps by its tile width.
+      std::string step = fs_.fully_tensorized(l) ? width_of_axis(l) : std::to_string(fs_.tensor_of(l));
+      StmtPtr loop = Stmt::loop(base + "_iter", start, end, step);
+      inner = &loop->body;
+      body.push_back(std::move(loop));
+      if (tensorized(l)) {
+        b.idx = base + "_idx";
+        inner->push_back(Stmt::assign(b.idx, base + "_iter + " + arange));
+      } else if (blocked) {
+        b.idx = base + "_iter"; // int64 already: it starts at the int64 block start
+      } else {
+        b.idx = base + "_idx";
+        inner->push_back(Stmt::assign(b.idx, "tl.cast(" + base + "_iter, tl.int64)"));
+      }
+    }
+    if (tensorized(l)) {
+      b.mask = base + "_mask";
+      inner->push_back(Stmt::assign(b.mask, b.idx + " < " + end));
+    }
+    bind_[l].push_back(b);
+    return inner;
+  }
+
+  std::string width_of_axis(Label l) const {
+    int ax = axis_of(l);
+    DTC_ASSERT(ax >= 0, "tensorized label without an axis");
+    return axes_[ax].width;
+  }
+
+  std::vector<StmtPtr>* emit_output_loops(std::vector<StmtPtr>& body) {
+    std::vector<StmtPtr>* cur = &body;
+    for (Label l : def_.dims) cur = emit_dim(l, *cur, "", false);
+    return cur;
+  }
+
+  // ---- memory accesses ----------------------------------------------------------------------
+
+  std::string offset_expr(const ir::Symbol* t, const ir::Labels& index) {
+    std::string s;
+    for (size_t i = 0; i < index.size(); ++i)
+      s += (i ? " + " : "") + bind_[index[i]].back().idx + " * " + names::stride(t, i);
+    return s;
+  }
+
+  std::string mask_of(const ir::Labels& labels) {
+    std::string m;
+    for (Label l : labels) {
+      const std::string& lm = bind_[l].back().mask;
+      if (!lm.empty()) m += (m.empty() ? "" : " & ") + lm;
+    }
+    return m;
+  }
+
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int i = 2; used_.count(name) || is_param(name); ++i) name = base + "_" + std::to_string(i);
+    used_.insert(name);
+    return name;
+  }
+  bool is_param(const std::string& name) const {
+    for (const kir::Param& p : kernel_.params)
+      if (p.name == name) return true;
+    return name == func_->py_name || name == "pid";
+  }
+
+  Value load(const ir::Access& e, std::vector<StmtPtr>& body) {
+    std::string key = e.tensor->py_name;
+    for (Label l : e.index) key += "," + bind_[l].back().idx;
+    for (auto it = cache_.rbegin(); it != cache_.rend(); ++it) {
+      auto hit = it->find(key);
+      if (hit != it->end()) return {hit->second};
+    }
+    bool single_pattern = access_patterns(e.tensor) == 1;
+    std::string base = e.tensor->py_name;
+    if (!single_pattern)
+      for (Label l : e.index) base += "_" + l->py_name;
+    std::string name = fresh(base);
+    std::string addr = names::ptr(e.tensor) + " + " + offset_expr(e.tensor, e.index);
+    std::string mask = mask_of(e.index);
+    std::string call = "tl.load(" + addr + (mask.empty() ? "" : ", mask=" + mask + ", other=0.0") + ")";
+    // Inputs may be float16/bfloat16: compute in float32.
+    if (e.tensor->kind == ir::SymbolKind::In) call += ".to(tl.float32)";
+    body.push_back(Stmt::assign(name, call));
+    cache_.back()[key] = name;
+    return {name};
+  }
+
+  int access_patterns(const ir::Symbol* t) {
+    struct Count : ir::IRVisitor {
+      const ir::Symbol* t;
+      std::set<std::vector<Label>> seen;
+      void visit(const ir::Access& e) override {
+        if (e.tensor == t) seen.insert(e.index);
+      }
+    } c;
+    c.t = t;
+    def_.value->accept(c);
+    return static_cast<int>(c.seen.size());
+  }
+
+  // ---- expressions --------------------------------------------------------------------------
+
+  Value lower(const ir::Expr& e, std::vector<StmtPtr>& body) {
+    switch (e.kind) {
+    case ir::ExprKind::Const: {
+      auto& c = static_cast<const ir::Const&>(e);
+      return {float_literal(c.value), c.value < 0 ? kUnary : kAtom};
+    }
+    case ir::ExprKind::ScalarIn: return {static_cast<const ir::ScalarIn&>(e).symbol->py_name};
+    case ir::ExprKind::Len: return {names::size(static_cast<const ir::Len&>(e).label)};
+    case ir::ExprKind::ProgramId:
+      return {"tl.program_id(" + std::to_string(static_cast<const ir::ProgramId&>(e).axis) + ")"};
+    case ir::ExprKind::Access: return load(static_cast<const ir::Access&>(e), body);
+    case ir::ExprKind::Unary: {
+      auto& u = static_cast<const ir::Unary&>(e);
+      Value a = lower(*u.a, body);
+      if (u.op == ir::UnOp::Plus) return a;
+      return {"-" + paren(a, kUnary), kUnary};
+    }
+    case ir::ExprKind::Binary: return binary(static_cast<const ir::Binary&>(e), body);
+    case ir::ExprKind::Call: return call(static_cast<const ir::Call&>(e), body);
+    case ir::ExprKind::Reduce: {
+      auto& r = static_cast<const ir::Reduce&>(e);
+      return reduce(r.op, {r.a}, r.rvar, e, body);
+    }
+    case ir::ExprKind::Dot: {
+      auto& d = static_cast<const ir::Dot&>(e);
+      return reduce(ir::ReduceOp::Sum, {d.a, d.b}, d.rvar, e, body);
+    }
+    case ir::ExprKind::Reshape:
+      // Label alignment already broadcasts: reshape changes no value.
+      return lower(*static_cast<const ir::Reshape&>(e).a, body);
+    }
+    throw InternalError("lower: unknown expression kind");
+  }
+
+  Value binary(const ir::Binary& b, std::vector<StmtPtr>& body) {
+    Value x = lower(*b.a, body), y = lower(*b.b, body);
+    int p = ir::is_comparison(b.op) ? kCompare
+            : (b.op == ir::BinOp::Add || b.op == ir::BinOp::Sub) ? kAdd
+                                                                  : kMul;
+    // Comparisons never chain in the generated code: Python would read `a < b < c` as a chain.
+    int left_min = p == kCompare ? kCompare + 1 : p;
+    Value v{paren(x, left_min) + " " + ir::op_text(b.op) + " " + paren(y, p + 1), p};
+    v.is_bool = ir::is_comparison(b.op);
+    return v;
+  }
+
+  Value call(const ir::Call& c, std::vector<StmtPtr>& body) {
+    const Builtin* b = find_builtin(c.fn);
+    DTC_ASSERT(b, "unknown builtin survived checking");
+    if (c.fn == "pow") {
+      if (auto* k = c.args[1]->as<ir::Const>()) {
+        double n = k->value;
+        if (n == std::floor(n) && std::fabs(n) <= 8) return integer_power(*c.args[0], int(n), body);
+      }
+    }
+    std::string pattern = b->triton;
+    // A comparison is already a condition.
+    if (c.fn == "where" && lower_is_bool(*c.args[0])) pattern = "tl.where({0}, {1}, {2})";
+    // Arguments are substituted as text: parenthesize compound ones unless the pattern is a
+    // plain call, where commas already delimit them.
+    bool plain_call = pattern.find(" != ") == std::string::npos && pattern.front() != '(';
+    std::vector<std::string> args;
+    for (const ir::ExprPtr& a : c.args) {
+      Value v = lower(*a, body);
+      args.push_back(plain_call ? v.text : paren(v, kAtom));
+    }
+    if (b->helper) kernel_.helpers.insert(b->helper);
+    return {substitute(pattern, args), kAtom};
+  }
+
+  static bool lower_is_bool(const ir::Expr& e) {
+    auto* b = e.as<ir::Binary>();
+    return b && ir::is_comparison(b->op);
+  }
+
+  Value integer_power(const ir::Expr& base_expr, int n, std::vector<StmtPtr>& body) {
+    if (n == 0) return {"1.0"};
+    Value base = lower(base_expr, body);
+    std::string operand = base.text;
+    if (base.prec != kAtom || operand.find('(') != std::string::npos) {
+      operand = fresh("pow_base");
+      body.push_back(Stmt::assign(operand, base.text));
+    }
+    std::string product = operand;
+    for (int i = 1; i < std::abs(n); ++i) product += " * " + operand;
+    if (n < 0) return {"1.0 / (" + product + ")", kMul};
+    return {product, std::abs(n) == 1 ? kAtom : kMul};
+  }
+
+  Value reduce(ir::ReduceOp op, std::vector<ir::ExprPtr> operands, Label r, const ir::Expr& e,
+               std::vector<StmtPtr>& body) {
+    const char* what = operands.size() == 2 ? "rdot" : ir::reduce_name(op);
+    body.push_back(Stmt::comment(std::string(what) + " over " + r->name + ": " + ir::to_dt(e)));
+    // A reduction over a label that also names an output dimension shadows it.
+    std::string prefix = bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
+    ir::Labels operand_dims;
+    for (auto& o : operands) operand_dims = ir::union_labels(operand_dims, o->dims);
+    std::string identity = op == ir::ReduceOp::Sum   ? "0.0"
+                           : op == ir::ReduceOp::Max ? "float(\"-inf\")"
+                                                     : "float(\"inf\")";
+    std::string acc = fresh(prefix + r->py_name + "_acc");
+    bool tensor_r = tensorized(r);
+    bool full_r = fs_.fully_tensorized(r) && !fs_.block_of(r);
+    if (!full_r) {
+      std::string shape = shape_of(operand_dims);
+      body.push_back(Stmt::assign(acc, axes_.empty() ? identity
+                                                     : "tl.full(" + shape + ", " + identity +
+                                                           ", tl.float32)"));
+    }
+    // Unique names for the loop variables of this reduction.
+    std::string saved_prefix_base = prefix + r->py_name;
+    std::string loop_prefix = prefix;
+    if (used_.count(saved_prefix_base + "_iter") || used_.count(saved_prefix_base + "_idx")) {
+      for (int i = 2;; ++i) {
+        std::string p = prefix + "r" + std::to_string(i) + "_";
+        if (!used_.count(p + r->py_name + "_iter")) {
+          loop_prefix = p;
+          break;
+        }
+      }
+    }
+    used_.insert(loop_prefix + r->py_name + "_iter");
+    used_.insert(loop_prefix + r->py_name + "_idx");
+    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, true);
+    cache_.emplace_back();
+    std::string v;
+    if (operands.size() == 2) {
+      Value a = lower(*operands[0], *inner), b = lower(*operands[1], *inner);
+      v = paren(a, kMul) + " * " + paren(b, kMul + 1);
+    } else {
+      v = lower(*operands[0], *inner).text;
+    }
+    cache_.pop_back();
+    const std::string& mask = bind_[r].back().mask;
+    // Masked lanes must not contribute: replace them with the identity.
+    std::string masked = mask.empty() ? v : "tl.where(" + mask + ", " + v + ", " + identity + ")";
+    std::string result = fresh(prefix + r->py_name + "_" + std::string(what).substr(1));
+    int ax = axis_of(r);
+    std::string reducer = op == ir::ReduceOp::Sum ? "tl.sum" : op == ir::ReduceOp::Max ? "tl.max"
+                                                                                        : "tl.min";
+    if (full_r) {
+      body.push_back(Stmt::assign(result, reducer + "(" + masked + ", axis=" + std::to_string(ax) +
+                                              ", keep_dims=True)"));
+    } else {
+      std::string combined = op == ir::ReduceOp::Sum   ? acc + " + " + wrap_sum(masked)
+                             : op == ir::ReduceOp::Max ? "tl.maximum(" + acc + ", " + masked + ")"
+                                                       : "tl.minimum(" + acc + ", " + masked + ")";
+      inner->push_back(Stmt::assign(acc, combined));
+      if (tensor_r)
+        body.push_back(Stmt::assign(result, reducer + "(" + acc + ", axis=" + std::to_string(ax) +
+                                                ", keep_dims=True)"));
+      else
+        result = acc;
+    }
+    bind_[r].pop_back();
+    return {result};
+  }
+
+  static std::string wrap_sum(const std::string& s) {
+    return s.find(' ') == std::string::npos || s.rfind("tl.where(", 0) == 0 ? s : "(" + s + ")";
+  }
+
+  const ir::Program& prog_;
+  const Schedule& sched_;
+  const FuncSchedule& fs_;
+  const ir::Symbol* func_;
+  const ir::FuncDef& def_;
+  DiagnosticEngine& diags_;
+  kir::Kernel kernel_;
+  std::vector<Axis> axes_;
+  std::vector<Label> tiles_;
+  ir::Labels labels_;
+  std::map<Label, std::vector<Binding>> bind_;
+  std::vector<std::map<std::string, std::string>> cache_;
+  std::set<std::string> used_;
+};
+
+} // namespace
+
+kir::Kernel lower_func(const ir::Program& program, const Schedule& schedule,
+                       const ir::Symbol* func, DiagnosticEngine& diags) {
+  return FuncLowering(program, schedule, func, diags).run();
+}
+
+} // namespace dtc

@@ -1,0 +1,47 @@
+#pragma once
+// The interface every scheduling primitive implements; the table lists them in canonical order.
+#include "schedule/Schedule.h"
+
+#include <functional>
+
+namespace dtc {
+
+struct PrimitiveContext {
+  const ir::Program& program;
+  Schedule& schedule;
+  DiagnosticEngine& diags;
+  const ast::ScheduleStmt& stmt;
+  const ir::Symbol* func;
+  FuncSchedule& target;
+};
+
+struct Primitive {
+  const char* name;
+  /// Checks one statement's arguments and merges it into ctx.target. Reports errors; returns
+  /// false when the statement was rejected.
+  std::function<bool(PrimitiveContext&)> apply;
+  /// Checks the merged schedule of a Func once all statements are in (errors at the statement).
+  std::function<void(const FuncSchedule&, const ir::Program&, DiagnosticEngine&)> validate;
+  /// Canonical arguments (without parentheses) for a Func, or nullopt when at its default.
+  std::function<std::optional<std::string>(const FuncSchedule&, const ir::Program&)> print;
+};
+
+// One per file in schedule/.
+Primitive block_primitive();
+Primitive tensorize_primitive();
+Primitive map_primitive();
+Primitive fuse_at_primitive();
+Primitive num_warps_primitive();
+Primitive num_stages_primitive();
+Primitive compile_primitive();
+
+/// All primitives in canonical order: block, tensorize, map, fuse_at, num_warps, num_stages,
+/// compile.
+const std::vector<Primitive>& primitive_table();
+
+// Shared argument helpers.
+ir::Label schedule_label(PrimitiveContext& ctx, const ast::ScheduleArg& arg, const char* what);
+bool is_power_of_two(long long v);
+std::string stmt_text(const ast::ScheduleStmt& stmt);
+
+} // namespace dtc

@@ -1,0 +1,141 @@
+#include "schedule/Schedule.h"
+
+#include "ir/IRVisitor.h"
+#include "schedule/Primitive.h"
+
+#include <algorithm>
+
+namespace dtc {
+
+const FuncSchedule& Schedule::of(const ir::Symbol* f) const {
+  static const FuncSchedule empty;
+  auto it = funcs.find(f);
+  return it == funcs.end() ? empty : it->second;
+}
+
+FuncSchedule& Schedule::of(const ir::Symbol* f) {
+  FuncSchedule& s = funcs[f];
+  s.func = f;
+  return s;
+}
+
+const std::vector<Primitive>& primitive_table() {
+  static const std::vector<Primitive> table = {
+      block_primitive(),     tensorize_primitive(),  map_primitive(),    fuse_at_primitive(),
+      num_warps_primitive(), num_stages_primitive(), compile_primitive()};
+  return table;
+}
+
+bool is_power_of_two(long long v) { return v > 0 && (v & (v - 1)) == 0; }
+
+std::string stmt_text(const ast::ScheduleStmt& stmt) {
+  return "`" + stmt.func.text + "." + stmt.primitive.text + "(...)`";
+}
+
+ir::Labels definition_labels(const ir::Program& program, const ir::Symbol* func) {
+  auto it = program.funcs.find(func);
+  if (it == program.funcs.end()) return {};
+  ir::Labels labels = it->second.dims;
+  struct Collect : ir::IRVisitor {
+    ir::Labels* out;
+    void visit(const ir::Reduce& e) override {
+      if (!ir::contains(*out, e.rvar)) out->push_back(e.rvar);
+      ir::IRVisitor::visit(e);
+    }
+    void visit(const ir::Dot& e) override {
+      if (!ir::contains(*out, e.rvar)) out->push_back(e.rvar);
+      ir::IRVisitor::visit(e);
+    }
+  } collect;
+  collect.out = &labels;
+  if (it->second.value) it->second.value->accept(collect);
+  return labels;
+}
+
+ir::Labels schedulable_labels(const ir::Program& program, const FuncSchedule& fs) {
+  ir::Labels labels = definition_labels(program, fs.func);
+  for (const ir::Symbol* f : fs.fused) labels = ir::union_labels(labels, definition_labels(program, f));
+  return labels;
+}
+
+ir::Label schedule_label(PrimitiveContext& ctx, const ast::ScheduleArg& arg, const char* what) {
+  ir::Labels allowed = schedulable_labels(ctx.program, ctx.target);
+  for (ir::Label l : allowed)
+    if (l->name == arg.name) return l;
+  std::string dims;
+  for (ir::Label l : allowed) dims += (dims.empty() ? "" : ", ") + l->name;
+  ctx.diags.error(arg.loc, "in " + stmt_text(ctx.stmt) + ": `" + arg.name + "` is not a " + what +
+                               " of `" + ctx.func->name + "` (it has " + dims + ")");
+  return nullptr;
+}
+
+static std::string closest_primitive(const std::string& name) {
+  for (const Primitive& p : primitive_table()) {
+    std::string candidate = p.name;
+    if (candidate.size() >= 3 &&
+        (name.find(candidate.substr(0, 3)) == 0 || candidate.find(name) != std::string::npos))
+      return candidate;
+  }
+  return {};
+}
+
+void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Program& program,
+                    Schedule& schedule, DiagnosticEngine& diags) {
+  // fuse_at first, in statement order: fusion changes dependencies and which labels the
+  // consumer's schedule may name, whatever the order of the other statements.
+  std::vector<const ast::ScheduleStmt*> ordered;
+  for (const ast::ScheduleStmt& stmt : stmts)
+    if (stmt.primitive.text == "fuse_at") ordered.push_back(&stmt);
+  for (const ast::ScheduleStmt& stmt : stmts)
+    if (stmt.primitive.text != "fuse_at") ordered.push_back(&stmt);
+  for (const ast::ScheduleStmt* stmt_ptr : ordered) {
+    const ast::ScheduleStmt& stmt = *stmt_ptr;
+    const ir::Symbol* f = program.find(stmt.func.text);
+    if (!f || f->kind != ir::SymbolKind::Func) {
+      diags.error(stmt.func.loc, "in " + stmt_text(stmt) + ": `" + stmt.func.text + "` is " +
+                                     (f ? std::string("not a Func") : "not declared") +
+                                     "; scheduling primitives apply to Funcs");
+      continue;
+    }
+    if (!program.funcs.count(f)) continue; // its definition has errors, already reported
+    std::string prim = stmt.primitive.text == "compile_to_kernel" ? "compile" : stmt.primitive.text;
+    const Primitive* p = nullptr;
+    for (const Primitive& cand : primitive_table())
+      if (prim == cand.name) p = &cand;
+    if (!p) {
+      std::string hint = closest_primitive(prim);
+      diags.error(stmt.primitive.loc,
+                  "unknown scheduling primitive `" + stmt.primitive.text + "`" +
+                      (hint.empty() ? "; the primitives are block, tensorize, map, fuse_at, "
+                                      "num_warps, num_stages and compile"
+                                    : "; did you mean `" + hint + "`?"));
+      continue;
+    }
+    PrimitiveContext ctx{program, schedule, diags, stmt, f, schedule.of(f)};
+    if (p->apply(ctx)) ctx.target.where[p->name] = stmt.loc;
+  }
+  for (auto& [f, fs] : schedule.funcs)
+    for (const Primitive& p : primitive_table())
+      if (p.validate && fs.where.count(p.name)) p.validate(fs, program, diags);
+}
+
+std::string canonical_text(const Schedule& schedule, const ir::Program& program) {
+  std::vector<const ir::Symbol*> funcs;
+  for (const auto& [f, fs] : schedule.funcs) funcs.push_back(f);
+  std::sort(funcs.begin(), funcs.end(),
+            [](const ir::Symbol* a, const ir::Symbol* b) { return a->name < b->name; });
+  std::string out;
+  for (const ir::Symbol* f : funcs) {
+    const FuncSchedule& fs = schedule.of(f);
+    for (const Primitive& p : primitive_table()) {
+      if (std::string(p.name) == "compile") continue;
+      std::optional<std::string> args = p.print(fs, program);
+      if (!args) continue;
+      if (!out.empty()) out += ";";
+      out += f->name + "." + p.name + "(" + *args + ")";
+    }
+  }
+  return out;
+}
+
+} // namespace dtc

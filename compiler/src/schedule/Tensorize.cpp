@@ -1,0 +1,99 @@
+// tensorize(VAR:SIZE, ...): each loop iteration of a program instance computes a tensor of SIZE
+// elements along VAR. SIZE 0 (or the block size) tensorizes the whole block: no loop is left
+// along VAR; a whole block that is not a power of two uses the next power of two and a mask.
+// A partial SIZE must be a power of two, the tensor shapes Triton supports.
+#include "schedule/Primitive.h"
+
+namespace dtc {
+
+// Triton's cap on the elements of one tensor (triton.language.TRITON_MAX_TENSOR_NUMEL).
+constexpr long long kMaxTensorElements = 1 << 20;
+
+static long long next_power_of_two(long long v) {
+  long long p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+Primitive tensorize_primitive() {
+  Primitive p;
+  p.name = "tensorize";
+  p.apply = [](PrimitiveContext& ctx) {
+    if (ctx.stmt.args.empty()) {
+      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `tensorize` needs at least "
+                                    "one `VAR:SIZE` argument");
+      return false;
+    }
+    bool ok = true;
+    std::map<ir::Label, long long> merged = ctx.target.tensor;
+    for (const ast::ScheduleArg& a : ctx.stmt.args) {
+      if (a.name.empty() || !a.has_value || !a.split_name.empty()) {
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `tensorize` arguments are "
+                               "`VAR:SIZE` (0 for the whole block), as in `tensorize(y:64)`");
+        ok = false;
+        continue;
+      }
+      ir::Label l = schedule_label(ctx, a, "dimension");
+      if (!l) {
+        ok = false;
+        continue;
+      }
+      if (a.value != 0 && !is_power_of_two(a.value)) {
+        long long lo = next_power_of_two(a.value) / 2, hi = next_power_of_two(a.value);
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": tensor size " +
+                                   std::to_string(a.value) + " of `" + a.name + "` is not a "
+                                   "power of two; Triton tensors need power-of-two sizes: use " +
+                                   std::to_string(lo) + " or " + std::to_string(hi) +
+                                   ", or 0 for the whole block");
+        ok = false;
+        continue;
+      }
+      auto it = merged.find(l);
+      if (it != merged.end() && it->second != a.value) {
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name + "` is already "
+                               "tensorized with size " + std::to_string(it->second) +
+                               "; give each dimension one tensor size");
+        ok = false;
+        continue;
+      }
+      merged[l] = a.value;
+    }
+    if (ok) ctx.target.tensor = merged;
+    return ok;
+  };
+  p.validate = [](const FuncSchedule& fs, const ir::Program& prog, DiagnosticEngine& diags) {
+    Loc loc = fs.where.at("tensorize");
+    long long elements = 1;
+    for (ir::Label l : schedulable_labels(prog, fs)) {
+      long long t = fs.tensor_of(l);
+      auto b = fs.block_of(l);
+      if (b && t > *b) {
+        diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: tensor size " +
+                             std::to_string(t) + " of `" + l->name + "` is larger than its block "
+                             "size " + std::to_string(*b) + "; use at most the block size, or 0 "
+                             "for the whole block");
+      }
+      if (t == 0 && b) elements *= next_power_of_two(*b);
+      else if (t > 0) elements *= t;
+    }
+    if (elements > kMaxTensorElements)
+      diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: tensors of " +
+                           std::to_string(elements) + " elements exceed Triton's limit of " +
+                           std::to_string(kMaxTensorElements) + "; use smaller tensor sizes");
+  };
+  p.print = [](const FuncSchedule& fs, const ir::Program& prog) -> std::optional<std::string> {
+    std::string out;
+    for (ir::Label l : schedulable_labels(prog, fs)) {
+      auto it = fs.tensor.find(l);
+      if (it == fs.tensor.end()) continue;
+      long long t = fs.fully_tensorized(l) ? 0 : it->second;
+      if (t == 1) continue; // the default: one element per iteration
+      out += (out.empty() ? "" : ",") + l->name + ":" + std::to_string(t);
+    }
+    if (out.empty()) return std::nullopt;
+    return out;
+  };
+  return p;
+}
+
+} // namespace dtc

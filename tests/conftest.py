@@ -1,0 +1,80 @@
+"""Shared fixtures: the built `dtc` binary and helpers to compile DT programs and import the
+generated modules. Generated kernels run under the Triton interpreter (TRITON_INTERPRET=1)."""
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+CONFORMANCE = SHARED / "conformance"
+DTC = pathlib.Path(os.environ.get("DTC", ROOT / "build" / "compiler" / "dtc"))
+
+
+def run_dtc(*args, stdin=None):
+    """Runs dtc; returns the CompletedProcess (text mode)."""
+    return subprocess.run([str(DTC), *map(str, args)], capture_output=True, text=True,
+                          input=stdin, timeout=60)
+
+
+_counter = [0]
+
+
+def load_module(path):
+    _counter[0] += 1
+    name = f"dtgen_{path.stem}_{_counter[0]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compile_dt(tmp_path, source_file, schedule=None, name=None):
+    """Compiles a .dt file (optionally with a replacement schedule) and imports the module."""
+    out = tmp_path / ((name or pathlib.Path(source_file).stem) + ".py")
+    args = [source_file, "-o", out]
+    if schedule is not None:
+        args += ["--schedule", schedule]
+    result = run_dtc(*args)
+    assert result.returncode == 0, result.stderr
+    return load_module(out)
+
+
+def file_sizes(path):
+    """The `# sizes: x=8 y=16` line of a conformance file, as a dict."""
+    for line in pathlib.Path(path).read_text().splitlines():
+        if line.startswith("# sizes:"):
+            return {k: int(v) for k, v in (item.split("=") for item in line[8:].split())}
+    raise ValueError(f"{path} has no sizes line")
+
+
+def tolerance(dtype):
+    import torch
+    return {torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-2),
+            torch.bfloat16: (5e-2, 5e-2)}[dtype]
+
+
+def check_module(module, sizes, dtype, seed=0):
+    """Runs the module's first compiled Func on random inputs and compares with its reference."""
+    import torch
+    args = module.make_inputs(sizes, dtype=dtype, seed=seed)
+    kwargs = {module.SIZE_KEYWORDS[k]: v for k, v in sizes.items() if k in module.SIZE_KEYWORDS}
+    got = module.COMPILED and getattr(module, module.COMPILED[0])(*args, **kwargs)
+    want = module.reference(*args, **kwargs)
+    assert got.dtype == dtype and want.dtype == dtype
+    assert got.shape == want.shape
+    rtol, atol = tolerance(dtype)
+    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+@pytest.fixture(scope="session")
+def dtc_binary():
+    if not DTC.exists():
+        pytest.fail(f"{DTC} is not built; run deploy/setup.sh")
+    return DTC
