@@ -1,0 +1,77 @@
+"""GPU check of generated modules (not a pytest test: run on a machine with a CUDA GPU).
+
+    python3 tests/gpu/gpu_conformance.py --size 4096 MODULE.py [MODULE.py ...]
+
+For each module: runs its first compiled Func on random CUDA inputs with every dimension at
+--size (or --sizes x=...,y=...), compares with the module's PyTorch reference on the same GPU,
+and times kernel and reference side by side with triton.testing.do_bench (median). Prints one
+line per module and dtype and exits non-zero if any result mismatches.
+"""
+import argparse
+import importlib.util
+import pathlib
+import sys
+import time
+
+import torch
+import triton
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location(pathlib.Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TOLERANCE = {torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 5e-2)}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("modules", nargs="+")
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--sizes", default="", help="per-label sizes, e.g. x=4096,k=65536")
+    parser.add_argument("--dtypes", default="float32,float16")
+    args = parser.parse_args()
+    overrides = dict(item.split("=") for item in args.sizes.split(",") if item)
+    failures = 0
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
+    print(f"{'module':34} {'dtype':9} {'sizes':22} {'max|err|':>10} {'kernel ms':>10} {'torch ms':>10} {'ratio':>6}")
+    for path in args.modules:
+        module = load(path)
+        name = module.COMPILED[0]
+        wrapper = getattr(module, name)
+        sizes = {label: int(overrides.get(label, args.size)) for label in module.SIZE_KEYWORDS}
+        kwargs = {module.SIZE_KEYWORDS[k]: v for k, v in sizes.items()}
+        for dtype_name in args.dtypes.split(","):
+            dtype = getattr(torch, dtype_name)
+            inputs = module.make_inputs(sizes, dtype=dtype, device="cuda", seed=1)
+            start = time.perf_counter()
+            got = wrapper(*inputs, **kwargs)
+            torch.cuda.synchronize()
+            first_ms = (time.perf_counter() - start) * 1e3
+            want = module.reference(*inputs, **kwargs)
+            rtol, atol = TOLERANCE[dtype]
+            err = (got.float() - want.float()).abs().nan_to_num(0.0).max().item()
+            try:
+                torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol, equal_nan=True)
+                status = ""
+            except AssertionError as e:
+                failures += 1
+                status = "  MISMATCH " + str(e).splitlines()[0]
+            # Schedules that run the whole tensor in one program instance take seconds: time once.
+            if first_ms < 2000:
+                kernel_ms = triton.testing.do_bench(lambda: wrapper(*inputs, **kwargs), return_mode="median")
+                torch_ms = triton.testing.do_bench(lambda: module.reference(*inputs, **kwargs), return_mode="median")
+                timing = f"{kernel_ms:10.4f} {torch_ms:10.4f} {kernel_ms / torch_ms:6.2f}"
+            else:
+                timing = f"{'~' + format(first_ms, '.0f'):>10} {'':>10} {'':>6}  (one run; compile included)"
+            size_text = ",".join(f"{k}={v}" for k, v in sizes.items())
+            print(f"{pathlib.Path(path).stem:34} {dtype_name:9} {size_text:22} {err:10.2e} {timing}{status}", flush=True)
+    print(f"{failures} failed" if failures else "all matched")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
