@@ -2,13 +2,14 @@
 // place that decides the order:
 //
 //   parse -> check -> python names -> fold constants (verify IR) -> apply schedule
-//   -> plan kernels -> lower each kernel (verify kernel) -> print module
+//   -> inline fused Funcs (verify IR) -> plan kernels -> lower each kernel (verify kernel) -> print module
 #include "codegen/PythonCodegen.h"
 #include "dtc/Compiler.h"
 #include "frontend/Checker.h"
 #include "frontend/Parser.h"
 #include "ir/ConstantFold.h"
 #include "ir/VerifyIR.h"
+#include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
 #include "lower/Names.h"
 #include "lower/VerifyKernel.h"
@@ -81,6 +82,9 @@ CompileResult run(std::string_view source, const CompileOptions& options,
     result.output = result.canonical_schedule + "\n";
     return result;
   }
+  inline_fused_funcs(program, schedule, diags);
+  if (diags.has_errors()) return result;
+  verify_ir(program, "fusion");
 
   ModuleInput module;
   module.program = &program;
@@ -93,13 +97,6 @@ CompileResult run(std::string_view source, const CompileOptions& options,
   for (const ir::Symbol* f : schedule.compiled) {
     CompiledFunc c{f, plan_kernels(program, f)};
     for (const ir::Symbol* k : c.kernel_funcs) {
-      const FuncSchedule& fs = schedule.of(k);
-      if (fs.fuse_at) {
-        diags.error(fs.fuse_at->loc, "in `" + k->name + ".fuse_at(...)`: fusion is not supported "
-                                     "by this compiler version; remove the statement to compute `" +
-                                     k->name + "` in a kernel of its own");
-        return result;
-      }
       if (module.kernels.count(k)) continue;
       kir::Kernel kernel = lower_func(program, schedule, k, diags);
       if (diags.has_errors()) return result;

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace dtc {
@@ -119,6 +121,17 @@ private:
   }
 
   void plan_layout() {
+    struct DotLabels : ir::IRVisitor {
+      std::set<Label>* out;
+      void visit(const ir::Dot& d) override {
+        out->insert(d.rvar);
+        for (Label l : d.a->dims) out->insert(l);
+        for (Label l : d.b->dims) out->insert(l);
+        ir::IRVisitor::visit(d);
+      }
+    } dots;
+    dots.out = &dot_labels_;
+    def_.value->accept(dots);
     for (Label l : schedulable_labels(prog_, fs_)) {
       if (!tensorized(l)) continue;
       axes_.push_back({l, width_of(l)});
@@ -189,7 +202,7 @@ private:
     labels_ = ir::union_labels(labels_, c.labels);
     for (Label l : labels_) add_param(names::size(l), l->py_name);
     for (Label l : tiles_)
-      add_param(names::tile(l), "triton.next_power_of_2(" + l->py_name + ")", true);
+      add_param(names::tile(l), tile_launch(l), true);
   }
 
   size_t rank_of(const ir::Symbol* in) const {
@@ -358,8 +371,49 @@ private:
 
   std::vector<StmtPtr>* emit_output_loops(std::vector<StmtPtr>& body) {
     std::vector<StmtPtr>* cur = &body;
-    for (Label l : def_.dims) cur = emit_dim(l, *cur, "", false);
+    ir::Labels bound;
+    hoist(bound, *cur);
+    for (Label l : def_.dims) {
+      cur = emit_dim(l, *cur, "", false);
+      bound.push_back(l);
+      hoist(bound, *cur);
+    }
     return cur;
+  }
+
+  // Computes, at the current loop level, every reduction whose dimensions are all bound here
+  // (innermost first), so it runs once per iteration of this level rather than per element of
+  // the inner loops. Reductions that read a label bound by an enclosing reduction stay put.
+  void hoist(const ir::Labels& bound, std::vector<StmtPtr>& body) {
+    std::function<void(const ir::Expr&, const ir::Labels&)> walk = [&](const ir::Expr& e,
+                                                                      const ir::Labels& inner) {
+      Label rvar = nullptr;
+      if (auto* r = e.as<ir::Reduce>()) rvar = r->rvar;
+      if (auto* d = e.as<ir::Dot>()) rvar = d->rvar;
+      ir::Labels deeper = inner;
+      if (rvar) deeper.push_back(rvar);
+      struct Children : ir::IRVisitor {
+        std::vector<const ir::Expr*> kids;
+        void visit(const ir::Unary& x) override { kids.push_back(x.a.get()); }
+        void visit(const ir::Binary& x) override { kids = {x.a.get(), x.b.get()}; }
+        void visit(const ir::Call& x) override {
+          for (auto& a : x.args) kids.push_back(a.get());
+        }
+        void visit(const ir::Reduce& x) override { kids.push_back(x.a.get()); }
+        void visit(const ir::Dot& x) override { kids = {x.a.get(), x.b.get()}; }
+        void visit(const ir::Reshape& x) override { kids.push_back(x.a.get()); }
+      } children;
+      e.accept(children);
+      for (const ir::Expr* k : children.kids) walk(*k, deeper);
+      if (!rvar || hoisted_.count(&e)) return;
+      for (Label l : e.dims)
+        if (!ir::contains(bound, l) || ir::contains(inner, l)) return;
+      cache_.emplace_back();
+      Value v = lower(e, body);
+      cache_.pop_back();
+      hoisted_[&e] = v;
+    };
+    walk(*def_.value, {});
   }
 
   // ---- memory accesses ----------------------------------------------------------------------
@@ -392,8 +446,8 @@ private:
     return name == func_->py_name || name == "pid";
   }
 
-  Value load(const ir::Access& e, std::vector<StmtPtr>& body) {
-    std::string key = e.tensor->py_name;
+  Value load(const ir::Access& e, std::vector<StmtPtr>& body, bool native = false) {
+    std::string key = e.tensor->py_name + (native ? "#native" : "");
     for (Label l : e.index) key += "," + bind_[l].back().idx;
     for (auto it = cache_.rbegin(); it != cache_.rend(); ++it) {
       auto hit = it->find(key);
@@ -403,12 +457,13 @@ private:
     std::string base = e.tensor->py_name;
     if (!single_pattern)
       for (Label l : e.index) base += "_" + l->py_name;
-    std::string name = fresh(base);
+    std::string name = fresh(native ? base + "_tile" : base);
     std::string addr = names::ptr(e.tensor) + " + " + offset_expr(e.tensor, e.index);
     std::string mask = mask_of(e.index);
     std::string call = "tl.load(" + addr + (mask.empty() ? "" : ", mask=" + mask + ", other=0.0") + ")";
     // Inputs may be float16/bfloat16: compute in float32.
-    if (e.tensor->kind == ir::SymbolKind::In) call += ".to(tl.float32)";
+    // tl.dot takes them as they are and accumulates in float32.
+    if (e.tensor->kind == ir::SymbolKind::In && !native) call += ".to(tl.float32)";
     body.push_back(Stmt::assign(name, call));
     cache_.back()[key] = name;
     return {name};
@@ -449,11 +504,14 @@ private:
     case ir::ExprKind::Binary: return binary(static_cast<const ir::Binary&>(e), body);
     case ir::ExprKind::Call: return call(static_cast<const ir::Call&>(e), body);
     case ir::ExprKind::Reduce: {
+      if (auto it = hoisted_.find(&e); it != hoisted_.end()) return it->second;
       auto& r = static_cast<const ir::Reduce&>(e);
       return reduce(r.op, {r.a}, r.rvar, e, body);
     }
     case ir::ExprKind::Dot: {
+      if (auto it = hoisted_.find(&e); it != hoisted_.end()) return it->second;
       auto& d = static_cast<const ir::Dot&>(e);
+      if (dot_axes(d)) return matmul(d, body);
       return reduce(ir::ReduceOp::Sum, {d.a, d.b}, d.rvar, e, body);
     }
     case ir::ExprKind::Reshape:
@@ -493,6 +551,8 @@ private:
     std::vector<std::string> args;
     for (const ir::ExprPtr& a : c.args) {
       Value v = lower(*a, body);
+      // Sizes are integers; Triton's math functions take floating point.
+      if (a->as<ir::Len>()) v = {"tl.cast(" + v.text + ", tl.float32)"};
       args.push_back(plain_call ? v.text : paren(v, kAtom));
     }
     if (b->helper) kernel_.helpers.insert(b->helper);
@@ -516,6 +576,109 @@ private:
     for (int i = 1; i < std::abs(n); ++i) product += " * " + operand;
     if (n < 0) return {"1.0 / (" + product + ")", kMul};
     return {product, std::abs(n) == 1 ? kAtom : kMul};
+  }
+
+  // ---- rdot as tl.dot ------------------------------------------------------------------------
+
+  struct DotAxes {
+    Label i, j; // result rows and columns
+  };
+
+  // rdot(a, b, r) maps to tl.dot when r and both other labels are tensorized, a varies along
+  // {i, r} and b along {r, j}. Anything else runs as a multiply-and-sum reduction.
+  std::optional<DotAxes> dot_axes(const ir::Dot& d) const {
+    if (!tensorized(d.rvar) || d.a->dims.size() != 2 || d.b->dims.size() != 2) return std::nullopt;
+    Label i = d.a->dims[0] == d.rvar ? d.a->dims[1] : d.a->dims[0];
+    Label j = d.b->dims[0] == d.rvar ? d.b->dims[1] : d.b->dims[0];
+    if (i == j || i == d.rvar || j == d.rvar || !tensorized(i) || !tensorized(j))
+      return std::nullopt;
+    if (axis_of(i) < 0 || axis_of(j) < 0) return std::nullopt;
+    return DotAxes{i, j};
+  }
+
+  std::string tile_launch(Label l) const {
+    // tl.dot needs at least 16 along each dimension; masks cover the difference.
+    if (dot_labels_.count(l)) return "max(16, triton.next_power_of_2(" + l->py_name + "))";
+    return "triton.next_power_of_2(" + l->py_name + ")";
+  }
+
+  // A layout-shaped operand varying along {p, q} as a 2-D [p, q] tensor.
+  std::string as_matrix(const std::string& value, Label p, Label q) const {
+    std::string wp = width_of_axis(p), wq = width_of_axis(q);
+    bool in_order = axis_of(p) < axis_of(q);
+    if (axes_.size() == 2) return in_order ? value : "tl.trans(" + value + ")";
+    std::string m = "tl.reshape(" + value + ", [" + (in_order ? wp + ", " + wq : wq + ", " + wp) + "])";
+    return in_order ? m : "tl.trans(" + m + ")";
+  }
+
+  void check_dot_sizes(const ir::Dot& d, const DotAxes& ax) {
+    for (Label l : {ax.i, ax.j, d.rvar}) {
+      std::string w = width_of_axis(l);
+      if (std::isdigit(static_cast<unsigned char>(w[0])) && std::stoll(w) < 16)
+        diags_.error(fs_.where.count("tensorize") ? fs_.where.at("tensorize") : d.loc,
+                     "in `" + func_->name + "`: rdot over `" + d.rvar->name + "` runs on tl.dot, "
+                     "which needs tensors of at least 16 along each dimension, but `" + l->name +
+                     "` has " + w + "; raise its tensor size (or block size) to 16 or more");
+    }
+  }
+
+  Value matmul(const ir::Dot& d, std::vector<StmtPtr>& body) {
+    DotAxes ax = *dot_axes(d);
+    check_dot_sizes(d, ax);
+    Label r = d.rvar;
+    body.push_back(Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
+    std::string prefix = bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
+    bool full_r = fs_.fully_tensorized(r) && !fs_.block_of(r);
+    std::string wi = width_of_axis(ax.i), wj = width_of_axis(ax.j);
+    std::string acc = fresh(prefix + r->py_name + "_acc");
+    if (!full_r) body.push_back(Stmt::assign(acc, "tl.zeros([" + wi + ", " + wj + "], tl.float32)"));
+    std::string loop_prefix = prefix;
+    if (used_.count(prefix + r->py_name + "_iter"))
+      for (int n = 2;; ++n) {
+        std::string p = prefix + "r" + std::to_string(n) + "_";
+        if (!used_.count(p + r->py_name + "_iter")) {
+          loop_prefix = p;
+          break;
+        }
+      }
+    used_.insert(loop_prefix + r->py_name + "_iter");
+    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, true);
+    cache_.emplace_back();
+    const std::string& mask = bind_[r].back().mask;
+    // Two input tensors go to tl.dot in their own dtype (float16 on the tensor cores); anything
+    // computed is float32, and tl.dot needs both operands in one dtype.
+    auto is_input = [](const ir::ExprPtr& e) {
+      auto* access = e->as<ir::Access>();
+      return access && access->tensor->kind == ir::SymbolKind::In;
+    };
+    bool native = is_input(d.a) && is_input(d.b);
+    auto operand = [&](const ir::ExprPtr& e, Label p, Label q) {
+      std::string v;
+      if (native) {
+        auto* access = e->as<ir::Access>();
+        v = load(*access, *inner, /*native=*/true).text; // masked with other=0 already
+      } else {
+        v = lower(*e, *inner).text;
+        if (!mask.empty()) v = "tl.where(" + mask + ", " + v + ", 0.0)";
+      }
+      std::string name = fresh(e->as<ir::Access>() ? std::string("dot_") + ir::to_dt(*e).substr(0, 1) + "_tile"
+                                                   : "dot_operand");
+      inner->push_back(Stmt::assign(name, as_matrix(v, p, q)));
+      return name;
+    };
+    std::string a = operand(d.a, ax.i, r);
+    std::string b = operand(d.b, r, ax.j);
+    cache_.pop_back();
+    std::string result = fresh(prefix + r->py_name + "_dot");
+    std::string shape = shape_of({ax.i, ax.j});
+    if (full_r) {
+      body.push_back(Stmt::assign(result, "tl.reshape(tl.dot(" + a + ", " + b + "), " + shape + ")"));
+    } else {
+      inner->push_back(Stmt::assign(acc, "tl.dot(" + a + ", " + b + ", " + acc + ")"));
+      body.push_back(Stmt::assign(result, "tl.reshape(" + acc + ", " + shape + ")"));
+    }
+    bind_[r].pop_back();
+    return {result};
   }
 
   Value reduce(ir::ReduceOp op, std::vector<ir::ExprPtr> operands, Label r, const ir::Expr& e,
@@ -600,8 +763,10 @@ private:
   kir::Kernel kernel_;
   std::vector<Axis> axes_;
   std::vector<Label> tiles_;
+  std::set<Label> dot_labels_;
   ir::Labels labels_;
   std::map<Label, std::vector<Binding>> bind_;
+  std::map<const ir::Expr*, Value> hoisted_;
   std::vector<std::map<std::string, std::string>> cache_;
   std::set<std::string> used_;
 };

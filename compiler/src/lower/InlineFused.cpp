@@ -1,0 +1,109 @@
+#include "lower/InlineFused.h"
+
+#include "ir/IRVisitor.h"
+
+#include <functional>
+#include <set>
+
+namespace dtc {
+namespace {
+
+/// Renames labels in an expression (a Func's dims to the labels of one access).
+class Relabel : public ir::IRMutator {
+public:
+  explicit Relabel(std::map<ir::Label, ir::Label> map) : map_(std::move(map)) {}
+  using ir::IRMutator::visit;
+
+  ir::Label rename(ir::Label l) const {
+    auto it = map_.find(l);
+    return it == map_.end() ? l : it->second;
+  }
+  ir::Labels rename(const ir::Labels& ls) const {
+    ir::Labels out;
+    for (ir::Label l : ls) out.push_back(rename(l));
+    return out;
+  }
+
+  ir::ExprPtr visit(const ir::Access& e, const ir::ExprPtr&) override {
+    return std::make_shared<ir::Access>(e.loc, e.tensor, rename(e.index));
+  }
+  ir::ExprPtr visit(const ir::Len& e, const ir::ExprPtr&) override {
+    return std::make_shared<ir::Len>(e.loc, rename(e.label));
+  }
+  ir::ExprPtr visit(const ir::Reduce& e, const ir::ExprPtr&) override {
+    ir::ExprPtr a = mutate(e.a);
+    return std::make_shared<ir::Reduce>(e.loc, e.op, a, rename(e.rvar), rename(e.dims));
+  }
+  ir::ExprPtr visit(const ir::Dot& e, const ir::ExprPtr&) override {
+    ir::ExprPtr a = mutate(e.a), b = mutate(e.b);
+    return std::make_shared<ir::Dot>(e.loc, a, b, rename(e.rvar), rename(e.dims));
+  }
+  ir::ExprPtr visit(const ir::Reshape& e, const ir::ExprPtr&) override {
+    std::vector<ir::Label> shape;
+    for (ir::Label l : e.shape) shape.push_back(l ? rename(l) : nullptr);
+    return std::make_shared<ir::Reshape>(e.loc, mutate(e.a), shape);
+  }
+
+private:
+  std::map<ir::Label, ir::Label> map_;
+};
+
+class Inliner : public ir::IRMutator {
+public:
+  Inliner(const ir::Program& p, const std::set<const ir::Symbol*>& fused,
+          const std::map<const ir::Symbol*, ir::ExprPtr>& values, DiagnosticEngine& d)
+      : prog_(p), fused_(fused), values_(values), diags_(d) {}
+  using ir::IRMutator::visit;
+
+  ir::ExprPtr visit(const ir::Access& e, const ir::ExprPtr& self) override {
+    if (e.tensor->kind != ir::SymbolKind::Func || !fused_.count(e.tensor)) return self;
+    const ir::FuncDef& def = prog_.def(e.tensor);
+    std::map<ir::Label, ir::Label> map;
+    for (size_t i = 0; i < def.dims.size(); ++i) map[def.dims[i]] = e.index[i];
+    // A reduction label of the producer that the access uses as a dimension would be captured.
+    for (ir::Label r : definition_labels(prog_, e.tensor)) {
+      if (ir::contains(def.dims, r)) continue;
+      for (size_t i = 0; i < def.dims.size(); ++i)
+        if (e.index[i] == r && def.dims[i] != r)
+          diags_.error(e.loc, "cannot fuse `" + e.tensor->name + "` here: this access indexes it "
+                              "with `" + r->name + "`, which its definition reduces over; use "
+                              "another label");
+    }
+    return Relabel(map).mutate(values_.at(e.tensor));
+  }
+
+private:
+  const ir::Program& prog_;
+  const std::set<const ir::Symbol*>& fused_;
+  const std::map<const ir::Symbol*, ir::ExprPtr>& values_;
+  DiagnosticEngine& diags_;
+};
+
+} // namespace
+
+void inline_fused_funcs(ir::Program& program, const Schedule& schedule, DiagnosticEngine& diags) {
+  std::set<const ir::Symbol*> fused;
+  for (const auto& [f, fs] : schedule.funcs)
+    if (fs.fuse_at) fused.insert(f);
+  if (fused.empty()) return;
+  // Inline producers before their consumers: a fused producer may itself have producers fused
+  // into it (chains of fusions, thesis listing 4.4).
+  std::map<const ir::Symbol*, ir::ExprPtr> values;
+  std::map<const ir::Symbol*, int> state;
+  std::function<ir::ExprPtr(const ir::Symbol*)> resolve = [&](const ir::Symbol* f) {
+    if (values.count(f)) return values[f];
+    state[f] = 1;
+    for (const ir::Symbol* d : program.def(f).deps)
+      if (fused.count(d) && state[d] == 0) resolve(d);
+    Inliner inliner(program, fused, values, diags);
+    values[f] = inliner.mutate(program.def(f).value);
+    return values[f];
+  };
+  for (auto& [f, def] : program.funcs) resolve(f);
+  for (auto& [f, def] : program.funcs) {
+    def.value = values[f];
+    def.deps = schedule.deps_of(program, f);
+  }
+}
+
+} // namespace dtc
