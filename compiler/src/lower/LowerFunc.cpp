@@ -70,9 +70,7 @@ public:
     emit_program_mapping(*body);
     emit_aranges(*body);
     body = emit_output_loops(*body);
-    cache_.emplace_back();
     Value v = lower(*def_.value, *body);
-    cache_.pop_back();
     bool scalar_store = true;
     for (Label l : def_.dims) scalar_store &= !tensorized(l);
     // With no tensorized output dimension the value is a [1, ..., 1] tensor; store a scalar.
@@ -370,12 +368,15 @@ private:
   }
 
   std::vector<StmtPtr>* emit_output_loops(std::vector<StmtPtr>& body) {
+    // One value-cache scope per loop level: what is computed at a level is reused inside it.
     std::vector<StmtPtr>* cur = &body;
     ir::Labels bound;
+    cache_.emplace_back();
     hoist(bound, *cur);
     for (Label l : def_.dims) {
       cur = emit_dim(l, *cur, "", false);
       bound.push_back(l);
+      cache_.emplace_back();
       hoist(bound, *cur);
     }
     return cur;
@@ -408,10 +409,7 @@ private:
       if (!rvar || hoisted_.count(&e)) return;
       for (Label l : e.dims)
         if (!ir::contains(bound, l) || ir::contains(inner, l)) return;
-      cache_.emplace_back();
-      Value v = lower(e, body);
-      cache_.pop_back();
-      hoisted_[&e] = v;
+      hoisted_[&e] = lower(e, body);
     };
     walk(*def_.value, {});
   }
@@ -444,6 +442,19 @@ private:
     for (const kir::Param& p : kernel_.params)
       if (p.name == name) return true;
     return name == func_->py_name || name == "pid";
+  }
+
+  // A reduction computes the same value wherever its free labels are indexed the same way.
+  std::string reduction_key(const ir::Expr& e) {
+    std::string key = "reduction:" + ir::to_dt(e);
+    for (Label l : e.dims) key += "," + l->name + "=" + bind_[l].back().idx;
+    return key;
+  }
+
+  std::optional<std::string> cached(const std::string& key) const {
+    for (auto it = cache_.rbegin(); it != cache_.rend(); ++it)
+      if (auto hit = it->find(key); hit != it->end()) return hit->second;
+    return std::nullopt;
   }
 
   Value load(const ir::Access& e, std::vector<StmtPtr>& body, bool native = false) {
@@ -505,14 +516,19 @@ private:
     case ir::ExprKind::Call: return call(static_cast<const ir::Call&>(e), body);
     case ir::ExprKind::Reduce: {
       if (auto it = hoisted_.find(&e); it != hoisted_.end()) return it->second;
+      if (auto hit = cached(reduction_key(e))) return {*hit};
       auto& r = static_cast<const ir::Reduce&>(e);
-      return reduce(r.op, {r.a}, r.rvar, e, body);
+      Value v = reduce(r.op, {r.a}, r.rvar, e, body);
+      cache_.back()[reduction_key(e)] = v.text;
+      return v;
     }
     case ir::ExprKind::Dot: {
       if (auto it = hoisted_.find(&e); it != hoisted_.end()) return it->second;
+      if (auto hit = cached(reduction_key(e))) return {*hit};
       auto& d = static_cast<const ir::Dot&>(e);
-      if (dot_axes(d)) return matmul(d, body);
-      return reduce(ir::ReduceOp::Sum, {d.a, d.b}, d.rvar, e, body);
+      Value v = dot_axes(d) ? matmul(d, body) : reduce(ir::ReduceOp::Sum, {d.a, d.b}, d.rvar, e, body);
+      cache_.back()[reduction_key(e)] = v.text;
+      return v;
     }
     case ir::ExprKind::Reshape:
       // Label alignment already broadcasts: reshape changes no value.
@@ -643,7 +659,8 @@ private:
       }
     used_.insert(loop_prefix + r->py_name + "_iter");
     std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, true);
-    cache_.emplace_back();
+    // Values computed inside a loop are not visible after it; without a loop they are.
+    if (!full_r) cache_.emplace_back();
     const std::string& mask = bind_[r].back().mask;
     // Two input tensors go to tl.dot in their own dtype (float16 on the tensor cores); anything
     // computed is float32, and tl.dot needs both operands in one dtype.
@@ -668,7 +685,7 @@ private:
     };
     std::string a = operand(d.a, ax.i, r);
     std::string b = operand(d.b, r, ax.j);
-    cache_.pop_back();
+    if (!full_r) cache_.pop_back();
     std::string result = fresh(prefix + r->py_name + "_dot");
     std::string shape = shape_of({ax.i, ax.j});
     if (full_r) {
@@ -716,7 +733,7 @@ private:
     used_.insert(loop_prefix + r->py_name + "_iter");
     used_.insert(loop_prefix + r->py_name + "_idx");
     std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, true);
-    cache_.emplace_back();
+    if (!full_r) cache_.emplace_back();
     std::string v;
     if (operands.size() == 2) {
       Value a = lower(*operands[0], *inner), b = lower(*operands[1], *inner);
@@ -724,7 +741,7 @@ private:
     } else {
       v = lower(*operands[0], *inner).text;
     }
-    cache_.pop_back();
+    if (!full_r) cache_.pop_back();
     const std::string& mask = bind_[r].back().mask;
     // Masked lanes must not contribute: replace them with the identity.
     std::string masked = mask.empty() ? v : "tl.where(" + mask + ", " + v + ", " + identity + ")";
