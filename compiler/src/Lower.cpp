@@ -2,15 +2,18 @@
 // place that decides the order:
 //
 //   parse -> check -> python names -> fold constants (verify IR) -> apply schedule
-//   -> inline fused Funcs (verify IR) -> plan kernels -> lower each kernel (verify kernel) -> print module
+//   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR) -> plan kernels
+//   -> lower each kernel -> eliminate dead code (verify kernel) -> print module
 #include "codegen/PythonCodegen.h"
 #include "dtc/Compiler.h"
 #include "frontend/Checker.h"
 #include "frontend/Parser.h"
 #include "ir/ConstantFold.h"
 #include "ir/VerifyIR.h"
+#include "lower/EliminateDeadCode.h"
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
+#include "lower/SplitReductions.h"
 #include "lower/Names.h"
 #include "lower/VerifyKernel.h"
 
@@ -82,15 +85,21 @@ CompileResult run(std::string_view source, const CompileOptions& options,
     result.output = result.canonical_schedule + "\n";
     return result;
   }
+  // The reference evaluates the algorithm as written, before fusion and splitting.
+  std::map<const ir::Symbol*, ir::FuncDef> written = program.funcs;
   inline_fused_funcs(program, schedule, diags);
   if (diags.has_errors()) return result;
   verify_ir(program, "fusion");
+  split_reductions(program, schedule, diags);
+  if (diags.has_errors()) return result;
+  verify_ir(program, "splitting reductions");
 
   ModuleInput module;
   module.program = &program;
   module.schedule = &schedule;
   module.file_name = options.file_name;
   module.canonical_schedule = result.canonical_schedule;
+  module.reference_defs = written;
   if (schedule.compiled.empty())
     diags.warning({}, "no Func is compiled, so the module has no kernels; add `f.compile();` for "
                       "the Func to generate");
@@ -100,6 +109,7 @@ CompileResult run(std::string_view source, const CompileOptions& options,
       if (module.kernels.count(k)) continue;
       kir::Kernel kernel = lower_func(program, schedule, k, diags);
       if (diags.has_errors()) return result;
+      eliminate_dead_code(kernel);
       verify_kernel(kernel);
       module.kernels.emplace(k, std::move(kernel));
     }

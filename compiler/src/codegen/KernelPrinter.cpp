@@ -10,7 +10,8 @@ static void print_stmts(const std::vector<kir::StmtPtr>& stmts, int depth, std::
     case kir::StmtKind::Assign: out += indent + s->target + " = " + s->value + "\n"; break;
     case kir::StmtKind::Comment: out += indent + "# " + s->value + "\n"; break;
     case kir::StmtKind::Store:
-      out += indent + "tl.store(" + s->target + ", " + s->value +
+      out += indent + (s->atomic.empty() ? "tl.store(" : "tl.atomic_" + s->atomic + "(") +
+             s->target + ", " + s->value +
              (s->mask.empty() ? "" : ", mask=" + s->mask) + ")\n";
       break;
     case kir::StmtKind::For:

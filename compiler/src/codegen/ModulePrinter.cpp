@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -247,9 +248,38 @@ private:
     return find.found;
   }
 
+  std::vector<const ir::Symbol*> reference_order(const ir::Symbol* f) const {
+    std::vector<const ir::Symbol*> order;
+    std::set<const ir::Symbol*> seen;
+    std::function<void(const ir::Symbol*)> visit = [&](const ir::Symbol* g) {
+      if (!seen.insert(g).second) return;
+      for (const ir::Symbol* d : in_.reference_defs.at(g).deps) visit(d);
+      order.push_back(g);
+    };
+    visit(f);
+    return order;
+  }
+
+  static ir::Labels reduction_labels(const ir::FuncDef& def) {
+    struct Collect : ir::IRVisitor {
+      ir::Labels out;
+      void visit(const ir::Reduce& e) override {
+        out = ir::union_labels(out, {e.rvar});
+        ir::IRVisitor::visit(e);
+      }
+      void visit(const ir::Dot& e) override {
+        out = ir::union_labels(out, {e.rvar});
+        ir::IRVisitor::visit(e);
+      }
+    } c;
+    def.value->accept(c);
+    return c.out;
+  }
+
   struct Signature {
     std::vector<const ir::Symbol*> inputs; // In and SIn, declaration order
-    ir::Labels labels;                     // every size the kernels need
+    ir::Labels labels;                     // every size the caller gives or the inputs imply
+    ir::Labels derived;                    // sizes computed from those
     std::map<ir::Label, std::vector<std::pair<const ir::Symbol*, size_t>>> uses;
     std::map<const ir::Symbol*, ir::Labels> first_shape; // In -> labels of its first access
   };
@@ -278,6 +308,13 @@ private:
       sig.labels = ir::union_labels(sig.labels, definition_labels(prog_, f));
     }
     for (const auto& [l, u] : sig.uses) sig.labels = ir::union_labels(sig.labels, {l});
+    // Sizes the compiler derives (split reductions) are computed, not passed.
+    ir::Labels given;
+    for (ir::Label l : sig.labels) {
+      if (prog_.derived_sizes.count(l)) sig.derived.push_back(l);
+      else given.push_back(l);
+    }
+    sig.labels = given;
     // Order labels by declaration for a stable keyword list.
     std::sort(sig.labels.begin(), sig.labels.end(),
               [](ir::Label a, ir::Label b) { return a->order < b->order; });
@@ -361,16 +398,28 @@ private:
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
         out_ += "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
-    out_ += "    " + name + " = torch.empty(" + shape_of(def.dims) + ", dtype=dtype, device=device)\n";
-    out_ += "    if " + name + ".numel() == 0:\n        return " + name + "\n";
+    for (ir::Label l : sig.derived)
+      out_ += "    " + l->py_name + " = " + prog_.derived_sizes.at(l) + "\n";
+    const kir::Kernel& last = in_.kernels.at(f);
+    if (last.output_init.empty())
+      out_ += "    " + name + " = torch.empty(" + shape_of(def.dims) + ", dtype=dtype, device=device)\n";
+    else
+      out_ += "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
+              name + " = torch.full(" + shape_of(def.dims) + ", " + last.output_init +
+              ", dtype=torch.float32, device=device)\n";
+    out_ += "    if " + name + ".numel() == 0:\n        return " + name + ".to(dtype)\n";
     out_ += "    _dt_check_launch(device)\n";
     for (const ir::Symbol* k : c.kernel_funcs) {
       const kir::Kernel& kernel = in_.kernels.at(k);
       if (k != f) {
         out_ += "    # " + k->name + " is computed by a kernel of its own; float32 keeps its "
                 "precision.\n";
-        out_ += "    " + k->py_name + " = torch.empty(" + shape_of(prog_.def(k).dims) +
-                ", dtype=torch.float32, device=device)\n";
+        if (kernel.output_init.empty())
+          out_ += "    " + k->py_name + " = torch.empty(" + shape_of(prog_.def(k).dims) +
+                  ", dtype=torch.float32, device=device)\n";
+        else
+          out_ += "    " + k->py_name + " = torch.full(" + shape_of(prog_.def(k).dims) + ", " +
+                  kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
       out_ += "    " + kernel.name + "[(" + kernel.grid + ",)](\n";
       std::string line;
@@ -386,7 +435,7 @@ private:
       out_ += "        num_warps=" + std::to_string(kernel.num_warps) +
               ", num_stages=" + std::to_string(kernel.num_stages) + ",\n    )\n";
     }
-    out_ += "    return " + name + "\n";
+    out_ += "    return " + name + (last.output_init.empty() ? "" : ".to(dtype)") + "\n";
 
     // The reference.
     out_ += "\n\ndef reference_" + name + "(" + params(sig) + "):\n";
@@ -397,9 +446,10 @@ private:
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
         out_ += "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
-    for (const ir::Symbol* k : c.kernel_funcs) {
-      const ir::FuncDef& kd = prog_.def(k);
-      ir::Labels layout = definition_labels(prog_, k);
+    for (const ir::Symbol* k : reference_order(f)) {
+      const ir::FuncDef& kd = in_.reference_defs.at(k);
+      ir::Labels layout = kd.dims;
+      for (ir::Label l : reduction_labels(kd)) layout = ir::union_labels(layout, {l});
       ReferenceExpr ref(layout);
       std::vector<std::string> dims;
       for (ir::Label l : kd.dims) dims.push_back(quote(l->py_name));

@@ -19,6 +19,7 @@ struct ModuleInput {
   std::string canonical_schedule;
   std::vector<CompiledFunc> compiled;
   std::map<const ir::Symbol*, kir::Kernel> kernels; // one per Func that has a kernel
+  std::map<const ir::Symbol*, ir::FuncDef> reference_defs; // the algorithm as written
 };
 
 /// Prints one kernel as a `@triton.jit` function.

@@ -165,6 +165,9 @@ struct Program {
   std::map<const Symbol*, FuncDef> funcs;
   std::vector<const Symbol*> compiled;  // Funcs named by `compile`, in statement order
   std::vector<const Symbol*> inputs;    // In and SIn symbols, in declaration order
+  /// Labels made by the compiler whose sizes follow from other sizes: label -> Python
+  /// expression over the wrapper's size variables (e.g. "triton.cdiv(k, 1024)").
+  std::map<const Symbol*, std::string> derived_sizes;
 
   const Symbol* find(const std::string& name) const {
     auto it = by_name.find(name);

@@ -16,8 +16,9 @@ using StmtPtr = std::unique_ptr<Stmt>;
 
 struct Stmt {
   StmtKind kind;
-  // Assign: target = value. Store: tl.store(target, value, mask=mask). Comment: value.
-  std::string target, value, mask;
+  // Assign: target = value. Store: tl.store(target, value, mask=mask), or with `atomic` set
+  // (add, max, min) tl.atomic_<atomic>(target, value, mask=mask). Comment: value.
+  std::string target, value, mask, atomic;
   // For: for var in range(lo, hi, step): body
   std::string var, lo, hi, step;
   std::vector<StmtPtr> body;
@@ -75,6 +76,11 @@ struct Kernel {
   int num_warps = 4;
   int num_stages = 3;
   std::set<std::string> helpers; // @triton.jit helpers the body calls
+  /// For a kernel that combines into its output with atomics: the output's initial value
+  /// ("0.0", "float(\"-inf\")", ...); the wrapper allocates it in float32 filled with that.
+  std::string output_init;
+  /// Wrapper statements that run before the launch (sizes derived from other sizes).
+  std::vector<std::string> setup;
 };
 
 } // namespace dtc::kir

@@ -77,8 +77,17 @@ public:
     std::string value = scalar_store && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
     body->push_back(Stmt::assign(func_->py_name, value));
     std::string offsets = offset_expr(func_, def_.dims);
-    body->push_back(Stmt::store(names::ptr(func_) + " + " + offsets, func_->py_name,
-                                mask_of(def_.dims)));
+    StmtPtr store = Stmt::store(names::ptr(func_) + " + " + offsets, func_->py_name,
+                                mask_of(def_.dims));
+    if (fs_.split && !fs_.split->part) {
+      // atomic(k): combine this block's partial result into the output.
+      ir::ReduceOp op = fs_.split->op;
+      store->atomic = op == ir::ReduceOp::Sum ? "add" : op == ir::ReduceOp::Max ? "max" : "min";
+      kernel_.output_init = op == ir::ReduceOp::Sum   ? "0.0"
+                            : op == ir::ReduceOp::Max ? "float(\"-inf\")"
+                                                      : "float(\"inf\")";
+    }
+    body->push_back(std::move(store));
     return std::move(kernel_);
   }
 
@@ -91,7 +100,7 @@ private:
 
   void check_supported() {
     for (Label l : schedulable_labels(prog_, fs_)) {
-      if (!ir::contains(def_.dims, l) && fs_.block_of(l)) {
+      if (!ir::contains(def_.dims, l) && fs_.block_of(l) && !is_split(l)) {
         diags_.error(fs_.where.count("block") ? fs_.where.at("block") : def_.loc,
                      "in `" + func_->name + ".block(...)`: blocking the reduction dimension `" +
                          l->name + "` (a split reduction) is not supported by this compiler "
@@ -106,6 +115,10 @@ private:
     Label label;
     std::string width; // integer literal or a constexpr parameter name
   };
+
+  // The blocked reduction label of a split reduction: reduced over its block only.
+  bool is_split(Label l) const { return fs_.split && fs_.split->rvar == l; }
+  bool is_part(Label l) const { return fs_.split && fs_.split->part == l; }
 
   bool tensorized(Label l) const { return fs_.fully_tensorized(l) || fs_.tensor_of(l) > 1; }
 
@@ -198,7 +211,8 @@ private:
     add_tensor_params(func_, def_.dims.size());
     labels_ = ir::union_labels(def_.dims, schedulable_labels(prog_, fs_));
     labels_ = ir::union_labels(labels_, c.labels);
-    for (Label l : labels_) add_param(names::size(l), l->py_name);
+    for (Label l : labels_)
+      if (!is_part(l)) add_param(names::size(l), l->py_name);
     for (Label l : tiles_)
       add_param(names::tile(l), tile_launch(l), true);
   }
@@ -328,6 +342,11 @@ private:
                                  bool whole) {
     std::string base = prefix + l->py_name;
     Binding b;
+    if (is_part(l)) {
+      // One partial result per block of the split reduction label.
+      bind_[l].push_back({fs_.split->rvar->py_name + "_block", ""});
+      return &body;
+    }
     std::string arange = l->py_name + "_arange";
     std::vector<StmtPtr>* inner = &body;
     bool blocked = fs_.block_of(l).has_value() && !whole;
@@ -644,7 +663,7 @@ private:
     Label r = d.rvar;
     body.push_back(Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
     std::string prefix = bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
-    bool full_r = fs_.fully_tensorized(r) && !fs_.block_of(r);
+    bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || is_split(r));
     std::string wi = width_of_axis(ax.i), wj = width_of_axis(ax.j);
     std::string acc = fresh(prefix + r->py_name + "_acc");
     if (!full_r) body.push_back(Stmt::assign(acc, "tl.zeros([" + wi + ", " + wj + "], tl.float32)"));
@@ -658,7 +677,7 @@ private:
         }
       }
     used_.insert(loop_prefix + r->py_name + "_iter");
-    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, true);
+    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, !is_split(r));
     // Values computed inside a loop are not visible after it; without a loop they are.
     if (!full_r) cache_.emplace_back();
     const std::string& mask = bind_[r].back().mask;
@@ -711,7 +730,7 @@ private:
                                                      : "float(\"inf\")";
     std::string acc = fresh(prefix + r->py_name + "_acc");
     bool tensor_r = tensorized(r);
-    bool full_r = fs_.fully_tensorized(r) && !fs_.block_of(r);
+    bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || is_split(r));
     if (!full_r) {
       std::string shape = shape_of(operand_dims);
       body.push_back(Stmt::assign(acc, axes_.empty() ? identity
@@ -732,7 +751,7 @@ private:
     }
     used_.insert(loop_prefix + r->py_name + "_iter");
     used_.insert(loop_prefix + r->py_name + "_idx");
-    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, true);
+    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, !is_split(r));
     if (!full_r) cache_.emplace_back();
     std::string v;
     if (operands.size() == 2) {

@@ -27,6 +27,16 @@ struct FuseAt {
   Loc loc;
 };
 
+/// A reduction over a blocked RVar: each program instance reduces one block of it. Either the
+/// partial results go to a temporary with one entry per block (`part`, a label made for it) and
+/// a second kernel reduces them, or (`part` null) they combine into the output atomically.
+struct SplitReduction {
+  ir::Label rvar = nullptr;
+  long long block = 0;
+  ir::Label part = nullptr;
+  ir::ReduceOp op = ir::ReduceOp::Sum;
+};
+
 struct FuncSchedule {
   const ir::Symbol* func = nullptr;
   std::map<ir::Label, long long> block;  // dimension -> block size
@@ -35,6 +45,8 @@ struct FuncSchedule {
   std::optional<FuseAt> fuse_at;
   std::optional<int> num_warps;
   std::optional<int> num_stages;
+  std::optional<ir::Label> atomic; // atomic(k): combine a blocked reduction atomically
+  std::optional<SplitReduction> split; // set by lowering (SplitReductions.h), not by statements
   std::map<std::string, Loc> where; // primitive name -> location of its (last) statement
   std::vector<const ir::Symbol*> fused; // Funcs fused into this one (directly or not), in order
 

@@ -1,0 +1,101 @@
+#include "lower/SplitReductions.h"
+
+#include <set>
+
+namespace dtc {
+
+static ir::Symbol* add_symbol(ir::Program& program, std::string base, ir::SymbolKind kind,
+                              Loc loc) {
+  auto taken = [&](const std::string& n) {
+    if (program.find(n)) return true;
+    for (const ir::Symbol& s : program.symbols)
+      if (s.py_name == n) return true;
+    return false;
+  };
+  while (taken(base)) base += "_";
+  ir::Symbol s;
+  s.name = base;
+  s.py_name = base;
+  s.kind = kind;
+  s.loc = loc;
+  s.order = static_cast<int>(program.symbols.size());
+  program.symbols.push_back(s);
+  ir::Symbol* sym = &program.symbols.back();
+  program.by_name[base] = sym;
+  return sym;
+}
+
+void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags) {
+  std::vector<const ir::Symbol*> funcs;
+  for (const auto& [f, fs] : schedule.funcs) funcs.push_back(f);
+  for (const ir::Symbol* f : funcs) {
+    if (!program.funcs.count(f)) continue;
+    FuncSchedule& fs = schedule.of(f);
+    ir::FuncDef& def = program.funcs.at(f);
+    ir::Labels blocked;
+    for (const auto& [l, size] : fs.block)
+      if (!ir::contains(def.dims, l)) blocked.push_back(l);
+    if (blocked.empty()) continue;
+    Loc loc = fs.where.count("block") ? fs.where.at("block") : def.loc;
+    if (blocked.size() > 1) {
+      diags.error(loc, "in `" + f->name + ".block(...)`: only one reduction dimension of a Func "
+                       "can be blocked; block `" + blocked[0]->name + "` or `" + blocked[1]->name +
+                       "`");
+      continue;
+    }
+    ir::Label k = blocked[0];
+    const ir::Reduce* reduce = def.value->as<ir::Reduce>();
+    const ir::Dot* dot = def.value->as<ir::Dot>();
+    ir::Label top = reduce ? reduce->rvar : dot ? dot->rvar : nullptr;
+    if (top != k) {
+      diags.error(loc, "in `" + f->name + ".block(...)`: blocking the reduction dimension `" +
+                           k->name + "` splits the reduction over program instances, which needs `" +
+                           f->name + "` to be defined as one reduction over `" + k->name +
+                           "`; move the rest of the expression into another Func");
+      continue;
+    }
+    ir::ReduceOp op = reduce ? reduce->op : ir::ReduceOp::Sum;
+    long long block = fs.block.at(k);
+    if (fs.atomic && *fs.atomic == k) {
+      fs.split = SplitReduction{k, block, nullptr, op};
+      continue;
+    }
+    // Partial results: f_partial[dims..., k_parts] computed with f's schedule.
+    ir::Symbol* parts = add_symbol(program, k->py_name + "_parts", ir::SymbolKind::RVar, k->loc);
+    ir::Symbol* partial = add_symbol(program, f->py_name + "_partial", ir::SymbolKind::Func, f->loc);
+    program.derived_sizes[parts] =
+        "triton.cdiv(" + k->py_name + ", " + std::to_string(block) + ")";
+    ir::FuncDef pdef = def;
+    pdef.symbol = partial;
+    pdef.dims.push_back(parts);
+    program.funcs[partial] = pdef;
+    FuncSchedule ps = fs;
+    ps.func = partial;
+    ps.split = SplitReduction{k, block, parts, op};
+    ps.fuse_at.reset();
+    schedule.funcs[partial] = ps;
+
+    // f reduces the partial results; the combining op of a dot's partial sums is a sum.
+    ir::Labels index = pdef.dims;
+    auto access = std::make_shared<ir::Access>(def.loc, partial, index);
+    def.value = std::make_shared<ir::Reduce>(def.loc, op, access, parts, def.dims);
+    def.deps = {partial};
+    fs.block.erase(k);
+    fs.tensor.erase(k);
+    fs.tensor[parts] = 0;
+    if (fs.map) {
+      std::vector<MapLevel> kept;
+      std::set<std::string> dropped;
+      for (const MapLevel& lv : *fs.map) {
+        if (lv.dim == k) {
+          dropped.insert(lv.name);
+          continue;
+        }
+        kept.push_back(lv);
+      }
+      fs.map = kept;
+    }
+  }
+}
+
+} // namespace dtc
