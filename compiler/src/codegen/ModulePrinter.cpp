@@ -214,6 +214,13 @@ public:
     std::vector<std::string> compiled;
     for (const CompiledFunc& c : in_.compiled) compiled.push_back(quote(c.func->py_name));
     out_ += "COMPILED = " + tuple_of(compiled) + "\n";
+    // How float32 products run on tl.dot, so a check can pick its tolerance (TF32 rounds
+    // operands to 10-bit mantissas).
+    std::string precision = "None";
+    for (const auto& [f, k] : in_.kernels)
+      if (!k.dot_precision.empty() && (precision == "None" || k.dot_precision == "tf32"))
+        precision = quote(k.dot_precision);
+    out_ += "DOT_PRECISION = " + precision + "\n";
     out_ += kRuntime;
     if (uses_program_id())
       out_ += "\n\ndef _dt_program_id_in_reference():\n    raise ValueError(\"the reference "

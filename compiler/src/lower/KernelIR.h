@@ -79,6 +79,8 @@ struct Kernel {
   /// For a kernel that combines into its output with atomics: the output's initial value
   /// ("0.0", "float(\"-inf\")", ...); the wrapper allocates it in float32 filled with that.
   std::string output_init;
+  /// "tf32", "tf32x3" or "ieee" when the kernel multiplies on tl.dot; "" otherwise.
+  std::string dot_precision;
   /// Wrapper statements that run before the launch (sizes derived from other sizes).
   std::vector<std::string> setup;
 };

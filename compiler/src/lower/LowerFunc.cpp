@@ -51,6 +51,9 @@ std::string paren(const Value& v, int min_prec) {
 struct Binding {
   std::string idx;  // Python expression (int64 scalar or layout-shaped tensor)
   std::string mask; // empty when every index is in range by construction
+  // For a tensorized label: the same indices and mask as 1-D vectors, from which tl.dot operands
+  // are loaded directly as 2-D tiles.
+  std::string vec, vec_mask;
 };
 
 class FuncLowering {
@@ -317,10 +320,13 @@ private:
   void emit_aranges(std::vector<StmtPtr>& body) {
     if (axes_.empty()) return;
     body.push_back(Stmt::comment("tensor axes: " + axes_text()));
-    for (size_t i = 0; i < axes_.size(); ++i)
+    for (size_t i = 0; i < axes_.size(); ++i) {
+      std::string range = "tl.arange(0, " + axes_[i].width + ")";
+      if (axes_.size() > 1 && dot_labels_.count(axes_[i].label))
+        body.push_back(Stmt::assign(axes_[i].label->py_name + "_range", range + ".to(tl.int64)"));
       body.push_back(Stmt::assign(axes_[i].label->py_name + "_arange",
-                                  "tl.arange(0, " + axes_[i].width + ")" + expand(int(i)) +
-                                      ".to(tl.int64)"));
+                                  range + expand(int(i)) + ".to(tl.int64)"));
+    }
   }
 
   std::string axes_text() const {
@@ -375,6 +381,18 @@ private:
     if (tensorized(l)) {
       b.mask = base + "_mask";
       inner->push_back(Stmt::assign(b.mask, b.idx + " < " + end));
+      if (axes_.size() > 1 && dot_labels_.count(l)) {
+        // 1-D twins for tl.dot operand tiles (dead-code elimination drops them if unused).
+        std::string range = l->py_name + "_range";
+        std::string origin = no_loop ? (blocked ? start : "") : base + "_iter";
+        b.vec = base + "_vec";
+        b.vec_mask = base + "_vec_mask";
+        inner->push_back(Stmt::assign(b.vec, origin.empty() ? range : origin + " + " + range));
+        inner->push_back(Stmt::assign(b.vec_mask, b.vec + " < " + end));
+      } else if (axes_.size() == 1) {
+        b.vec = b.idx;
+        b.vec_mask = b.mask;
+      }
     }
     bind_[l].push_back(b);
     return inner;
@@ -474,6 +492,23 @@ private:
     for (auto it = cache_.rbegin(); it != cache_.rend(); ++it)
       if (auto hit = it->find(key); hit != it->end()) return hit->second;
     return std::nullopt;
+  }
+
+  // Loads a 2-D input access straight into a [p, q] tile from the labels' 1-D index vectors, as
+  // tl.dot wants it, instead of loading in the kernel's layout and reshaping. "" if the
+  // bindings have no vectors.
+  std::string load_tile(const ir::Access& e, Label p, Label q, std::vector<StmtPtr>& body) {
+    const Binding& bp = bind_[p].back();
+    const Binding& bq = bind_[q].back();
+    if (bp.vec.empty() || bq.vec.empty() || e.index.size() != 2) return {};
+    size_t pos_p = e.index[0] == p ? 0 : 1, pos_q = 1 - pos_p;
+    std::string addr = names::ptr(e.tensor) + " + " + bp.vec + "[:, None] * " +
+                       names::stride(e.tensor, pos_p) + " + " + bq.vec + "[None, :] * " +
+                       names::stride(e.tensor, pos_q);
+    std::string mask = bp.vec_mask + "[:, None] & " + bq.vec_mask + "[None, :]";
+    std::string name = fresh(e.tensor->py_name + "_tile");
+    body.push_back(Stmt::assign(name, "tl.load(" + addr + ", mask=" + mask + ", other=0.0)"));
+    return name;
   }
 
   Value load(const ir::Access& e, std::vector<StmtPtr>& body, bool native = false) {
@@ -631,6 +666,11 @@ private:
     return DotAxes{i, j};
   }
 
+  std::string precision() const {
+    if (!fs_.precision || *fs_.precision == "tf32") return "";
+    return ", input_precision=\"" + *fs_.precision + "\"";
+  }
+
   std::string tile_launch(Label l) const {
     // tl.dot needs at least 16 along each dimension; masks cover the difference.
     if (dot_labels_.count(l)) return "max(16, triton.next_power_of_2(" + l->py_name + "))";
@@ -660,6 +700,7 @@ private:
   Value matmul(const ir::Dot& d, std::vector<StmtPtr>& body) {
     DotAxes ax = *dot_axes(d);
     check_dot_sizes(d, ax);
+    kernel_.dot_precision = fs_.precision.value_or("tf32");
     Label r = d.rvar;
     body.push_back(Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
     std::string prefix = bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
@@ -692,13 +733,14 @@ private:
       std::string v;
       if (native) {
         auto* access = e->as<ir::Access>();
+        if (std::string tile = load_tile(*access, p, q, *inner); !tile.empty()) return tile;
         v = load(*access, *inner, /*native=*/true).text; // masked with other=0 already
       } else {
         v = lower(*e, *inner).text;
         if (!mask.empty()) v = "tl.where(" + mask + ", " + v + ", 0.0)";
       }
-      std::string name = fresh(e->as<ir::Access>() ? std::string("dot_") + ir::to_dt(*e).substr(0, 1) + "_tile"
-                                                   : "dot_operand");
+      auto* access = e->as<ir::Access>();
+      std::string name = fresh(access ? "dot_" + access->tensor->py_name : std::string("dot_operand"));
       inner->push_back(Stmt::assign(name, as_matrix(v, p, q)));
       return name;
     };
@@ -708,9 +750,9 @@ private:
     std::string result = fresh(prefix + r->py_name + "_dot");
     std::string shape = shape_of({ax.i, ax.j});
     if (full_r) {
-      body.push_back(Stmt::assign(result, "tl.reshape(tl.dot(" + a + ", " + b + "), " + shape + ")"));
+      body.push_back(Stmt::assign(result, "tl.reshape(tl.dot(" + a + ", " + b + precision() + "), " + shape + ")"));
     } else {
-      inner->push_back(Stmt::assign(acc, "tl.dot(" + a + ", " + b + ", " + acc + ")"));
+      inner->push_back(Stmt::assign(acc, "tl.dot(" + a + ", " + b + ", " + acc + precision() + ")"));
       body.push_back(Stmt::assign(result, "tl.reshape(" + acc + ", " + shape + ")"));
     }
     bind_[r].pop_back();

@@ -32,12 +32,13 @@ Primitive tensorize_primitive();
 Primitive map_primitive();
 Primitive fuse_at_primitive();
 Primitive atomic_primitive();
+Primitive precision_primitive();
 Primitive num_warps_primitive();
 Primitive num_stages_primitive();
 Primitive compile_primitive();
 
-/// All primitives in canonical order: block, tensorize, map, fuse_at, atomic, num_warps,
-/// num_stages, compile.
+/// All primitives in canonical order: block, tensorize, map, fuse_at, atomic, precision,
+/// num_warps, num_stages, compile.
 const std::vector<Primitive>& primitive_table();
 
 // Shared argument helpers.

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Compiles the modules that run_all.sh checks on a GPU machine into .gpu/ (ignored by git;
+# carry it to the device). Usage: tests/gpu/prepare.sh [DTC]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DTC="${1:-build/compiler/dtc}"
+CONF=../shared/conformance
+mkdir -p .gpu
+for f in "$CONF"/*.dt; do "$DTC" "$f" -o ".gpu/$(basename "$f" .dt).py"; done
+# Realistic schedules for the kernels whose printed schedule is sequential.
+"$DTC" "$CONF/l3_04_rms_norm.dt" -o .gpu/rms_norm_rows.py \
+  --schedule "rms_norm_out.block(x:1); rms_norm_out.tensorize(y:0, k:0); rms_norm_out.num_warps(8)"
+"$DTC" "$CONF/l3_17_sum.dt" -o .gpu/sum_split.py \
+  --schedule "sum_out.block(x:1, k:8192); sum_out.tensorize(k:0); sum_out.num_warps(8)"
+"$DTC" "$CONF/l3_17_sum.dt" -o .gpu/sum_atomic.py \
+  --schedule "sum_out.block(x:1, k:8192); sum_out.tensorize(k:0); sum_out.atomic(k); sum_out.num_warps(8)"
+"$DTC" "$CONF/l3_03_softmax.dt" -o .gpu/softmax_rows.py \
+  --schedule "softmax_out.block(x:1); softmax_out.tensorize(y:0); exp_A.block(x:1); exp_A.tensorize(y:0); sum_exp_A.block(x:1); sum_exp_A.tensorize(y:0)"
+"$DTC" tests/gpu/matmul.dt -o .gpu/matmul_tf32.py
+"$DTC" tests/gpu/matmul.dt -o .gpu/matmul_ieee.py \
+  --schedule "$("$DTC" tests/gpu/matmul.dt --canonical); C.precision(ieee)"
+ls .gpu
