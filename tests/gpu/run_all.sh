@@ -13,6 +13,7 @@ $C --size 4096 $G/l4_02_softmax.py $G/softmax_rows.py $G/rms_norm_rows.py $G/l3_
 $C --size 256 --dtypes float32 $G/l3_04_rms_norm.py
 $C --sizes x=4096,k=65536 $G/sum_split.py $G/sum_atomic.py $G/l3_19_sum_tensorize.py
 $C --sizes x=64,k=65536 --dtypes float32 $G/l3_20_sum_block_reduction.py
-$C --size 256 $G/l4_03_2mm.py $G/l4_04_attention.py
+$C --size 256 $G/l4_03_2mm.py $G/attention_stages2.py
+$C --sizes m=128,n=64,k=64,l=64 $G/l4_04_attention.py
 $C --size 1024 --dtypes float32 $G/l3_17_sum.py
 python3 tests/gpu/gpu_matmul.py $G/matmul_tf32.py $G/matmul_ieee.py --sizes 4096,8192

@@ -428,6 +428,14 @@ private:
           out_ += "    " + k->py_name + " = torch.full(" + shape_of(prog_.def(k).dims) + ", " +
                   kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
+      for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
+        out_ += "    # TF32 tensor-core products read k-contiguous tiles: lay " + tensor +
+                " out with its k axis contiguous.\n";
+        out_ += "    if " + tensor + ".dtype == torch.float32 and " + tensor + ".stride(" +
+                std::to_string(axis) + ") != 1:\n";
+        out_ += "        " + tensor + " = " + tensor +
+                (axis == 1 ? ".contiguous()" : ".transpose(0, 1).contiguous().transpose(0, 1)") + "\n";
+      }
       out_ += "    " + kernel.name + "[(" + kernel.grid + ",)](\n";
       std::string line;
       for (const kir::LaunchArg& a : kernel.launch) {

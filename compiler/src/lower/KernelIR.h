@@ -81,6 +81,9 @@ struct Kernel {
   std::string output_init;
   /// "tf32", "tf32x3" or "ieee" when the kernel multiplies on tl.dot; "" otherwise.
   std::string dot_precision;
+  /// 2-D float32 inputs that feed tl.dot, with the axis tl.dot reduces over: the wrapper makes
+  /// that axis contiguous, since TF32 tensor-core products read k-contiguous tiles.
+  std::vector<std::pair<std::string, size_t>> k_contiguous_inputs;
   /// Wrapper statements that run before the launch (sizes derived from other sizes).
   std::vector<std::string> setup;
 };

@@ -733,6 +733,12 @@ private:
       std::string v;
       if (native) {
         auto* access = e->as<ir::Access>();
+        if (kernel_.dot_precision != "ieee" && access->index.size() == 2) {
+          size_t axis = access->index[0] == r ? 0 : 1;
+          std::pair<std::string, size_t> need{access->tensor->py_name, axis};
+          auto& list = kernel_.k_contiguous_inputs;
+          if (std::find(list.begin(), list.end(), need) == list.end()) list.push_back(need);
+        }
         if (std::string tile = load_tile(*access, p, q, *inner); !tile.empty()) return tile;
         v = load(*access, *inner, /*native=*/true).text; // masked with other=0 already
       } else {

@@ -82,11 +82,37 @@ static std::string closest_primitive(const std::string& name) {
 
 void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Program& program,
                     Schedule& schedule, DiagnosticEngine& diags) {
-  // fuse_at first, in statement order: fusion changes dependencies and which labels the
-  // consumer's schedule may name, whatever the order of the other statements.
-  std::vector<const ast::ScheduleStmt*> ordered;
+  // fuse_at first: fusion changes dependencies and which labels the consumer's schedule may
+  // name. A fusion can depend on another (e into attention is legal once sm, which reads e,
+  // is fused into attention), so fusions apply in dependency order, not statement order: the
+  // canonical text sorts statements by Func name and must mean the same schedule.
+  std::vector<const ast::ScheduleStmt*> ordered, pending;
   for (const ast::ScheduleStmt& stmt : stmts)
-    if (stmt.primitive.text == "fuse_at") ordered.push_back(&stmt);
+    if (stmt.primitive.text == "fuse_at") pending.push_back(&stmt);
+  std::map<const ir::Symbol*, std::vector<const ir::Symbol*>> deps;
+  for (const auto& [f, def] : program.funcs) deps[f] = def.deps;
+  for (bool progress = true; progress && !pending.empty();) {
+    progress = false;
+    for (auto it = pending.begin(); it != pending.end();) {
+      const ast::ScheduleStmt& st = **it;
+      const ir::Symbol* f = program.find(st.func.text);
+      const ir::Symbol* g = st.args.empty() ? nullptr : program.find(st.args[0].name);
+      if (f && g && deps.count(g) && deps.count(f) && ir::contains(deps[g], f)) {
+        std::vector<const ir::Symbol*> updated;
+        for (const ir::Symbol* d : deps[g])
+          if (d != f) updated.push_back(d);
+        for (const ir::Symbol* d : deps[f])
+          if (!ir::contains(updated, d)) updated.push_back(d);
+        deps[g] = updated;
+        ordered.push_back(*it);
+        it = pending.erase(it);
+        progress = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+  ordered.insert(ordered.end(), pending.begin(), pending.end()); // these report their errors
   for (const ast::ScheduleStmt& stmt : stmts)
     if (stmt.primitive.text != "fuse_at") ordered.push_back(&stmt);
   for (const ast::ScheduleStmt* stmt_ptr : ordered) {
