@@ -70,7 +70,10 @@ def check_module(module, sizes, dtype, seed=0):
     assert got.dtype == dtype and want.dtype == dtype
     assert got.shape == want.shape
     rtol, atol = tolerance(dtype)
-    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol, equal_nan=True)
+    # Reductions sum in another order than torch: absolute error grows with the magnitudes
+    # involved, so scale the absolute tolerance by the result's largest value.
+    scale = max(1.0, want.float().abs().nan_to_num(0.0, 0.0, 0.0).max().item()) if want.numel() else 1.0
+    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol * scale, equal_nan=True)
 
 
 @pytest.fixture(scope="session")

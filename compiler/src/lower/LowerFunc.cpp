@@ -121,6 +121,9 @@ private:
 
   // The blocked reduction label of a split reduction: reduced over its block only.
   bool is_split(Label l) const { return fs_.split && fs_.split->rvar == l; }
+  // Only the definition's top-level reduction is split; a nested reduction over the same label
+  // (a fused softmax denominator inside attention's rdot) still covers the whole dimension.
+  bool splits(const ir::Expr& e) const { return fs_.split && &e == def_.value.get(); }
   bool is_part(Label l) const { return fs_.split && fs_.split->part == l; }
 
   bool tensorized(Label l) const { return fs_.fully_tensorized(l) || fs_.tensor_of(l) > 1; }
@@ -704,7 +707,7 @@ private:
     Label r = d.rvar;
     body.push_back(Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
     std::string prefix = bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
-    bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || is_split(r));
+    bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || splits(d));
     std::string wi = width_of_axis(ax.i), wj = width_of_axis(ax.j);
     std::string acc = fresh(prefix + r->py_name + "_acc");
     if (!full_r) body.push_back(Stmt::assign(acc, "tl.zeros([" + wi + ", " + wj + "], tl.float32)"));
@@ -718,7 +721,7 @@ private:
         }
       }
     used_.insert(loop_prefix + r->py_name + "_iter");
-    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, !is_split(r));
+    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, !splits(d));
     // Values computed inside a loop are not visible after it; without a loop they are.
     if (!full_r) cache_.emplace_back();
     const std::string& mask = bind_[r].back().mask;
@@ -778,7 +781,7 @@ private:
                                                      : "float(\"inf\")";
     std::string acc = fresh(prefix + r->py_name + "_acc");
     bool tensor_r = tensorized(r);
-    bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || is_split(r));
+    bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || splits(e));
     if (!full_r) {
       std::string shape = shape_of(operand_dims);
       body.push_back(Stmt::assign(acc, axes_.empty() ? identity
@@ -799,7 +802,7 @@ private:
     }
     used_.insert(loop_prefix + r->py_name + "_iter");
     used_.insert(loop_prefix + r->py_name + "_idx");
-    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, !is_split(r));
+    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, !splits(e));
     if (!full_r) cache_.emplace_back();
     std::string v;
     if (operands.size() == 2) {
