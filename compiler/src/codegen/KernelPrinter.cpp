@@ -9,6 +9,7 @@ static void print_stmts(const std::vector<kir::StmtPtr>& stmts, int depth, std::
     switch (s->kind) {
     case kir::StmtKind::Assign: out += indent + s->target + " = " + s->value + "\n"; break;
     case kir::StmtKind::Comment: out += indent + "# " + s->value + "\n"; break;
+    case kir::StmtKind::Expr: out += indent + s->value + "\n"; break;
     case kir::StmtKind::Store:
       out += indent + (s->atomic.empty() ? "tl.store(" : "tl.atomic_" + s->atomic + "(") +
              s->target + ", " + s->value +

@@ -311,6 +311,7 @@ private:
     collect.sig = &sig;
     for (const ir::Symbol* f : c.kernel_funcs) {
       prog_.def(f).value->accept(collect);
+      for (const auto& [m, at] : in_.schedule->of(f).materialized) prog_.def(m).value->accept(collect);
       sig.labels = ir::union_labels(sig.labels, prog_.def(f).dims);
       sig.labels = ir::union_labels(sig.labels, definition_labels(prog_, f));
     }
@@ -428,6 +429,8 @@ private:
           out_ += "    " + k->py_name + " = torch.full(" + shape_of(prog_.def(k).dims) + ", " +
                   kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
+      for (const auto& [name, shape] : kernel.scratch)
+        out_ += "    " + name + " = torch.empty(" + shape + ", dtype=torch.float32, device=device)\n";
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
         out_ += "    # TF32 tensor-core products read k-contiguous tiles: lay " + tensor +
                 " out with its k axis contiguous.\n";

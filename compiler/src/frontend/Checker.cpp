@@ -1,6 +1,7 @@
 #include "frontend/Checker.h"
 
 #include "ir/Builtins.h"
+#include "ir/IRVisitor.h"
 
 #include <cerrno>
 #include <cmath>
@@ -167,7 +168,7 @@ private:
     }
     for (Label l : value->dims) {
       if (!ir::contains(fd.dims, l)) {
-        diags_.error(def.value->loc,
+        diags_.error(first_use(*value, l, def.value->loc),
                      "the right-hand side varies along `" + l->name + "`, which is not a "
                      "dimension of `" + f->name + labels_text(fd.dims) + "`; add `" + l->name +
                          "` to the shape of `" + f->name + "` or reduce over it (rsum, rmax, "
@@ -178,6 +179,24 @@ private:
       }
     }
     fd.value = value;
+  }
+
+  // Where an expression first indexes with label `l` (for a caret on the culprit).
+  static Loc first_use(const ir::Expr& e, Label l, Loc fallback) {
+    struct Find : ir::IRVisitor {
+      Label l;
+      Loc loc;
+      bool found = false;
+      void visit(const ir::Access& a) override {
+        if (!found && ir::contains(a.index, l)) {
+          loc = a.loc;
+          found = true;
+        }
+      }
+    } find;
+    find.l = l;
+    e.accept(find);
+    return find.found ? find.loc : fallback;
   }
 
   void check_all_defined() {
@@ -307,8 +326,9 @@ private:
       if (it == in_rank_.end()) {
         in_rank_[s] = {idx.size(), e.loc};
       } else if (it->second.first != idx.size()) {
-        diags_.error(e.loc, "`" + e.text + "` is indexed with " + std::to_string(idx.size()) +
-                                " labels here but with " + std::to_string(it->second.first) +
+        auto labels = [](size_t n) { return std::to_string(n) + (n == 1 ? " label" : " labels"); };
+        diags_.error(e.loc, "`" + e.text + "` is indexed with " + labels(idx.size()) +
+                                " here but with " + labels(it->second.first) +
                                 " elsewhere; an input tensor has one rank");
         diags_.note(it->second.second, "first indexed here");
         return nullptr;

@@ -1,5 +1,7 @@
 #include "frontend/Diagnostics.h"
 
+#include <algorithm>
+
 namespace dtc {
 
 void DiagnosticEngine::error(Loc loc, std::string message) {
@@ -32,12 +34,27 @@ static std::string_view line_of(std::string_view source, int line) {
   }
   size_t end = source.find('\n', start);
   if (end == std::string_view::npos) end = source.size();
+  if (end > start && source[end - 1] == '\r') --end; // CRLF files
   return source.substr(start, end - start);
 }
 
 std::string DiagnosticEngine::render() const {
-  std::string out;
+  // Errors in source order, each followed by its notes (they were reported in pass order).
+  std::vector<std::vector<const Diagnostic*>> groups;
   for (const Diagnostic& d : diagnostics_) {
+    if (d.severity == Severity::Note && !groups.empty()) groups.back().push_back(&d);
+    else groups.push_back({&d});
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    const Loc &x = a.front()->loc, &y = b.front()->loc;
+    if (x.line == 0 || y.line == 0) return x.line != 0 && y.line == 0;
+    return x.line != y.line ? x.line < y.line : x.col < y.col;
+  });
+  std::vector<Diagnostic> ordered;
+  for (const auto& g : groups)
+    for (const Diagnostic* d : g) ordered.push_back(*d);
+  std::string out;
+  for (const Diagnostic& d : ordered) {
     const char* kind = d.severity == Severity::Error     ? "error"
                        : d.severity == Severity::Warning ? "warning"
                                                          : "note";

@@ -108,8 +108,16 @@ public:
         [[fallthrough]];
       default: {
         unsigned char u = static_cast<unsigned char>(c);
-        std::string shown = (u >= 32 && u < 127) ? std::string("`") + c + "`"
-                                                 : "byte 0x" + hex(u);
+        if (u >= 0x80) {
+          // One error for a whole UTF-8 sequence (lead byte and continuation bytes).
+          size_t start = pos_ - 1;
+          while (pos_ < src_.size() && (static_cast<unsigned char>(src_[pos_]) & 0xC0) == 0x80)
+            ++pos_;
+          diags_.error(loc, "non-ASCII character `" + std::string(src_.substr(start, pos_ - start)) +
+                                "` in DT source; names and operators are ASCII");
+          continue;
+        }
+        std::string shown = u >= 32 && u < 127 ? std::string("`") + c + "`" : "byte 0x" + hex(u);
         diags_.error(loc, "unexpected character " + shown + " in DT source");
         continue;
       }
@@ -174,9 +182,9 @@ private:
         is_float = true;
         digits();
       } else {
-        pos_ = save_pos;
-        col_ = save_col;
-        diags_.error({line_, col_}, "exponent of a number needs digits, as in `1e-3`");
+        diags_.error({line_, save_col}, "exponent of a number needs digits, as in `1e-3`");
+        (void)save_pos;
+        return {Tok::Float, std::string(src_.substr(start, pos_ - start)), loc};
       }
     }
     // `2x` is a typo, not a number followed by a name.

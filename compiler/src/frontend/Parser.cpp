@@ -1,6 +1,7 @@
 #include "frontend/Parser.h"
 
 #include <charconv>
+#include <set>
 
 namespace dtc {
 namespace {
@@ -43,13 +44,31 @@ private:
   struct SyntaxError {};
 
   [[noreturn]] void fail(const std::string& message) {
-    diags_.error(peek().loc, message);
+    report(peek().loc, message);
     throw SyntaxError{};
   }
+  // A line with a lexical error already has its diagnostic; what the parser then trips over
+  // there is a consequence, not news.
+  void report(Loc loc, const std::string& message) {
+    if (!lexical_error_lines_.count(loc.line)) diags_.error(loc, message);
+  }
+
+public:
+  std::set<int> lexical_error_lines_;
+
+private:
   const Token& expect(Tok kind, const char* context) {
-    if (!at(kind))
-      fail(std::string("expected ") + spelling(kind) + " " + context + ", found " +
-           describe(peek()));
+    if (!at(kind)) {
+      std::string message = std::string("expected ") + spelling(kind) + " " + context +
+                            ", found " + describe(peek());
+      // A missing `;` belongs right after what precedes it, not at the next statement.
+      if (kind == Tok::Semicolon && pos_ > 0) {
+        const Token& prev = toks_[pos_ - 1];
+        report({prev.loc.line, prev.loc.col + static_cast<int>(prev.text.size())}, message);
+        throw SyntaxError{};
+      }
+      fail(message);
+    }
     return advance();
   }
 
@@ -284,12 +303,21 @@ private:
 
 } // namespace
 
+static Parser make_parser(std::string_view source, DiagnosticEngine& diags, bool schedule_only) {
+  size_t before = diags.diagnostics().size();
+  std::vector<Token> tokens = lex(source, diags);
+  Parser parser(std::move(tokens), diags, schedule_only);
+  for (size_t i = before; i < diags.diagnostics().size(); ++i)
+    parser.lexical_error_lines_.insert(diags.diagnostics()[i].loc.line);
+  return parser;
+}
+
 ast::Program parse_program(std::string_view source, DiagnosticEngine& diags) {
-  return Parser(lex(source, diags), diags, false).program();
+  return make_parser(source, diags, false).program();
 }
 
 std::vector<ast::ScheduleStmt> parse_schedule(std::string_view source, DiagnosticEngine& diags) {
-  return Parser(lex(source, diags), diags, true).program().schedule;
+  return make_parser(source, diags, true).program().schedule;
 }
 
 } // namespace dtc

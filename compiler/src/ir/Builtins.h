@@ -25,6 +25,9 @@ const std::vector<Builtin>& builtins();
 /// Source of the @triton.jit helper `name` (e.g. "_dt_tanh"), for the generated module.
 std::string helper_source(std::string_view name);
 
+/// Levenshtein distance, for "did you mean" suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
+
 /// The closest builtin name to `name` (for "did you mean"), or "" if none is close.
 std::string closest_builtin(std::string_view name);
 

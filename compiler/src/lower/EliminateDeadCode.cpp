@@ -46,6 +46,7 @@ void count(const std::vector<kir::StmtPtr>& stmts, std::map<std::string, int>& u
       count_names(s->step, uses);
       count(s->body, uses);
       break;
+    case kir::StmtKind::Expr: count_names(s->value, uses); break;
     case kir::StmtKind::Comment: break;
     }
   }

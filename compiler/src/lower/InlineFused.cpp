@@ -2,6 +2,7 @@
 
 #include "ir/IRVisitor.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -69,7 +70,9 @@ public:
                               "with `" + r->name + "`, which its definition reduces over; use "
                               "another label");
     }
-    return Relabel(map).mutate(values_.at(e.tensor));
+    // The producer's value may read Funcs fused into this same consumer (attention reads e
+    // through sm): inline those too.
+    return mutate(Relabel(map).mutate(values_.at(e.tensor)));
   }
 
 private:
@@ -81,21 +84,35 @@ private:
 
 } // namespace
 
-void inline_fused_funcs(ir::Program& program, const Schedule& schedule, DiagnosticEngine& diags) {
-  std::set<const ir::Symbol*> fused;
-  for (const auto& [f, fs] : schedule.funcs)
-    if (fs.fuse_at) fused.insert(f);
-  if (fused.empty()) return;
+void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags) {
+  // Which producers each consumer computes inline, and which into a global temporary: a
+  // producer fused at a level whose inner dimensions are all fully tensorized in the consumer
+  // (or that is fused innermost) is computed where each value is used; otherwise it is
+  // computed once per iteration of the fuse level into a temporary (thesis listing 3.14).
+  std::map<const ir::Symbol*, std::set<const ir::Symbol*>> inline_into;
+  bool any = false;
+  for (auto& [f, fs] : schedule.funcs) {
+    if (!fs.fuse_at || !program.funcs.count(f)) continue;
+    any = true;
+    const ir::Symbol* g = fs.fuse_at->into;
+    const ir::FuncDef& fdef = program.def(f);
+    FuncSchedule& gs = schedule.of(g);
+    size_t pos = std::find(fdef.dims.begin(), fdef.dims.end(), fs.fuse_at->at) - fdef.dims.begin();
+    bool all_full = true;
+    for (size_t i = pos + 1; i < fdef.dims.size(); ++i) all_full &= gs.fully_tensorized(fdef.dims[i]);
+    bool consumer_fused = gs.fuse_at.has_value();
+    if (all_full || consumer_fused) inline_into[g].insert(f);
+    else gs.materialized.push_back({f, fs.fuse_at->at});
+  }
+  if (!any) return;
   // Inline producers before their consumers: a fused producer may itself have producers fused
   // into it (chains of fusions, thesis listing 4.4).
   std::map<const ir::Symbol*, ir::ExprPtr> values;
-  std::map<const ir::Symbol*, int> state;
   std::function<ir::ExprPtr(const ir::Symbol*)> resolve = [&](const ir::Symbol* f) {
     if (values.count(f)) return values[f];
-    state[f] = 1;
     for (const ir::Symbol* d : program.def(f).deps)
-      if (fused.count(d) && state[d] == 0) resolve(d);
-    Inliner inliner(program, fused, values, diags);
+      if (program.funcs.count(d)) resolve(d);
+    Inliner inliner(program, inline_into[f], values, diags);
     values[f] = inliner.mutate(program.def(f).value);
     return values[f];
   };

@@ -1,10 +1,12 @@
 #pragma once
 // Fusion: rewrites each consumer Func so that the Funcs fused into it (fuse_at) are computed in
-// its own kernel. A fused access `f[a, b]` becomes f's definition with f's dimension labels
-// renamed to a, b. Lowering then computes each reduction at the outermost loop level where its
-// dimensions are bound (the fuse_at level or outside it), so a fused reduction such as softmax's
-// row sum is computed once per row block, and element-wise producers are computed where their
-// consumer needs them, with no global temporary.
+// its own kernel. When the fuse level is innermost for the producer, or every dimension inside
+// it is fully tensorized in the consumer, a fused access `f[a, b]` becomes f's definition with
+// f's dimension labels renamed to a, b (no temporary, thesis listings 3.13 and 3.15); lowering
+// then computes each reduction at the outermost loop level where its dimensions are bound, so a
+// fused row reduction runs once per row block. Otherwise f stays an access and is recorded in
+// the consumer's FuncSchedule::materialized: the consumer's kernel computes f into a global
+// temporary at the fuse level and reads it back (listing 3.14).
 //
 // Preconditions: the schedule is applied and validated (fuse_at legality is checked there).
 // Postcondition: no Func reads a Func fused into it; FuncDef::deps of each consumer are the
@@ -14,6 +16,6 @@
 
 namespace dtc {
 
-void inline_fused_funcs(ir::Program& program, const Schedule& schedule, DiagnosticEngine& diags);
+void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags);
 
 } // namespace dtc

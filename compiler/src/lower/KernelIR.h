@@ -9,7 +9,7 @@
 
 namespace dtc::kir {
 
-enum class StmtKind { Assign, For, Store, Comment };
+enum class StmtKind { Assign, For, Store, Comment, Expr };
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
@@ -36,6 +36,12 @@ struct Stmt {
     s->target = std::move(ptr);
     s->value = std::move(value);
     s->mask = std::move(mask);
+    return s;
+  }
+  static StmtPtr expr(std::string text) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::Expr;
+    s->value = std::move(text);
     return s;
   }
   static StmtPtr comment(std::string text) {
@@ -84,6 +90,9 @@ struct Kernel {
   /// 2-D float32 inputs that feed tl.dot, with the axis tl.dot reduces over: the wrapper makes
   /// that axis contiguous, since TF32 tensor-core products read k-contiguous tiles.
   std::vector<std::pair<std::string, size_t>> k_contiguous_inputs;
+  /// Global float32 temporaries the kernel writes and reads back (partial fusion): name and
+  /// Python shape, allocated by the wrapper.
+  std::vector<std::pair<std::string, std::string>> scratch;
   /// Wrapper statements that run before the launch (sizes derived from other sizes).
   std::vector<std::string> setup;
 };

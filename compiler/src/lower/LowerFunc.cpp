@@ -206,14 +206,28 @@ private:
 
   void add_params() {
     Collect c;
-    def_.value->accept(c);
+    for_each_value(c);
     // Inputs in declaration order, then the Funcs this kernel reads, then the output.
     for (const ir::Symbol* in : prog_.inputs) {
       if (std::count(c.tensors.begin(), c.tensors.end(), in)) add_tensor_params(in, rank_of(in));
       if (std::count(c.scalars.begin(), c.scalars.end(), in)) add_param(in->py_name, in->py_name);
     }
-    for (const ir::Symbol* t : c.tensors)
-      if (t->kind == ir::SymbolKind::Func) add_tensor_params(t, prog_.def(t).dims.size());
+    for (const ir::Symbol* t : c.tensors) {
+      if (t->kind != ir::SymbolKind::Func) continue;
+      size_t rank = prog_.def(t).dims.size();
+      if (!materialized(t)) {
+        add_tensor_params(t, rank);
+        continue;
+      }
+      std::string base = tensor_base(t);
+      add_param(base + "_ptr", base);
+      for (size_t i = 0; i < rank; ++i)
+        add_param(base + "_stride" + std::to_string(i), base + ".stride(" + std::to_string(i) + ")");
+      std::string shape = "(";
+      for (Label l : prog_.def(t).dims) shape += l->py_name + ", ";
+      shape = shape.substr(0, shape.size() - 2) + (prog_.def(t).dims.size() == 1 ? ",)" : ")");
+      kernel_.scratch.push_back({base, shape});
+    }
     add_tensor_params(func_, def_.dims.size());
     labels_ = ir::union_labels(def_.dims, schedulable_labels(prog_, fs_));
     labels_ = ir::union_labels(labels_, c.labels);
@@ -221,6 +235,12 @@ private:
       if (!is_part(l)) add_param(names::size(l), l->py_name);
     for (Label l : tiles_)
       add_param(names::tile(l), tile_launch(l), true);
+  }
+
+  // Visits the kernel's value and the values of the Funcs it computes into temporaries.
+  void for_each_value(ir::IRVisitor& v) const {
+    def_.value->accept(v);
+    for (const auto& [f, at] : fs_.materialized) prog_.def(f).value->accept(v);
   }
 
   size_t rank_of(const ir::Symbol* in) const {
@@ -232,7 +252,7 @@ private:
       }
     } r;
     r.t = in;
-    def_.value->accept(r);
+    for_each_value(r);
     return r.rank;
   }
 
@@ -417,6 +437,7 @@ private:
       cur = emit_dim(l, *cur, "", false);
       bound.push_back(l);
       cache_.emplace_back();
+      materialize_at(l, *cur);
       hoist(bound, *cur);
     }
     return cur;
@@ -456,11 +477,92 @@ private:
 
   // ---- memory accesses ----------------------------------------------------------------------
 
+  // A Func computed into a global temporary by this kernel (partial fusion) is `<f>_fuse`.
+  bool materialized(const ir::Symbol* t) const {
+    for (const auto& [f, at] : fs_.materialized)
+      if (f == t) return true;
+    return false;
+  }
+  std::string tensor_base(const ir::Symbol* t) const {
+    return materialized(t) ? t->py_name + "_fuse" : t->py_name;
+  }
+  std::string ptr_of(const ir::Symbol* t) const { return tensor_base(t) + "_ptr"; }
+  std::string stride_of(const ir::Symbol* t, size_t i) const {
+    return tensor_base(t) + "_stride" + std::to_string(i);
+  }
+
   std::string offset_expr(const ir::Symbol* t, const ir::Labels& index) {
     std::string s;
     for (size_t i = 0; i < index.size(); ++i)
-      s += (i ? " + " : "") + bind_[index[i]].back().idx + " * " + names::stride(t, i);
+      s += (i ? " + " : "") + bind_[index[i]].back().idx + " * " + stride_of(t, i);
     return s;
+  }
+
+  // Computes a Func fused at level `at` into its temporary, for the current iteration of `at`.
+  void materialize(const ir::Symbol* f, Label at, std::vector<StmtPtr>& body) {
+    const ir::FuncDef& fd = prog_.def(f);
+    body.push_back(Stmt::comment(f->name + " fused at " + at->name + ": computed into " +
+                                 tensor_base(f) + " for this " + at->name + ", read back below"));
+    size_t pos = std::find(fd.dims.begin(), fd.dims.end(), at) - fd.dims.begin();
+    std::vector<StmtPtr>* cur = &body;
+    std::vector<Label> pushed;
+    cache_.emplace_back();
+    std::set<Label> whole = read_across(f);
+    for (size_t i = pos + 1; i < fd.dims.size(); ++i) {
+      Label l = fd.dims[i];
+      cur = emit_dim(l, *cur, "", !ir::contains(def_.dims, l) || whole.count(l));
+      pushed.push_back(l);
+    }
+    Value v = lower(*fd.value, *cur);
+    bool scalar = true;
+    for (Label l : fd.dims) scalar &= bind_[l].back().mask.empty();
+    std::string value = scalar && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
+    cur->push_back(Stmt::assign(f->py_name, value));
+    cur->push_back(Stmt::store(ptr_of(f) + " + " + offset_expr(f, fd.dims), f->py_name,
+                               mask_of(fd.dims)));
+    cache_.pop_back();
+    for (Label l : pushed) bind_[l].pop_back();
+    // The values are read back by other threads of this program instance.
+    body.push_back(Stmt::expr("tl.debug_barrier()"));
+  }
+
+  // Dimensions of a materialized Func that this kernel reads beyond its own block: those indexed
+  // by a label that an enclosing reduction binds. The temporary must hold them whole.
+  std::set<Label> read_across(const ir::Symbol* f) const {
+    std::set<Label> out;
+    const ir::Labels& fdims = prog_.def(f).dims;
+    std::function<void(const ir::Expr&, const ir::Labels&)> walk = [&](const ir::Expr& e,
+                                                                      const ir::Labels& bound) {
+      if (auto* a = e.as<ir::Access>()) {
+        if (a->tensor == f)
+          for (size_t i = 0; i < a->index.size(); ++i)
+            if (ir::contains(bound, a->index[i])) out.insert(fdims[i]);
+        return;
+      }
+      ir::Labels inner = bound;
+      if (auto* r = e.as<ir::Reduce>()) inner.push_back(r->rvar);
+      if (auto* d = e.as<ir::Dot>()) inner.push_back(d->rvar);
+      struct Kids : ir::IRVisitor {
+        std::vector<const ir::Expr*> kids;
+        void visit(const ir::Unary& x) override { kids.push_back(x.a.get()); }
+        void visit(const ir::Binary& x) override { kids = {x.a.get(), x.b.get()}; }
+        void visit(const ir::Call& x) override {
+          for (auto& a : x.args) kids.push_back(a.get());
+        }
+        void visit(const ir::Reduce& x) override { kids.push_back(x.a.get()); }
+        void visit(const ir::Dot& x) override { kids = {x.a.get(), x.b.get()}; }
+        void visit(const ir::Reshape& x) override { kids.push_back(x.a.get()); }
+      } kids;
+      e.accept(kids);
+      for (const ir::Expr* k : kids.kids) walk(*k, inner);
+    };
+    walk(*def_.value, {});
+    return out;
+  }
+
+  void materialize_at(Label at, std::vector<StmtPtr>& body) {
+    for (const auto& [f, level] : fs_.materialized)
+      if (level == at) materialize(f, at, body);
   }
 
   std::string mask_of(const ir::Labels& labels) {
@@ -505,9 +607,9 @@ private:
     const Binding& bq = bind_[q].back();
     if (bp.vec.empty() || bq.vec.empty() || e.index.size() != 2) return {};
     size_t pos_p = e.index[0] == p ? 0 : 1, pos_q = 1 - pos_p;
-    std::string addr = names::ptr(e.tensor) + " + " + bp.vec + "[:, None] * " +
-                       names::stride(e.tensor, pos_p) + " + " + bq.vec + "[None, :] * " +
-                       names::stride(e.tensor, pos_q);
+    std::string addr = ptr_of(e.tensor) + " + " + bp.vec + "[:, None] * " +
+                       stride_of(e.tensor, pos_p) + " + " + bq.vec + "[None, :] * " +
+                       stride_of(e.tensor, pos_q);
     std::string mask = bp.vec_mask + "[:, None] & " + bq.vec_mask + "[None, :]";
     std::string name = fresh(e.tensor->py_name + "_tile");
     body.push_back(Stmt::assign(name, "tl.load(" + addr + ", mask=" + mask + ", other=0.0)"));
@@ -526,7 +628,7 @@ private:
     if (!single_pattern)
       for (Label l : e.index) base += "_" + l->py_name;
     std::string name = fresh(native ? base + "_tile" : base);
-    std::string addr = names::ptr(e.tensor) + " + " + offset_expr(e.tensor, e.index);
+    std::string addr = ptr_of(e.tensor) + " + " + offset_expr(e.tensor, e.index);
     std::string mask = mask_of(e.index);
     std::string call = "tl.load(" + addr + (mask.empty() ? "" : ", mask=" + mask + ", other=0.0") + ")";
     // Inputs may be float16/bfloat16: compute in float32.
@@ -546,7 +648,7 @@ private:
       }
     } c;
     c.t = t;
-    def_.value->accept(c);
+    for_each_value(c);
     return static_cast<int>(c.seen.size());
   }
 

@@ -80,6 +80,7 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     auto access = std::make_shared<ir::Access>(def.loc, partial, index);
     def.value = std::make_shared<ir::Reduce>(def.loc, op, access, parts, def.dims);
     def.deps = {partial};
+    fs.materialized.clear(); // computed by the partial kernel now
     fs.block.erase(k);
     fs.tensor.erase(k);
     fs.tensor[parts] = 0;

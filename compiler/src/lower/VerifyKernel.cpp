@@ -42,7 +42,8 @@ static void check(const kir::Kernel& k, const std::vector<kir::StmtPtr>& stmts,
       if (s->step.empty() || s->step == "0" || s->step[0] == '-') fail(k, "bad loop step");
       check(k, s->body, params, tensor_idx);
       break;
-    case kir::StmtKind::Comment: break;
+    case kir::StmtKind::Comment:
+    case kir::StmtKind::Expr: break;
     }
   }
 }

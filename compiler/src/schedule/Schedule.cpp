@@ -2,6 +2,7 @@
 
 #include "ir/IRVisitor.h"
 #include "schedule/Primitive.h"
+#include "ir/Builtins.h"
 
 #include <algorithm>
 
@@ -71,13 +72,16 @@ ir::Label schedule_label(PrimitiveContext& ctx, const ast::ScheduleArg& arg, con
 }
 
 static std::string closest_primitive(const std::string& name) {
+  std::string best;
+  size_t best_distance = 4; // farther than this is no suggestion
   for (const Primitive& p : primitive_table()) {
-    std::string candidate = p.name;
-    if (candidate.size() >= 3 &&
-        (name.find(candidate.substr(0, 3)) == 0 || candidate.find(name) != std::string::npos))
-      return candidate;
+    size_t d = edit_distance(name, p.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = p.name;
+    }
   }
-  return {};
+  return best;
 }
 
 void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Program& program,
@@ -134,7 +138,7 @@ void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Progr
       diags.error(stmt.primitive.loc,
                   "unknown scheduling primitive `" + stmt.primitive.text + "`" +
                       (hint.empty() ? "; the primitives are block, tensorize, map, fuse_at, "
-                                      "num_warps, num_stages and compile"
+                                      "atomic, precision, num_warps, num_stages and compile"
                                     : "; did you mean `" + hint + "`?"));
       continue;
     }

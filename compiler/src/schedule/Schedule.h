@@ -50,6 +50,9 @@ struct FuncSchedule {
   std::optional<SplitReduction> split; // set by lowering (SplitReductions.h), not by statements
   std::map<std::string, Loc> where; // primitive name -> location of its (last) statement
   std::vector<const ir::Symbol*> fused; // Funcs fused into this one (directly or not), in order
+  /// Funcs fused into this one at a loop level whose inner dimensions are not all fully
+  /// tensorized: computed into a global temporary at that level (set by fusion).
+  std::vector<std::pair<const ir::Symbol*, ir::Label>> materialized;
 
   int warps() const { return num_warps.value_or(4); }
   int stages() const { return num_stages.value_or(3); }

@@ -84,8 +84,11 @@ Primitive tensorize_primitive() {
   p.print = [](const FuncSchedule& fs, const ir::Program& prog) -> std::optional<std::string> {
     std::string out;
     for (ir::Label l : schedulable_labels(prog, fs)) {
+      // A block of one element is a whole tile of one, whatever tensor size is written: always
+      // print it as fully tensorized so both spellings share one canonical text.
+      bool unit_block = fs.block_of(l) == 1LL;
       auto it = fs.tensor.find(l);
-      if (it == fs.tensor.end()) continue;
+      if (it == fs.tensor.end() && !unit_block) continue;
       long long t = fs.fully_tensorized(l) ? 0 : it->second;
       if (t == 1) continue; // the default: one element per iteration
       out += (out.empty() ? "" : ",") + l->name + ":" + std::to_string(t);
