@@ -429,8 +429,8 @@ private:
           out_ += "    " + k->py_name + " = torch.full(" + shape_of(prog_.def(k).dims) + ", " +
                   kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
-      for (const auto& [name, shape] : kernel.scratch)
-        out_ += "    " + name + " = torch.empty(" + shape + ", dtype=torch.float32, device=device)\n";
+      for (const auto& [scratch, shape] : kernel.scratch)
+        out_ += "    " + scratch + " = torch.empty(" + shape + ", dtype=torch.float32, device=device)\n";
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
         out_ += "    # TF32 tensor-core products read k-contiguous tiles: lay " + tensor +
                 " out with its k axis contiguous.\n";

@@ -373,7 +373,7 @@ private:
     Binding b;
     if (is_part(l)) {
       // One partial result per block of the split reduction label.
-      bind_[l].push_back({fs_.split->rvar->py_name + "_block", ""});
+      bind_[l].push_back({fs_.split->rvar->py_name + "_block", "", "", ""});
       return &body;
     }
     std::string arange = l->py_name + "_arange";
