@@ -38,7 +38,7 @@ std::vector<const ir::Symbol*> plan_kernels(const ir::Program& program, const ir
 }
 
 CompileResult run(std::string_view source, const CompileOptions& options,
-                  DiagnosticEngine& diags, std::string& schedule_diagnostics) {
+                  DiagnosticEngine& diags) {
   CompileResult result;
   ast::Program ast = parse_program(source, diags);
   if (options.emit == Emit::Ast && !diags.has_errors()) {
@@ -64,16 +64,10 @@ CompileResult run(std::string_view source, const CompileOptions& options,
     for (const ast::ScheduleStmt& s : ast.schedule)
       if (s.primitive.text == "compile" || s.primitive.text == "compile_to_kernel")
         stmts.push_back(s);
-    DiagnosticEngine sched_diags("<schedule>", *options.schedule);
-    std::vector<ast::ScheduleStmt> extra = parse_schedule(*options.schedule, sched_diags);
-    Schedule probe;
-    if (!sched_diags.has_errors()) apply_schedule(extra, program, probe, sched_diags);
-    if (sched_diags.has_errors()) {
-      schedule_diagnostics = sched_diags.render();
-      diags.error({}, "the schedule given with --schedule has " +
-                          std::to_string(sched_diags.error_count()) + " error(s), shown above");
-      return result;
-    }
+    // Its diagnostics point into the schedule text, shown as `<schedule>:line:col`.
+    int text = diags.add_source("<schedule>", *options.schedule);
+    std::vector<ast::ScheduleStmt> extra = parse_schedule(*options.schedule, diags, text);
+    if (diags.has_errors()) return result;
     stmts.insert(stmts.end(), extra.begin(), extra.end());
   } else {
     stmts = ast.schedule;
@@ -125,9 +119,8 @@ CompileResult run(std::string_view source, const CompileOptions& options,
 CompileResult compile(std::string_view source, const CompileOptions& options) {
   DiagnosticEngine diags(options.file_name, source);
   CompileResult result;
-  std::string schedule_diagnostics;
   try {
-    result = run(source, options, diags, schedule_diagnostics);
+    result = run(source, options, diags);
   } catch (const InternalError& e) {
     diags.error({}, std::string(e.what()) + " (please report this compiler bug)");
   } catch (const std::exception& e) {
@@ -135,7 +128,7 @@ CompileResult compile(std::string_view source, const CompileOptions& options) {
   }
   result.error_count = diags.error_count();
   result.ok = !diags.has_errors();
-  result.diagnostics = schedule_diagnostics + diags.render();
+  result.diagnostics = diags.render();
   if (!result.ok) result.output.clear();
   return result;
 }

@@ -95,6 +95,18 @@ def _dt_result(value, layout, dims, shape):
     return value.permute(keep + rest).reshape(list(shape)).contiguous()
 
 
+def _dt_matmul(a, b, layout, i, k, j):
+    """rdot of `a` (varying along labels i, k) and `b` (along k, j), over `layout`, as one
+    matrix product; the result varies along i and j, size 1 along k."""
+    ai, ak, bk, bj = (layout.index(label) for label in (i, k, k, j))
+    left = a.movedim((ai, ak), (0, 1)).reshape(a.shape[ai], a.shape[ak])
+    right = b.movedim((bk, bj), (0, 1)).reshape(b.shape[bk], b.shape[bj])
+    product = left @ right
+    shape = [1] * len(layout)
+    shape[ai], shape[bj] = product.shape
+    return (product if ai < bj else product.t()).reshape(shape)
+
+
 def _dt_sizes(sizes, labels):
     missing = [label for label in labels if label not in sizes]
     if missing:
@@ -189,6 +201,17 @@ public:
           ", keepdim=True)";
   }
   void visit(const ir::Dot& e) override {
+    // A matrix product (a along {i, k}, b along {k, j}) runs as one; anything else as a sum of
+    // products, which holds every product in memory.
+    if (e.a->dims.size() == 2 && e.b->dims.size() == 2) {
+      ir::Label i = e.a->dims[0] == e.rvar ? e.a->dims[1] : e.a->dims[0];
+      ir::Label j = e.b->dims[0] == e.rvar ? e.b->dims[1] : e.b->dims[0];
+      if (i != j && i != e.rvar && j != e.rvar) {
+        out = "_dt_matmul(" + emit(*e.a) + ", " + emit(*e.b) + ", layout, " + quote(i->py_name) +
+              ", " + quote(e.rvar->py_name) + ", " + quote(j->py_name) + ")";
+        return;
+      }
+    }
     out = "torch.sum(" + emit(*e.a) + " * " + emit(*e.b) + ", dim=" + std::to_string(axis(e.rvar)) +
           ", keepdim=True)";
   }
@@ -477,17 +500,46 @@ private:
     }
     out_ += "    return " + name + ".to(dtype)\n";
 
-    // Random inputs.
-    std::vector<std::string> label_names;
-    for (ir::Label l : sig.labels) label_names.push_back(quote(l->name));
+    // Random inputs. A label that indexes the same input dimension as an earlier one (rms_norm's
+    // k and y) is tied to it: its size defaults to the earlier label's.
+    std::map<ir::Label, ir::Label> tied;
+    for (size_t i = 0; i < sig.labels.size(); ++i)
+      for (size_t j = 0; j < i && !tied.count(sig.labels[i]); ++j)
+        for (const auto& use : sig.uses[sig.labels[i]])
+          if (std::find(sig.uses[sig.labels[j]].begin(), sig.uses[sig.labels[j]].end(), use) !=
+              sig.uses[sig.labels[j]].end()) {
+            tied[sig.labels[i]] = tied.count(sig.labels[j]) ? tied[sig.labels[j]] : sig.labels[j];
+            break;
+          }
+    std::vector<std::string> label_names, free_names;
+    std::string free_tuple;
+    std::map<ir::Label, int> example;
+    int next_example = 16;
+    for (ir::Label l : sig.labels) {
+      label_names.push_back(quote(l->name));
+      if (tied.count(l)) {
+        example[l] = example[tied[l]];
+        continue;
+      }
+      example[l] = next_example;
+      next_example += 16;
+      free_names.push_back(quote(l->name));
+      free_tuple += l->py_name + ", ";
+    }
     out_ += "\n\ndef make_inputs_" + name + "(sizes, dtype=torch.float32, device=\"cpu\", seed=0):\n";
     out_ += "    \"\"\"Random positional arguments for " + name + "(...) and reference_" + name +
             "(...), at `sizes`\n    keyed by DT label, e.g. {";
     for (size_t i = 0; i < sig.labels.size(); ++i)
-      out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + std::to_string(16 * (i + 1));
+      out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + std::to_string(example[sig.labels[i]]);
     out_ += "}.\"\"\"\n";
-    if (!sig.labels.empty())
-      out_ += "    " + sizes_tuple(sig) + "= _dt_sizes(sizes, " + tuple_of(label_names) + ")\n";
+    if (!free_names.empty())
+      out_ += "    " + free_tuple + "= _dt_sizes(sizes, " + tuple_of(free_names) + ")\n";
+    for (ir::Label l : sig.labels)
+      if (tied.count(l))
+        out_ += "    if int(sizes.get(" + quote(l->name) + ", " + tied[l]->py_name + ")) != " +
+                tied[l]->py_name + ":\n        raise ValueError(\"" + l->name +
+                " indexes the same input dimension as " + tied[l]->name +
+                "; give them one size\")\n";
     out_ += "    generator = torch.Generator().manual_seed(seed)\n";
     std::vector<std::string> results;
     for (const ir::Symbol* in : sig.inputs) {

@@ -47,6 +47,7 @@ std::string DiagnosticEngine::render() const {
   }
   std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
     const Loc &x = a.front()->loc, &y = b.front()->loc;
+    if (x.source != y.source) return x.source < y.source;
     if (x.line == 0 || y.line == 0) return x.line != 0 && y.line == 0;
     return x.line != y.line ? x.line < y.line : x.col < y.col;
   });
@@ -58,11 +59,12 @@ std::string DiagnosticEngine::render() const {
     const char* kind = d.severity == Severity::Error     ? "error"
                        : d.severity == Severity::Warning ? "warning"
                                                          : "note";
-    out += file_name_;
+    const Source& src = sources_.at(d.loc.source < static_cast<int>(sources_.size()) ? d.loc.source : 0);
+    out += src.name;
     if (d.loc.line > 0) out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col);
     out += std::string(": ") + kind + ": " + d.message + "\n";
     if (d.loc.line <= 0) continue;
-    std::string_view text = line_of(source_, d.loc.line);
+    std::string_view text = line_of(src.text, d.loc.line);
     if (text.empty() && d.loc.col <= 1) continue;
     std::string shown;
     for (char c : text) shown += (c == '\t') ? ' ' : (static_cast<unsigned char>(c) < 32 ? '?' : c);

@@ -12,6 +12,7 @@ namespace dtc {
 struct Loc {
   int line = 0;
   int col = 0;
+  int source = 0; // which text of the DiagnosticEngine (0: the file; see add_source)
 };
 
 enum class Severity { Error, Warning, Note };
@@ -26,8 +27,15 @@ struct Diagnostic {
 /// `file:line:col: error: message`, followed by the source line and a caret.
 class DiagnosticEngine {
 public:
-  DiagnosticEngine(std::string file_name, std::string_view source)
-      : file_name_(std::move(file_name)), source_(source) {}
+  DiagnosticEngine(std::string file_name, std::string_view source) {
+    sources_.push_back({std::move(file_name), source});
+  }
+
+  /// Registers another text whose locations carry the returned id (e.g. a --schedule string).
+  int add_source(std::string name, std::string_view text) {
+    sources_.push_back({std::move(name), text});
+    return static_cast<int>(sources_.size()) - 1;
+  }
 
   void error(Loc loc, std::string message);
   void warning(Loc loc, std::string message);
@@ -36,7 +44,7 @@ public:
   bool has_errors() const { return error_count_ > 0; }
   int error_count() const { return error_count_; }
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
-  const std::string& file_name() const { return file_name_; }
+  const std::string& file_name() const { return sources_.front().name; }
 
   /// Renders every diagnostic, in the order reported.
   std::string render() const;
@@ -45,8 +53,11 @@ public:
   static constexpr int kMaxErrors = 100;
 
 private:
-  std::string file_name_;
-  std::string_view source_;
+  struct Source {
+    std::string name;
+    std::string_view text;
+  };
+  std::vector<Source> sources_;
   std::vector<Diagnostic> diagnostics_;
   int error_count_ = 0;
 };

@@ -47,13 +47,13 @@ namespace {
 
 class Lexer {
 public:
-  Lexer(std::string_view src, DiagnosticEngine& diags) : src_(src), diags_(diags) {}
+  Lexer(std::string_view src, DiagnosticEngine& diags, int source) : src_(src), diags_(diags), source_(source) {}
 
   std::vector<Token> run() {
     std::vector<Token> tokens;
     while (true) {
       skip_space_and_comments();
-      Loc loc{line_, col_};
+      Loc loc{line_, col_, source_};
       if (pos_ >= src_.size()) {
         tokens.push_back({Tok::End, "", loc});
         return tokens;
@@ -182,7 +182,7 @@ private:
         is_float = true;
         digits();
       } else {
-        diags_.error({line_, save_col}, "exponent of a number needs digits, as in `1e-3`");
+        diags_.error({line_, save_col, source_}, "exponent of a number needs digits, as in `1e-3`");
         (void)save_pos;
         return {Tok::Float, std::string(src_.substr(start, pos_ - start)), loc};
       }
@@ -190,7 +190,7 @@ private:
     // `2x` is a typo, not a number followed by a name.
     if (pos_ < src_.size() &&
         (std::isalpha(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
-      Loc bad{line_, col_};
+      Loc bad{line_, col_, source_};
       while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) ||
                                     src_[pos_] == '_'))
         advance();
@@ -203,14 +203,15 @@ private:
   std::string_view src_;
   DiagnosticEngine& diags_;
   size_t pos_ = 0;
+  int source_ = 0;
   int line_ = 1;
   int col_ = 1;
 };
 
 } // namespace
 
-std::vector<Token> lex(std::string_view source, DiagnosticEngine& diags) {
-  return Lexer(source, diags).run();
+std::vector<Token> lex(std::string_view source, DiagnosticEngine& diags, int source_id) {
+  return Lexer(source, diags, source_id).run();
 }
 
 } // namespace dtc

@@ -31,6 +31,6 @@ std::string describe(const Token& token);
 const char* spelling(Tok kind);
 
 /// Tokenizes `source`. Always ends with a Tok::End token. Lexical errors go to `diags`.
-std::vector<Token> lex(std::string_view source, DiagnosticEngine& diags);
+std::vector<Token> lex(std::string_view source, DiagnosticEngine& diags, int source_id = 0);
 
 } // namespace dtc

@@ -64,7 +64,9 @@ private:
       // A missing `;` belongs right after what precedes it, not at the next statement.
       if (kind == Tok::Semicolon && pos_ > 0) {
         const Token& prev = toks_[pos_ - 1];
-        report({prev.loc.line, prev.loc.col + static_cast<int>(prev.text.size())}, message);
+        Loc after = prev.loc;
+        after.col += static_cast<int>(prev.text.size());
+        report(after, message);
         throw SyntaxError{};
       }
       fail(message);
@@ -303,9 +305,10 @@ private:
 
 } // namespace
 
-static Parser make_parser(std::string_view source, DiagnosticEngine& diags, bool schedule_only) {
+static Parser make_parser(std::string_view source, DiagnosticEngine& diags, bool schedule_only,
+                          int source_id) {
   size_t before = diags.diagnostics().size();
-  std::vector<Token> tokens = lex(source, diags);
+  std::vector<Token> tokens = lex(source, diags, source_id);
   Parser parser(std::move(tokens), diags, schedule_only);
   for (size_t i = before; i < diags.diagnostics().size(); ++i)
     parser.lexical_error_lines_.insert(diags.diagnostics()[i].loc.line);
@@ -313,11 +316,12 @@ static Parser make_parser(std::string_view source, DiagnosticEngine& diags, bool
 }
 
 ast::Program parse_program(std::string_view source, DiagnosticEngine& diags) {
-  return make_parser(source, diags, false).program();
+  return make_parser(source, diags, false, 0).program();
 }
 
-std::vector<ast::ScheduleStmt> parse_schedule(std::string_view source, DiagnosticEngine& diags) {
-  return make_parser(source, diags, true).program().schedule;
+std::vector<ast::ScheduleStmt> parse_schedule(std::string_view source, DiagnosticEngine& diags,
+                                              int source_id) {
+  return make_parser(source, diags, true, source_id).program().schedule;
 }
 
 } // namespace dtc

@@ -12,6 +12,8 @@ ast::Program parse_program(std::string_view source, DiagnosticEngine& diags);
 
 /// Parses schedule text only (`f.block(x:4); f.num_warps(8)`): statements separated by `;` or
 /// newlines, as in the schedule shorthand. Declarations and definitions are errors here.
-std::vector<ast::ScheduleStmt> parse_schedule(std::string_view source, DiagnosticEngine& diags);
+/// `source_id` is the DiagnosticEngine text the statements come from (see add_source).
+std::vector<ast::ScheduleStmt> parse_schedule(std::string_view source, DiagnosticEngine& diags,
+                                              int source_id = 0);
 
 } // namespace dtc

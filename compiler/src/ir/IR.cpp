@@ -236,7 +236,6 @@ std::string print(const Program& program) {
     }
     out += "\n";
   }
-  for (const Symbol* c : program.compiled) out += "compile " + c->name + "\n";
   return out;
 }
 

@@ -163,7 +163,6 @@ struct Program {
   std::deque<Symbol> symbols;           // stable addresses
   std::map<std::string, Symbol*> by_name;
   std::map<const Symbol*, FuncDef> funcs;
-  std::vector<const Symbol*> compiled;  // Funcs named by `compile`, in statement order
   std::vector<const Symbol*> inputs;    // In and SIn symbols, in declaration order
   /// Labels made by the compiler whose sizes follow from other sizes: label -> Python
   /// expression over the wrapper's size variables (e.g. "triton.cdiv(k, 1024)").

@@ -101,10 +101,19 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     bool all_full = true;
     for (size_t i = pos + 1; i < fdef.dims.size(); ++i) all_full &= gs.fully_tensorized(fdef.dims[i]);
     bool consumer_fused = gs.fuse_at.has_value();
-    if (all_full || consumer_fused) inline_into[g].insert(f);
-    else gs.materialized.push_back({f, fs.fuse_at->at});
+    if (!all_full && !consumer_fused) gs.materialized.push_back({f, fs.fuse_at->at});
   }
   if (!any) return;
+  // Every other Func computed in g's kernel (fused into g directly or through a chain) is
+  // inlined wherever g's kernel reads it, including g's own direct reads of it.
+  for (const auto& [g, def] : program.funcs) {
+    const FuncSchedule& gs = schedule.of(g);
+    for (const ir::Symbol* f : gs.fused) {
+      bool materialized = false;
+      for (const auto& [m, at] : gs.materialized) materialized |= m == f;
+      if (!materialized) inline_into[g].insert(f);
+    }
+  }
   // Inline producers before their consumers: a fused producer may itself have producers fused
   // into it (chains of fusions, thesis listing 4.4).
   std::map<const ir::Symbol*, ir::ExprPtr> values;

@@ -101,15 +101,11 @@ private:
     return s + "]";
   }
 
+  // SplitReductions leaves no blocked reduction label but the one it records.
   void check_supported() {
-    for (Label l : schedulable_labels(prog_, fs_)) {
-      if (!ir::contains(def_.dims, l) && fs_.block_of(l) && !is_split(l)) {
-        diags_.error(fs_.where.count("block") ? fs_.where.at("block") : def_.loc,
-                     "in `" + func_->name + ".block(...)`: blocking the reduction dimension `" +
-                         l->name + "` (a split reduction) is not supported by this compiler "
-                         "version; tensorize it instead");
-      }
-    }
+    for (Label l : schedulable_labels(prog_, fs_))
+      DTC_ASSERT(ir::contains(def_.dims, l) || !fs_.block_of(l) || is_split(l),
+                 "blocked reduction label reached lowering unsplit");
   }
 
   // ---- layout -------------------------------------------------------------------------------

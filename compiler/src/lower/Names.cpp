@@ -29,14 +29,21 @@ static const std::set<std::string>& reserved() {
 
 static std::set<std::string> derived_names(const ir::Program& program) {
   std::set<std::string> out;
-  static const char* label_suffixes[] = {"_size", "_TILE", "_block", "_start", "_end", "_iter",
-                                         "_idx", "_mask", "_arange", "_acc", "_pid", "_blocks"};
+  static const char* label_suffixes[] = {
+      "_size", "_TILE", "_block", "_start", "_end", "_iter", "_idx", "_mask", "_arange", "_acc",
+      "_pid", "_blocks", "_range", "_vec", "_vec_mask", "_sum", "_max", "_min", "_dot", "_parts",
+      "_red_iter", "_red_idx", "_red_mask", "_red_acc", "_red_sum", "_red_max", "_red_min",
+      "_red_dot", "_red_vec", "_red_vec_mask"};
   for (const ir::Symbol& s : program.symbols) {
     switch (s.kind) {
     case ir::SymbolKind::In:
     case ir::SymbolKind::Func:
       out.insert(s.py_name + "_ptr");
       out.insert(s.py_name + "_kernel");
+      out.insert(s.py_name + "_tile");
+      out.insert(s.py_name + "_fuse");
+      out.insert(s.py_name + "_partial");
+      out.insert("dot_" + s.py_name);
       out.insert("reference_" + s.py_name);
       out.insert("make_inputs_" + s.py_name);
       out.insert("SIZE_KEYWORDS_" + s.py_name);

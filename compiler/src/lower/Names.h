@@ -7,8 +7,12 @@
 //   SIn alpha          alpha (wrapper argument and kernel parameter)
 //   Func f             f (wrapper, output, value in the kernel), f_kernel, f_ptr, f_stride0..
 //   Var/RVar x         x (wrapper size argument), x_size (kernel parameter), x_TILE (whole-
-//                      dimension tensor width), x_block, x_start, x_end, x_iter, x_idx, x_mask,
-//                      x_arange; a reduction over x adds x_acc and the x_red_ prefix for its loop
+//                      dimension tensor width), x_block, x_blocks, x_start, x_end, x_iter, x_idx,
+//                      x_mask, x_arange, x_range, x_vec, x_vec_mask; a reduction over x adds
+//                      x_acc, x_sum/x_max/x_min/x_dot, the x_red_ prefix when x also names an
+//                      output dimension, and x_parts when x is split
+//   Func f (more)      f_tile / dot_f (tl.dot operands), f_fuse (partial-fusion temporary),
+//                      f_partial (split-reduction temporary)
 //   map split ID xi    xi_pid
 //   module-level       reference, make_inputs, SCHEDULE, pid, and _dt_-prefixed helpers
 //

@@ -83,7 +83,8 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     fs.materialized.clear(); // computed by the partial kernel now
     fs.block.erase(k);
     fs.tensor.erase(k);
-    fs.tensor[parts] = 0;
+    // Partial results are reduced 256 at a time: any number of them fits a Triton tensor.
+    fs.tensor[parts] = 256;
     if (fs.map) {
       std::vector<MapLevel> kept;
       std::set<std::string> dropped;

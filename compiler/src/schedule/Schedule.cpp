@@ -5,6 +5,8 @@
 #include "ir/Builtins.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
 
 namespace dtc {
 
@@ -84,6 +86,38 @@ static std::string closest_primitive(const std::string& name) {
   return best;
 }
 
+/// Once every fusion is in: which Funcs each Func computes in its own kernel (those fused into
+/// it, directly or through a chain) and what it then depends on. Both follow from the set of
+/// fusions alone, whatever order they were applied in.
+static void settle_fusions(const ir::Program& program, Schedule& schedule) {
+  std::function<bool(const ir::Symbol*, const ir::Symbol*)> computed_in =
+      [&](const ir::Symbol* f, const ir::Symbol* g) {
+        auto it = schedule.funcs.find(f);
+        if (it == schedule.funcs.end() || !it->second.fuse_at) return false;
+        const ir::Symbol* into = it->second.fuse_at->into;
+        return into == g || computed_in(into, g);
+      };
+  for (const auto& [g, def] : program.funcs) {
+    std::vector<const ir::Symbol*> fused, deps;
+    std::set<const ir::Symbol*> seen;
+    std::function<void(const ir::Symbol*)> walk = [&](const ir::Symbol* f) {
+      for (const ir::Symbol* d : program.def(f).deps) {
+        if (!seen.insert(d).second) continue;
+        if (computed_in(d, g)) {
+          fused.push_back(d);
+          walk(d);
+        } else {
+          deps.push_back(d);
+        }
+      }
+    };
+    walk(g);
+    if (fused.empty() && !schedule.funcs.count(g)) continue;
+    schedule.of(g).fused = fused;
+    schedule.deps[g] = deps;
+  }
+}
+
 void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Program& program,
                     Schedule& schedule, DiagnosticEngine& diags) {
   // fuse_at first: fusion changes dependencies and which labels the consumer's schedule may
@@ -117,9 +151,12 @@ void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Progr
     }
   }
   ordered.insert(ordered.end(), pending.begin(), pending.end()); // these report their errors
+  size_t fusions = ordered.size();
   for (const ast::ScheduleStmt& stmt : stmts)
     if (stmt.primitive.text != "fuse_at") ordered.push_back(&stmt);
-  for (const ast::ScheduleStmt* stmt_ptr : ordered) {
+  for (size_t n = 0; n < ordered.size(); ++n) {
+    if (n == fusions) settle_fusions(program, schedule);
+    const ast::ScheduleStmt* stmt_ptr = ordered[n];
     const ast::ScheduleStmt& stmt = *stmt_ptr;
     const ir::Symbol* f = program.find(stmt.func.text);
     if (!f || f->kind != ir::SymbolKind::Func) {
@@ -145,22 +182,72 @@ void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Progr
     PrimitiveContext ctx{program, schedule, diags, stmt, f, schedule.of(f)};
     if (p->apply(ctx)) ctx.target.where[p->name] = stmt.loc;
   }
+  if (fusions == ordered.size()) settle_fusions(program, schedule);
   for (auto& [f, fs] : schedule.funcs)
     for (const Primitive& p : primitive_table())
       if (p.validate && fs.where.count(p.name)) p.validate(fs, program, diags);
 }
+
+namespace {
+
+/// Funcs that get a kernel of their own: the compiled ones and, transitively, the Funcs they
+/// read after fusion. With no compile statement every Func counts.
+std::set<const ir::Symbol*> kernel_funcs(const Schedule& schedule, const ir::Program& program) {
+  std::set<const ir::Symbol*> out;
+  if (schedule.compiled.empty()) {
+    for (const auto& [f, def] : program.funcs) out.insert(f);
+    return out;
+  }
+  std::vector<const ir::Symbol*> work = schedule.compiled;
+  while (!work.empty()) {
+    const ir::Symbol* f = work.back();
+    work.pop_back();
+    if (!out.insert(f).second || !program.funcs.count(f)) continue;
+    for (const ir::Symbol* d : schedule.deps_of(program, f)) work.push_back(d);
+  }
+  return out;
+}
+
+/// fuse_at in canonical form. Where the producer is computed inline (every dimension inside
+/// the fuse level fully tensorized in the consumer, or the consumer itself fused), the level
+/// does not change the kernel: print the innermost legal one.
+std::string fuse_at_text(const FuncSchedule& fs, const Schedule& schedule,
+                         const ir::Program& program) {
+  const ir::Symbol* g = fs.fuse_at->into;
+  const ir::Labels& fdims = program.def(fs.func).dims;
+  const ir::Labels& gdims = program.def(g).dims;
+  const FuncSchedule& gs = schedule.of(g);
+  size_t pos = std::find(fdims.begin(), fdims.end(), fs.fuse_at->at) - fdims.begin();
+  bool inline_fusion = gs.fuse_at.has_value();
+  if (!inline_fusion) {
+    inline_fusion = true;
+    for (size_t i = pos + 1; i < fdims.size(); ++i) inline_fusion &= gs.fully_tensorized(fdims[i]);
+  }
+  size_t level = pos;
+  if (inline_fusion)
+    for (size_t i = pos + 1; i < fdims.size() && i < gdims.size() && fdims[i] == gdims[i]; ++i)
+      level = i;
+  return g->name + "," + fdims[level]->name;
+}
+
+} // namespace
 
 std::string canonical_text(const Schedule& schedule, const ir::Program& program) {
   std::vector<const ir::Symbol*> funcs;
   for (const auto& [f, fs] : schedule.funcs) funcs.push_back(f);
   std::sort(funcs.begin(), funcs.end(),
             [](const ir::Symbol* a, const ir::Symbol* b) { return a->name < b->name; });
+  std::set<const ir::Symbol*> with_kernel = kernel_funcs(schedule, program);
   std::string out;
   for (const ir::Symbol* f : funcs) {
     const FuncSchedule& fs = schedule.of(f);
+    // A Func fused into another with no kernel of its own: only its fuse_at matters.
+    bool only_fusion = fs.fuse_at && !with_kernel.count(f);
     for (const Primitive& p : primitive_table()) {
-      if (std::string(p.name) == "compile") continue;
-      std::optional<std::string> args = p.print(fs, program);
+      std::string name = p.name;
+      if (name == "compile" || (only_fusion && name != "fuse_at")) continue;
+      std::optional<std::string> args =
+          name == "fuse_at" && fs.fuse_at ? fuse_at_text(fs, schedule, program) : p.print(fs, program);
       if (!args) continue;
       if (!out.empty()) out += ";";
       out += f->name + "." + p.name + "(" + *args + ")";
