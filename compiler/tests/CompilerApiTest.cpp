@@ -96,9 +96,7 @@ TEST(CompilerApi, BadScheduleOptionIsReportedUnderItsOwnName) {
                                       "not a dimension"))
       << r.diagnostics;
   EXPECT_TRUE(contains(r.diagnostics, "<schedule>:2:20: error:")) << r.diagnostics;
-  EXPECT_TRUE(contains(r.diagnostics, "relu.dt: error: the schedule given with --schedule has 2 "
-                                      "error(s), shown above"))
-      << r.diagnostics;
+  EXPECT_EQ(r.error_count, 2) << r.diagnostics;
 }
 
 TEST(CompilerApi, EmitAstAndIr) {

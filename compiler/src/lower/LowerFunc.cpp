@@ -302,10 +302,10 @@ private:
       bool simple = !lv.factor && !lv.is_split_inner;
       std::string var = simple ? lv.dim->py_name + "_block" : lv.name + "_pid";
       std::string value = stride == "1" ? "pid" : "pid // " + stride_text(stride);
-      if (k > 0) value += " % " + extent[k];
+      if (k > 0) value += " % " + stride_text(extent[k]);
       body.push_back(Stmt::assign(var, value));
       pid_of[lv.name] = var;
-      stride = stride == "1" ? extent[k] : stride_text(stride) + " * " + extent[k];
+      stride = stride == "1" ? extent[k] : stride_text(stride) + " * " + stride_text(extent[k]);
     }
     // Split dimensions: block index = outer * factor + inner, recursively.
     std::function<std::string(const std::string&)> block_index = [&](const std::string& name) {
@@ -369,7 +369,9 @@ private:
     Binding b;
     if (is_part(l)) {
       // One partial result per block of the split reduction label.
-      bind_[l].push_back({fs_.split->rvar->py_name + "_block", "", "", ""});
+      // A map split can run past the last block; those instances must not write.
+      std::string k = fs_.split->rvar->py_name;
+      bind_[l].push_back({k + "_block", "(" + k + "_block < " + k + "_blocks)", "", ""});
       return &body;
     }
     std::string arange = l->py_name + "_arange";

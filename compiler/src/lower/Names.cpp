@@ -23,7 +23,7 @@ static const std::set<std::string>& reserved() {
       // modules and module-level names of the generated code
       "tl", "triton", "torch", "math", "reference", "make_inputs", "SCHEDULE", "pid", "grid",
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout",
-      "COMPILED", "SIZE_KEYWORDS"};
+      "COMPILED", "SIZE_KEYWORDS", "DOT_PRECISION"};
   return words;
 }
 
@@ -67,8 +67,12 @@ void assign_python_names(ir::Program& program) {
     bool changed = false;
     std::set<std::string> taken;
     for (ir::Symbol& s : program.symbols) {
-      while (reserved().count(s.py_name) || derived.count(s.py_name) ||
-             s.py_name.rfind("_dt_", 0) == 0 || taken.count(s.py_name)) {
+      // The generated module's helpers own the _dt_ prefix.
+      if (s.py_name.rfind("_dt_", 0) == 0) {
+        s.py_name = "user" + s.py_name;
+        changed = true;
+      }
+      while (reserved().count(s.py_name) || derived.count(s.py_name) || taken.count(s.py_name)) {
         s.py_name += "_";
         changed = true;
       }
