@@ -13,8 +13,8 @@
 #include "lower/EliminateDeadCode.h"
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
-#include "lower/SplitReductions.h"
 #include "lower/Names.h"
+#include "lower/SplitReductions.h"
 #include "lower/VerifyKernel.h"
 
 #include <functional>
@@ -30,15 +30,15 @@ std::vector<const ir::Symbol*> plan_kernels(const ir::Program& program, const ir
   std::set<const ir::Symbol*> seen;
   std::function<void(const ir::Symbol*)> visit = [&](const ir::Symbol* f) {
     if (!seen.insert(f).second) return;
-    for (const ir::Symbol* d : program.def(f).deps) visit(d);
+    for (const ir::Symbol* d : program.def(f).deps)
+      visit(d);
     order.push_back(f);
   };
   visit(func);
   return order;
 }
 
-CompileResult run(std::string_view source, const CompileOptions& options,
-                  DiagnosticEngine& diags) {
+CompileResult run(std::string_view source, const CompileOptions& options, DiagnosticEngine& diags) {
   CompileResult result;
   ast::Program ast = parse_program(source, diags);
   if (options.emit == Emit::Ast && !diags.has_errors()) {
@@ -50,7 +50,8 @@ CompileResult run(std::string_view source, const CompileOptions& options,
   ir::Program program = check_program(ast, diags);
   if (diags.has_errors()) return result;
   assign_python_names(program);
-  for (auto& [f, def] : program.funcs) def.value = fold_constants(def.value);
+  for (auto& [f, def] : program.funcs)
+    def.value = fold_constants(def.value);
   verify_ir(program, "constant folding");
   if (options.emit == Emit::Ir) {
     result.output = ir::print(program);
@@ -124,7 +125,8 @@ CompileResult compile(std::string_view source, const CompileOptions& options) {
   } catch (const InternalError& e) {
     diags.error({}, std::string(e.what()) + " (please report this compiler bug)");
   } catch (const std::exception& e) {
-    diags.error({}, std::string("internal error: ") + e.what() + " (please report this compiler bug)");
+    diags.error({},
+                std::string("internal error: ") + e.what() + " (please report this compiler bug)");
   }
   result.error_count = diags.error_count();
   result.ok = !diags.has_errors();

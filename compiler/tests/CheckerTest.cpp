@@ -22,15 +22,14 @@ struct Checked {
   Checked(const Checked&) = delete;
   Checked& operator=(const Checked&) = delete;
 
-  const ir::FuncDef& def(const std::string& name) const {
-    return program.def(program.find(name));
-  }
+  const ir::FuncDef& def(const std::string& name) const { return program.def(program.find(name)); }
 };
 
 // Comma-separated names of labels or symbols (ir::Labels is a vector of symbols too).
 std::string names(const std::vector<const ir::Symbol*>& symbols) {
   std::string out;
-  for (const ir::Symbol* s : symbols) out += (out.empty() ? "" : ",") + s->name;
+  for (const ir::Symbol* s : symbols)
+    out += (out.empty() ? "" : ",") + s->name;
   return out;
 }
 
@@ -146,9 +145,9 @@ TEST(Checker, SymbolKindsAndOrder) {
 // errors in the Funcs that read it.
 TEST(Checker, ReportsAllErrorsWithoutCascades) {
   Checked c("Func f, g, h;\nIn A;\nVar x;\n"
-            "f[x] = B[x];\n"                  // B undeclared
+            "f[x] = B[x];\n"                 // B undeclared
             "g[x] = f[x] + sigmoyd(A[x]);\n" // unknown function; f's error is not repeated
-            "h[x] = exp(A[x], 2);\n");        // wrong arity
+            "h[x] = exp(A[x], 2);\n");       // wrong arity
   EXPECT_EQ(c.diags.error_count(), 3) << c.diags.render();
   std::string text = c.diags.render();
   EXPECT_NE(text.find("t.dt:4:8: error: `B` is not declared"), std::string::npos) << text;

@@ -77,7 +77,8 @@ TEST(CompilerApi, RandomInputNeverThrows) {
       size_t a = rng() % program.size(), b = rng() % program.size();
       source = program.substr(std::min(a, b), std::max(a, b) - std::min(a, b));
     } else {
-      for (int n = rng() % 80; n > 0; --n) source += alphabet[rng() % alphabet.size()];
+      for (int n = rng() % 80; n > 0; --n)
+        source += alphabet[rng() % alphabet.size()];
     }
     dtc::CompileResult r;
     ASSERT_NO_THROW(r = compile_as(source, dtc::Emit::Python)) << source;
@@ -185,7 +186,8 @@ TEST(CompilerApi, UnknownPrimitiveSuggestsTheClosestOne) {
     options.schedule = schedule;
     dtc::CompileResult r = dtc::compile(base, options);
     EXPECT_TRUE(contains(r.diagnostics, std::string("did you mean `") + hint + "`?"))
-        << schedule << "\n" << r.diagnostics;
+        << schedule << "\n"
+        << r.diagnostics;
   }
 }
 
@@ -193,8 +195,8 @@ TEST(CompilerApi, UnknownPrimitiveSuggestsTheClosestOne) {
 // a name. (The golden tests/diagnostics/lex_exponent_without_digits.expected records today's
 // output.)
 TEST(CompilerApi, ExponentWithoutDigitsIsOneError) {
-  dtc::CompileResult r = compile_as("Func f;\nIn A;\nVar x;\nf[x] = A[x] * 1e;\n",
-                                    dtc::Emit::Check);
+  dtc::CompileResult r =
+      compile_as("Func f;\nIn A;\nVar x;\nf[x] = A[x] * 1e;\n", dtc::Emit::Check);
   EXPECT_EQ(r.error_count, 1) << r.diagnostics;
   EXPECT_TRUE(contains(r.diagnostics, "exponent of a number needs digits")) << r.diagnostics;
 }

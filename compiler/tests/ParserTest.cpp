@@ -11,17 +11,20 @@ namespace {
 std::string sexpr(const ast::Expr& e) {
   switch (e.kind) {
   case ast::ExprKind::Number:
-  case ast::ExprKind::Name: return e.text;
+  case ast::ExprKind::Name:
+    return e.text;
   case ast::ExprKind::Index:
   case ast::ExprKind::Call: {
     std::string out = e.text + (e.kind == ast::ExprKind::Index ? "[" : "(");
-    for (size_t i = 0; i < e.args.size(); ++i) out += (i ? " " : "") + sexpr(*e.args[i]);
+    for (size_t i = 0; i < e.args.size(); ++i)
+      out += (i ? " " : "") + sexpr(*e.args[i]);
     return out + (e.kind == ast::ExprKind::Index ? "]" : ")");
   }
   case ast::ExprKind::Unary:
   case ast::ExprKind::Binary: {
     std::string out = "(" + e.text;
-    for (const ast::ExprPtr& a : e.args) out += " " + sexpr(*a);
+    for (const ast::ExprPtr& a : e.args)
+      out += " " + sexpr(*a);
     return out + ")";
   }
   }

@@ -159,8 +159,7 @@ TEST(Schedule, BlockOfOneIsFullyTensorizedEitherWay) {
     std::string out, line;
     std::istringstream in(text);
     while (std::getline(in, line))
-      if (line.rfind("SCHEDULE = ", 0) != 0 && line.rfind("Schedule: ", 0) != 0)
-        out += line + "\n";
+      if (line.rfind("SCHEDULE = ", 0) != 0 && line.rfind("Schedule: ", 0) != 0) out += line + "\n";
     return out;
   };
   ASSERT_FALSE(module_a.empty());

@@ -44,9 +44,12 @@ int main(int argc, char** argv) {
       options.schedule = arg.substr(11);
     } else if (arg.rfind("--emit=", 0) == 0) {
       std::string kind = arg.substr(7);
-      if (kind == "ast") options.emit = dtc::Emit::Ast;
-      else if (kind == "ir") options.emit = dtc::Emit::Ir;
-      else if (kind == "python") options.emit = dtc::Emit::Python;
+      if (kind == "ast")
+        options.emit = dtc::Emit::Ast;
+      else if (kind == "ir")
+        options.emit = dtc::Emit::Ir;
+      else if (kind == "python")
+        options.emit = dtc::Emit::Python;
       else {
         std::cerr << "dtc: unknown --emit kind `" << kind << "` (ast, ir or python)\n";
         return 2;

@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
   }
   std::sort(times.begin(), times.end());
   double median = times[times.size() / 2];
-  std::cout << "dtc_bench " << argv[1] << ": " << iterations << " compiles, median "
-            << median << " us, p10 " << times[times.size() / 10] << " us, p90 "
+  std::cout << "dtc_bench " << argv[1] << ": " << iterations << " compiles, median " << median
+            << " us, p10 " << times[times.size() / 10] << " us, p90 "
             << times[times.size() * 9 / 10] << " us, output " << first.output.size()
             << " bytes; target < 1000 us: " << (median < 1000 ? "met" : "missed") << "\n";
   return 0;

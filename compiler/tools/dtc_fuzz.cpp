@@ -20,9 +20,12 @@ int main(int argc, char** argv) {
   std::string dir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
-    else if (a == "--seed" && i + 1 < argc) seed = static_cast<unsigned>(std::atoi(argv[++i]));
-    else dir = a;
+    if (a == "--seconds" && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
+    else if (a == "--seed" && i + 1 < argc)
+      seed = static_cast<unsigned>(std::atoi(argv[++i]));
+    else
+      dir = a;
   }
   std::vector<std::string> seeds;
   if (!dir.empty() && fs::is_directory(dir))
@@ -34,25 +37,35 @@ int main(int argc, char** argv) {
         seeds.push_back(ss.str());
       }
   if (seeds.empty()) seeds.push_back("Func f; In A; Var x; f[x] = A[x] * 2; f.compile();");
-  static const char* tokens[] = {"Func", "In", "SIn", "Var", "RVar", "f", "A", "x", "y", "k", "[",
-                                 "]", "(", ")", ",", ";", ":", ".", "=", "+", "-", "*", "/", "%",
-                                 "<", "==", "rsum", "rdot", "reshape", "len", "exp", "pow", "1",
-                                 "0", "2.5e3", "block", "tensorize", "map", "fuse_at", "compile",
-                                 "num_warps", "\n", "#", "xi", "/", "4", "tanh", "where"};
+  static const char* tokens[] = {
+      "Func",      "In",  "SIn", "Var", "RVar",  "f",     "A",         "x",    "y",       "k",
+      "[",         "]",   "(",   ")",   ",",     ";",     ":",         ".",    "=",       "+",
+      "-",         "*",   "/",   "%",   "<",     "==",    "rsum",      "rdot", "reshape", "len",
+      "exp",       "pow", "1",   "0",   "2.5e3", "block", "tensorize", "map",  "fuse_at", "compile",
+      "num_warps", "\n",  "#",   "xi",  "/",     "4",     "tanh",      "where"};
   std::mt19937 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   auto start = std::chrono::steady_clock::now();
   long runs = 0, failures = 0;
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+         seconds) {
     std::string src = seeds[pick(seeds.size())];
     int mutations = 1 + static_cast<int>(pick(6));
     for (int m = 0; m < mutations; ++m) {
       size_t pos = src.empty() ? 0 : pick(src.size() + 1);
       switch (pick(5)) {
-      case 0: if (!src.empty() && pos < src.size()) src[pos] = static_cast<char>(rng()); break;
-      case 1: src.insert(pos, std::string(" ") + tokens[pick(std::size(tokens))] + " "); break;
-      case 2: if (pos < src.size()) src.erase(pos, 1 + pick(8)); break;
-      case 3: src = src.substr(0, pos); break;
+      case 0:
+        if (!src.empty() && pos < src.size()) src[pos] = static_cast<char>(rng());
+        break;
+      case 1:
+        src.insert(pos, std::string(" ") + tokens[pick(std::size(tokens))] + " ");
+        break;
+      case 2:
+        if (pos < src.size()) src.erase(pos, 1 + pick(8));
+        break;
+      case 3:
+        src = src.substr(0, pos);
+        break;
       case 4: {
         const std::string& other = seeds[pick(seeds.size())];
         size_t from = pick(other.size() + 1);
@@ -69,7 +82,8 @@ int main(int argc, char** argv) {
     if (r.diagnostics.find("internal error") != std::string::npos ||
         (!r.ok && r.diagnostics.find("error:") == std::string::npos)) {
       ++failures;
-      std::cerr << "dtc_fuzz: bad result for input:\n----\n" << src << "\n----\n"
+      std::cerr << "dtc_fuzz: bad result for input:\n----\n"
+                << src << "\n----\n"
                 << r.diagnostics << "\n";
       if (failures > 5) break;
     }

@@ -25,9 +25,9 @@ struct CompileOptions {
 };
 
 struct CompileResult {
-  bool ok = false;             // no errors
-  std::string output;          // the requested emission (empty on error)
-  std::string diagnostics;     // rendered `file:line:col: error: ...` text, warnings included
+  bool ok = false;         // no errors
+  std::string output;      // the requested emission (empty on error)
+  std::string diagnostics; // rendered `file:line:col: error: ...` text, warnings included
   int error_count = 0;
   std::string canonical_schedule;
 };

@@ -7,17 +7,22 @@ static void print_stmts(const std::vector<kir::StmtPtr>& stmts, int depth, std::
   std::string indent(4 * depth, ' ');
   for (const kir::StmtPtr& s : stmts) {
     switch (s->kind) {
-    case kir::StmtKind::Assign: out += indent + s->target + " = " + s->value + "\n"; break;
-    case kir::StmtKind::Comment: out += indent + "# " + s->value + "\n"; break;
-    case kir::StmtKind::Expr: out += indent + s->value + "\n"; break;
+    case kir::StmtKind::Assign:
+      out += indent + s->target + " = " + s->value + "\n";
+      break;
+    case kir::StmtKind::Comment:
+      out += indent + "# " + s->value + "\n";
+      break;
+    case kir::StmtKind::Expr:
+      out += indent + s->value + "\n";
+      break;
     case kir::StmtKind::Store:
       out += indent + (s->atomic.empty() ? "tl.store(" : "tl.atomic_" + s->atomic + "(") +
-             s->target + ", " + s->value +
-             (s->mask.empty() ? "" : ", mask=" + s->mask) + ")\n";
+             s->target + ", " + s->value + (s->mask.empty() ? "" : ", mask=" + s->mask) + ")\n";
       break;
     case kir::StmtKind::For:
-      out += indent + "for " + s->var + " in range(" + s->lo + ", " + s->hi + ", " + s->step +
-             "):\n";
+      out +=
+          indent + "for " + s->var + " in range(" + s->lo + ", " + s->hi + ", " + s->step + "):\n";
       print_stmts(s->body, depth + 1, out);
       break;
     }

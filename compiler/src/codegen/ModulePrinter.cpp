@@ -122,11 +122,14 @@ def _dt_rand_scalar(generator):
     return 0.5 + float(torch.rand((), generator=generator))
 )PY";
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quote(const std::string& s) {
+  return "\"" + s + "\"";
+}
 
 std::string tuple_of(const std::vector<std::string>& items) {
   std::string s = "(";
-  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+  for (size_t i = 0; i < items.size(); ++i)
+    s += (i ? ", " : "") + items[i];
   return s + (items.size() == 1 ? ",)" : ")");
 }
 
@@ -156,7 +159,8 @@ public:
   }
   std::string layout_text() const {
     std::vector<std::string> items;
-    for (ir::Label l : layout_) items.push_back(quote(l->py_name));
+    for (ir::Label l : layout_)
+      items.push_back(quote(l->py_name));
     return tuple_of(items);
   }
   int axis(ir::Label l) const {
@@ -173,7 +177,8 @@ public:
   void visit(const ir::ProgramId&) override { out = "_dt_program_id_in_reference()"; }
   void visit(const ir::Access& e) override {
     std::vector<std::string> labels;
-    for (ir::Label l : e.index) labels.push_back(quote(l->py_name));
+    for (ir::Label l : e.index)
+      labels.push_back(quote(l->py_name));
     std::string tensor = e.tensor->py_name;
     if (e.tensor->kind == ir::SymbolKind::In) tensor += ".float()";
     out = "_dt_view(" + tensor + ", " + tuple_of(labels) + ", layout)";
@@ -190,7 +195,8 @@ public:
   }
   void visit(const ir::Call& e) override {
     std::vector<std::string> args;
-    for (const ir::ExprPtr& a : e.args) args.push_back("(" + tensor_arg(*a) + ")");
+    for (const ir::ExprPtr& a : e.args)
+      args.push_back("(" + tensor_arg(*a) + ")");
     out = substitute(find_builtin(e.fn)->torch, args);
   }
   void visit(const ir::Reduce& e) override {
@@ -230,12 +236,14 @@ public:
     out_ += "Compiled: ";
     for (size_t i = 0; i < in_.compiled.size(); ++i)
       out_ += (i ? ", " : "") + in_.compiled[i].func->py_name;
-    out_ += "\nSchedule: " + (in_.canonical_schedule.empty() ? std::string("(default)")
-                                                              : in_.canonical_schedule) + "\n";
+    out_ += "\nSchedule: " +
+            (in_.canonical_schedule.empty() ? std::string("(default)") : in_.canonical_schedule) +
+            "\n";
     out_ += "\"\"\"\n\nimport os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n";
     out_ += "SCHEDULE = " + quote(in_.canonical_schedule) + "\n";
     std::vector<std::string> compiled;
-    for (const CompiledFunc& c : in_.compiled) compiled.push_back(quote(c.func->py_name));
+    for (const CompiledFunc& c : in_.compiled)
+      compiled.push_back(quote(c.func->py_name));
     out_ += "COMPILED = " + tuple_of(compiled) + "\n";
     // How float32 products run on tl.dot, so a check can pick its tolerance (TF32 rounds
     // operands to 10-bit mantissas).
@@ -249,14 +257,17 @@ public:
       out_ += "\n\ndef _dt_program_id_in_reference():\n    raise ValueError(\"the reference "
               "cannot evaluate program_id: its value depends on the schedule\")\n";
     std::set<std::string> helpers;
-    for (const auto& [f, k] : in_.kernels) helpers.insert(k.helpers.begin(), k.helpers.end());
-    for (const std::string& h : helpers) out_ += "\n\n@triton.jit\n" + helper_source(h);
+    for (const auto& [f, k] : in_.kernels)
+      helpers.insert(k.helpers.begin(), k.helpers.end());
+    for (const std::string& h : helpers)
+      out_ += "\n\n@triton.jit\n" + helper_source(h);
     for (const ir::Symbol& s : prog_.symbols) {
       auto it = in_.kernels.find(&s);
       if (it == in_.kernels.end()) continue;
       out_ += "\n\n" + print_kernel(it->second);
     }
-    for (const CompiledFunc& c : in_.compiled) print_compiled(c);
+    for (const CompiledFunc& c : in_.compiled)
+      print_compiled(c);
     if (!in_.compiled.empty()) {
       const std::string& first = in_.compiled.front().func->py_name;
       out_ += "\n\n# The first compiled Func's reference and inputs, under generic names.\n";
@@ -283,7 +294,8 @@ private:
     std::set<const ir::Symbol*> seen;
     std::function<void(const ir::Symbol*)> visit = [&](const ir::Symbol* g) {
       if (!seen.insert(g).second) return;
-      for (const ir::Symbol* d : in_.reference_defs.at(g).deps) visit(d);
+      for (const ir::Symbol* d : in_.reference_defs.at(g).deps)
+        visit(d);
       order.push_back(g);
     };
     visit(f);
@@ -334,16 +346,20 @@ private:
     collect.sig = &sig;
     for (const ir::Symbol* f : c.kernel_funcs) {
       prog_.def(f).value->accept(collect);
-      for (const auto& [m, at] : in_.schedule->of(f).materialized) prog_.def(m).value->accept(collect);
+      for (const auto& [m, at] : in_.schedule->of(f).materialized)
+        prog_.def(m).value->accept(collect);
       sig.labels = ir::union_labels(sig.labels, prog_.def(f).dims);
       sig.labels = ir::union_labels(sig.labels, definition_labels(prog_, f));
     }
-    for (const auto& [l, u] : sig.uses) sig.labels = ir::union_labels(sig.labels, {l});
+    for (const auto& [l, u] : sig.uses)
+      sig.labels = ir::union_labels(sig.labels, {l});
     // Sizes the compiler derives (split reductions) are computed, not passed.
     ir::Labels given;
     for (ir::Label l : sig.labels) {
-      if (prog_.derived_sizes.count(l)) sig.derived.push_back(l);
-      else given.push_back(l);
+      if (prog_.derived_sizes.count(l))
+        sig.derived.push_back(l);
+      else
+        given.push_back(l);
     }
     sig.labels = given;
     // Order labels by declaration for a stable keyword list.
@@ -356,12 +372,14 @@ private:
 
   std::string positional(const Signature& sig) {
     std::string s;
-    for (const ir::Symbol* in : sig.inputs) s += (s.empty() ? "" : ", ") + in->py_name;
+    for (const ir::Symbol* in : sig.inputs)
+      s += (s.empty() ? "" : ", ") + in->py_name;
     return s;
   }
   std::string keywords(const Signature& sig, bool with_default) {
     std::string s;
-    for (ir::Label l : sig.labels) s += ", " + l->py_name + (with_default ? "=None" : "");
+    for (ir::Label l : sig.labels)
+      s += ", " + l->py_name + (with_default ? "=None" : "");
     return s;
   }
   std::string params(const Signature& sig) {
@@ -372,12 +390,14 @@ private:
   }
   std::string sizes_tuple(const Signature& sig) {
     std::string s;
-    for (ir::Label l : sig.labels) s += l->py_name + ", ";
+    for (ir::Label l : sig.labels)
+      s += l->py_name + ", ";
     return s;
   }
   std::string shape_of(const ir::Labels& dims) {
     std::vector<std::string> items;
-    for (ir::Label l : dims) items.push_back(l->py_name);
+    for (ir::Label l : dims)
+      items.push_back(l->py_name);
     return tuple_of(items);
   }
 
@@ -391,7 +411,8 @@ private:
     // Argument checking shared by the wrapper and the reference.
     out_ += "\n\ndef " + args_fn + "(" + positional(sig) + (sig.inputs.empty() ? "" : ", ");
     std::string kw;
-    for (ir::Label l : sig.labels) kw += (kw.empty() ? "" : ", ") + l->py_name;
+    for (ir::Label l : sig.labels)
+      kw += (kw.empty() ? "" : ", ") + l->py_name;
     out_ += kw + "):\n";
     std::vector<std::string> tensors;
     for (const ir::Symbol* in : sig.inputs) {
@@ -403,7 +424,8 @@ private:
     for (ir::Label l : sig.labels) {
       std::vector<std::string> uses;
       for (const auto& [t, axis] : sig.uses[l])
-        uses.push_back("(" + quote(t->name) + ", " + t->py_name + ", " + std::to_string(axis) + ")");
+        uses.push_back("(" + quote(t->name) + ", " + t->py_name + ", " + std::to_string(axis) +
+                       ")");
       out_ += "    " + l->py_name + " = _dt_dim(" + quote(l->py_name) + ", " + l->py_name + ", " +
               (uses.empty() ? "()" : tuple_of(uses)) + ")\n";
     }
@@ -417,33 +439,39 @@ private:
     out_ += "    Positional arguments: ";
     for (size_t i = 0; i < sig.inputs.size(); ++i) {
       const ir::Symbol* in = sig.inputs[i];
-      out_ += (i ? ", " : "") + in->py_name +
-              (in->kind == ir::SymbolKind::In ? " " + shape_text(sig.first_shape[in]) : " (scalar)");
+      out_ +=
+          (i ? ", " : "") + in->py_name +
+          (in->kind == ir::SymbolKind::In ? " " + shape_text(sig.first_shape[in]) : " (scalar)");
     }
     if (sig.inputs.empty()) out_ += "none";
     out_ += ".\n    Sizes are inferred from the tensors; keyword sizes must agree with them.\n";
-    out_ += "    Returns " + name + " " + shape_text(def.dims) + " in the inputs' dtype, on their "
+    out_ += "    Returns " + name + " " + shape_text(def.dims) +
+            " in the inputs' dtype, on their "
             "device.\n    \"\"\"\n";
     out_ += "    " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
             (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
-        out_ += "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
+        out_ +=
+            "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
     for (ir::Label l : sig.derived)
       out_ += "    " + l->py_name + " = " + prog_.derived_sizes.at(l) + "\n";
     const kir::Kernel& last = in_.kernels.at(f);
     if (last.output_init.empty())
-      out_ += "    " + name + " = torch.empty(" + shape_of(def.dims) + ", dtype=dtype, device=device)\n";
+      out_ += "    " + name + " = torch.empty(" + shape_of(def.dims) +
+              ", dtype=dtype, device=device)\n";
     else
-      out_ += "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
-              name + " = torch.full(" + shape_of(def.dims) + ", " + last.output_init +
-              ", dtype=torch.float32, device=device)\n";
+      out_ +=
+          "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
+          name + " = torch.full(" + shape_of(def.dims) + ", " + last.output_init +
+          ", dtype=torch.float32, device=device)\n";
     out_ += "    if " + name + ".numel() == 0:\n        return " + name + ".to(dtype)\n";
     out_ += "    _dt_check_launch(device)\n";
     for (const ir::Symbol* k : c.kernel_funcs) {
       const kir::Kernel& kernel = in_.kernels.at(k);
       if (k != f) {
-        out_ += "    # " + k->name + " is computed by a kernel of its own; float32 keeps its "
+        out_ += "    # " + k->name +
+                " is computed by a kernel of its own; float32 keeps its "
                 "precision.\n";
         if (kernel.output_init.empty())
           out_ += "    " + k->py_name + " = torch.empty(" + shape_of(prog_.def(k).dims) +
@@ -453,14 +481,16 @@ private:
                   kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
       for (const auto& [scratch, shape] : kernel.scratch)
-        out_ += "    " + scratch + " = torch.empty(" + shape + ", dtype=torch.float32, device=device)\n";
+        out_ += "    " + scratch + " = torch.empty(" + shape +
+                ", dtype=torch.float32, device=device)\n";
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
         out_ += "    # TF32 tensor-core products read k-contiguous tiles: lay " + tensor +
                 " out with its k axis contiguous.\n";
         out_ += "    if " + tensor + ".dtype == torch.float32 and " + tensor + ".stride(" +
                 std::to_string(axis) + ") != 1:\n";
         out_ += "        " + tensor + " = " + tensor +
-                (axis == 1 ? ".contiguous()" : ".transpose(0, 1).contiguous().transpose(0, 1)") + "\n";
+                (axis == 1 ? ".contiguous()" : ".transpose(0, 1).contiguous().transpose(0, 1)") +
+                "\n";
       }
       out_ += "    " + kernel.name + "[(" + kernel.grid + ",)](\n";
       std::string line;
@@ -480,20 +510,24 @@ private:
 
     // The reference.
     out_ += "\n\ndef reference_" + name + "(" + params(sig) + "):\n";
-    out_ += "    \"\"\"PyTorch evaluation of " + f->name + ", in float32 and aligned by label, for "
+    out_ += "    \"\"\"PyTorch evaluation of " + f->name +
+            ", in float32 and aligned by label, for "
             "checking the kernels.\"\"\"\n";
     out_ += "    " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
             (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
-        out_ += "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
+        out_ +=
+            "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
     for (const ir::Symbol* k : reference_order(f)) {
       const ir::FuncDef& kd = in_.reference_defs.at(k);
       ir::Labels layout = kd.dims;
-      for (ir::Label l : reduction_labels(kd)) layout = ir::union_labels(layout, {l});
+      for (ir::Label l : reduction_labels(kd))
+        layout = ir::union_labels(layout, {l});
       ReferenceExpr ref(layout);
       std::vector<std::string> dims;
-      for (ir::Label l : kd.dims) dims.push_back(quote(l->py_name));
+      for (ir::Label l : kd.dims)
+        dims.push_back(quote(l->py_name));
       out_ += "    layout = " + ref.layout_text() + "\n";
       out_ += "    " + k->py_name + " = _dt_result(" + ref.emit(*kd.value) + ", layout, " +
               tuple_of(dims) + ", " + shape_of(kd.dims) + ")\n";
@@ -526,18 +560,20 @@ private:
       free_names.push_back(quote(l->name));
       free_tuple += l->py_name + ", ";
     }
-    out_ += "\n\ndef make_inputs_" + name + "(sizes, dtype=torch.float32, device=\"cpu\", seed=0):\n";
+    out_ +=
+        "\n\ndef make_inputs_" + name + "(sizes, dtype=torch.float32, device=\"cpu\", seed=0):\n";
     out_ += "    \"\"\"Random positional arguments for " + name + "(...) and reference_" + name +
             "(...), at `sizes`\n    keyed by DT label, e.g. {";
     for (size_t i = 0; i < sig.labels.size(); ++i)
-      out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + std::to_string(example[sig.labels[i]]);
+      out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " +
+              std::to_string(example[sig.labels[i]]);
     out_ += "}.\"\"\"\n";
     if (!free_names.empty())
       out_ += "    " + free_tuple + "= _dt_sizes(sizes, " + tuple_of(free_names) + ")\n";
     for (ir::Label l : sig.labels)
       if (tied.count(l))
-        out_ += "    if int(sizes.get(" + quote(l->name) + ", " + tied[l]->py_name + ")) != " +
-                tied[l]->py_name + ":\n        raise ValueError(\"" + l->name +
+        out_ += "    if int(sizes.get(" + quote(l->name) + ", " + tied[l]->py_name +
+                ")) != " + tied[l]->py_name + ":\n        raise ValueError(\"" + l->name +
                 " indexes the same input dimension as " + tied[l]->name +
                 "; give them one size\")\n";
     out_ += "    generator = torch.Generator().manual_seed(seed)\n";
@@ -559,7 +595,8 @@ private:
 
   static std::string shape_text(const ir::Labels& dims) {
     std::string s = "[";
-    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i]->name;
+    for (size_t i = 0; i < dims.size(); ++i)
+      s += (i ? ", " : "") + dims[i]->name;
     return s + "]";
   }
 
@@ -570,6 +607,8 @@ private:
 
 } // namespace
 
-std::string print_module(const ModuleInput& input) { return ModulePrinter(input).run(); }
+std::string print_module(const ModuleInput& input) {
+  return ModulePrinter(input).run();
+}
 
 } // namespace dtc

@@ -18,7 +18,7 @@ struct ModuleInput {
   std::string file_name;
   std::string canonical_schedule;
   std::vector<CompiledFunc> compiled;
-  std::map<const ir::Symbol*, kir::Kernel> kernels; // one per Func that has a kernel
+  std::map<const ir::Symbol*, kir::Kernel> kernels;        // one per Func that has a kernel
   std::map<const ir::Symbol*, ir::FuncDef> reference_defs; // the algorithm as written
 };
 

@@ -4,11 +4,16 @@ namespace dtc::ast {
 
 const char* decl_keyword(DeclKind kind) {
   switch (kind) {
-  case DeclKind::Func: return "Func";
-  case DeclKind::In: return "In";
-  case DeclKind::SIn: return "SIn";
-  case DeclKind::Var: return "Var";
-  case DeclKind::RVar: return "RVar";
+  case DeclKind::Func:
+    return "Func";
+  case DeclKind::In:
+    return "In";
+  case DeclKind::SIn:
+    return "SIn";
+  case DeclKind::Var:
+    return "Var";
+  case DeclKind::RVar:
+    return "RVar";
   }
   return "?";
 }
@@ -20,22 +25,36 @@ static std::string at(Loc loc) {
 static void print_expr(const Expr& e, int depth, std::string& out) {
   out += std::string(2 * depth, ' ');
   switch (e.kind) {
-  case ExprKind::Number: out += "Number " + e.text; break;
-  case ExprKind::Name: out += "Name " + e.text; break;
-  case ExprKind::Index: out += "Index " + e.text; break;
-  case ExprKind::Call: out += "Call " + e.text; break;
-  case ExprKind::Unary: out += "Unary " + e.text; break;
-  case ExprKind::Binary: out += "Binary " + e.text; break;
+  case ExprKind::Number:
+    out += "Number " + e.text;
+    break;
+  case ExprKind::Name:
+    out += "Name " + e.text;
+    break;
+  case ExprKind::Index:
+    out += "Index " + e.text;
+    break;
+  case ExprKind::Call:
+    out += "Call " + e.text;
+    break;
+  case ExprKind::Unary:
+    out += "Unary " + e.text;
+    break;
+  case ExprKind::Binary:
+    out += "Binary " + e.text;
+    break;
   }
   out += at(e.loc) + "\n";
-  for (const ExprPtr& a : e.args) print_expr(*a, depth + 1, out);
+  for (const ExprPtr& a : e.args)
+    print_expr(*a, depth + 1, out);
 }
 
 std::string print(const Program& program) {
   std::string out;
   for (const Decl& d : program.decls) {
     out += std::string("Decl ") + decl_keyword(d.kind);
-    for (const Name& n : d.names) out += " " + n.text;
+    for (const Name& n : d.names)
+      out += " " + n.text;
     out += at(d.loc) + "\n";
   }
   for (const Definition& def : program.definitions) {

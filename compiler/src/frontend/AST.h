@@ -39,9 +39,9 @@ enum class ExprKind {
 struct Expr {
   ExprKind kind;
   Loc loc;
-  std::string text;           // Number: literal text; Name/Index/Call: the name; Unary/Binary: op
-  bool is_integer = false;    // Number: written without '.' or exponent
-  std::vector<ExprPtr> args;  // Index: labels (Name exprs); Call: arguments; Unary/Binary: operands
+  std::string text;          // Number: literal text; Name/Index/Call: the name; Unary/Binary: op
+  bool is_integer = false;   // Number: written without '.' or exponent
+  std::vector<ExprPtr> args; // Index: labels (Name exprs); Call: arguments; Unary/Binary: operands
   Expr(ExprKind k, Loc l, std::string t = {}) : kind(k), loc(l), text(std::move(t)) {}
 };
 

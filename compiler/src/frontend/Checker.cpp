@@ -20,24 +20,31 @@ using ir::SymbolKind;
 
 std::string labels_text(const Labels& labels) {
   std::string s = "[";
-  for (size_t i = 0; i < labels.size(); ++i) s += (i ? ", " : "") + labels[i]->name;
+  for (size_t i = 0; i < labels.size(); ++i)
+    s += (i ? ", " : "") + labels[i]->name;
   return s + "]";
 }
 
 const char* article_kind(SymbolKind k) {
   switch (k) {
-  case SymbolKind::Func: return "a Func";
-  case SymbolKind::In: return "an input tensor (In)";
-  case SymbolKind::SIn: return "a scalar input (SIn)";
-  case SymbolKind::Var: return "a dimension label (Var)";
-  case SymbolKind::RVar: return "a reduction label (RVar)";
+  case SymbolKind::Func:
+    return "a Func";
+  case SymbolKind::In:
+    return "an input tensor (In)";
+  case SymbolKind::SIn:
+    return "a scalar input (SIn)";
+  case SymbolKind::Var:
+    return "a dimension label (Var)";
+  case SymbolKind::RVar:
+    return "a reduction label (RVar)";
   }
   return "a symbol";
 }
 
 bool is_reserved_word(const std::string& name) {
-  static const std::set<std::string> words = {"Func", "In", "SIn", "Var", "RVar", "rsum", "rmax",
-                                              "rmin", "rdot", "len", "reshape", "program_id"};
+  static const std::set<std::string> words = {"Func", "In",   "SIn",     "Var",
+                                              "RVar", "rsum", "rmax",    "rmin",
+                                              "rdot", "len",  "reshape", "program_id"};
   return words.count(name) || find_builtin(name);
 }
 
@@ -48,7 +55,8 @@ public:
   ir::Program run() {
     declare();
     collect_definitions();
-    for (const ast::Definition& def : ast_.definitions) check_definition(def);
+    for (const ast::Definition& def : ast_.definitions)
+      check_definition(def);
     check_all_defined();
     check_cycles();
     return std::move(prog_);
@@ -60,8 +68,9 @@ private:
     for (const ast::Decl& decl : ast_.decls) {
       for (const ast::Name& n : decl.names) {
         if (is_reserved_word(n.text)) {
-          diags_.error(n.loc, "`" + n.text + "` is a DT keyword or built-in function and cannot "
-                              "name a symbol; choose another name");
+          diags_.error(n.loc, "`" + n.text +
+                                  "` is a DT keyword or built-in function and cannot "
+                                  "name a symbol; choose another name");
           continue;
         }
         if (const Symbol* prev = prog_.find(n.text)) {
@@ -101,8 +110,9 @@ private:
         continue;
       }
       if (prog_.funcs.count(f)) {
-        diags_.error(def.func.loc, "Func `" + f->name + "` is defined more than once; a Func has "
-                                   "exactly one definition");
+        diags_.error(def.func.loc, "Func `" + f->name +
+                                       "` is defined more than once; a Func has "
+                                       "exactly one definition");
         diags_.note(prog_.funcs[f].loc, "first definition is here");
         continue;
       }
@@ -125,20 +135,25 @@ private:
         fd.dims.push_back(l);
       }
       if (def.labels.empty()) {
-        diags_.error(def.loc, "Func `" + f->name + "` has no dimensions; give it at least one, "
-                              "as in `" + f->name + "[x] = ...`");
+        diags_.error(def.loc, "Func `" + f->name +
+                                  "` has no dimensions; give it at least one, "
+                                  "as in `" +
+                                  f->name + "[x] = ...`");
         ok = false;
       }
-      if (ok) prog_.funcs[f] = fd;
-      else bad_defs_.insert(f);
+      if (ok)
+        prog_.funcs[f] = fd;
+      else
+        bad_defs_.insert(f);
     }
   }
 
   Label label(const std::string& name, Loc loc) {
     const Symbol* s = prog_.find(name);
     if (!s) {
-      diags_.error(loc, "`" + name + "` is not declared; declare it with `Var " + name + ";` (or "
-                        "`RVar` for a reduction dimension)");
+      diags_.error(loc, "`" + name + "` is not declared; declare it with `Var " + name +
+                            ";` (or "
+                            "`RVar` for a reduction dimension)");
       return nullptr;
     }
     if (!s->is_label()) {
@@ -169,9 +184,12 @@ private:
     for (Label l : value->dims) {
       if (!ir::contains(fd.dims, l)) {
         diags_.error(first_use(*value, l, def.value->loc),
-                     "the right-hand side varies along `" + l->name + "`, which is not a "
-                     "dimension of `" + f->name + labels_text(fd.dims) + "`; add `" + l->name +
-                         "` to the shape of `" + f->name + "` or reduce over it (rsum, rmax, "
+                     "the right-hand side varies along `" + l->name +
+                         "`, which is not a "
+                         "dimension of `" +
+                         f->name + labels_text(fd.dims) + "`; add `" + l->name +
+                         "` to the shape of `" + f->name +
+                         "` or reduce over it (rsum, rmax, "
                          "rmin, rdot)");
         prog_.funcs.erase(f);
         bad_defs_.insert(f);
@@ -202,8 +220,10 @@ private:
   void check_all_defined() {
     for (const Symbol& s : prog_.symbols) {
       if (s.kind == SymbolKind::Func && !prog_.funcs.count(&s) && !bad_defs_.count(&s))
-        diags_.error(s.loc, "Func `" + s.name + "` is declared but never defined; every Func "
-                            "needs a definition `" + s.name + "[...] = ...;`");
+        diags_.error(s.loc, "Func `" + s.name +
+                                "` is declared but never defined; every Func "
+                                "needs a definition `" +
+                                s.name + "[...] = ...;`");
     }
   }
 
@@ -224,7 +244,8 @@ private:
             if (on) path += s->name + " -> ";
           }
           diags_.error(prog_.funcs[d].loc, "Func `" + d->name + "` depends on itself (" + path +
-                                               d->name + "); a definition may only read other "
+                                               d->name +
+                                               "); a definition may only read other "
                                                "Funcs");
           cyclic_ = true;
         } else if (state[d] == 0) {
@@ -242,16 +263,21 @@ private:
 
   ExprPtr expr(const ast::Expr& e) {
     switch (e.kind) {
-    case ast::ExprKind::Number: return number(e);
-    case ast::ExprKind::Name: return name(e);
-    case ast::ExprKind::Index: return index(e);
-    case ast::ExprKind::Call: return call(e);
+    case ast::ExprKind::Number:
+      return number(e);
+    case ast::ExprKind::Name:
+      return name(e);
+    case ast::ExprKind::Index:
+      return index(e);
+    case ast::ExprKind::Call:
+      return call(e);
     case ast::ExprKind::Unary: {
       ExprPtr a = expr(*e.args[0]);
       if (!a) return nullptr;
       return std::make_shared<ir::Unary>(e.loc, e.text == "-" ? ir::UnOp::Neg : ir::UnOp::Plus, a);
     }
-    case ast::ExprKind::Binary: return binary(e);
+    case ast::ExprKind::Binary:
+      return binary(e);
     }
     return nullptr;
   }
@@ -274,7 +300,8 @@ private:
       return nullptr;
     }
     switch (s->kind) {
-    case SymbolKind::SIn: return std::make_shared<ir::ScalarIn>(e.loc, s);
+    case SymbolKind::SIn:
+      return std::make_shared<ir::ScalarIn>(e.loc, s);
     case SymbolKind::In:
     case SymbolKind::Func:
       diags_.error(e.loc, "`" + e.text + "` is " + article_kind(s->kind) +
@@ -316,8 +343,9 @@ private:
       idx.push_back(l);
     }
     if (e.args.empty()) {
-      diags_.error(e.loc, "`" + e.text + "[]` has no dimension labels; a tensor has at least one "
-                          "dimension (use SIn for a scalar)");
+      diags_.error(e.loc, "`" + e.text +
+                              "[]` has no dimension labels; a tensor has at least one "
+                              "dimension (use SIn for a scalar)");
       return nullptr;
     }
     if (!ok) return nullptr;
@@ -338,8 +366,10 @@ private:
       if (it == prog_.funcs.end()) return nullptr; // its definition has errors of its own
       if (it->second.dims.size() != idx.size()) {
         diags_.error(e.loc, "Func `" + e.text + "` has " + std::to_string(it->second.dims.size()) +
-                                " dimensions " + labels_text(it->second.dims) + " but is indexed "
-                                "with " + std::to_string(idx.size()));
+                                " dimensions " + labels_text(it->second.dims) +
+                                " but is indexed "
+                                "with " +
+                                std::to_string(idx.size()));
         return nullptr;
       }
       if (current_ && !ir::contains(current_->deps, s)) current_->deps.push_back(s);
@@ -352,10 +382,9 @@ private:
     ExprPtr b = expr(*e.args[1]);
     if (!a || !b) return nullptr;
     static const std::pair<const char*, ir::BinOp> ops[] = {
-        {"+", ir::BinOp::Add}, {"-", ir::BinOp::Sub}, {"*", ir::BinOp::Mul},
-        {"/", ir::BinOp::Div}, {"%", ir::BinOp::Mod}, {"<", ir::BinOp::Lt},
-        {"<=", ir::BinOp::Le}, {">", ir::BinOp::Gt},  {">=", ir::BinOp::Ge},
-        {"==", ir::BinOp::Eq}, {"!=", ir::BinOp::Ne}};
+        {"+", ir::BinOp::Add}, {"-", ir::BinOp::Sub}, {"*", ir::BinOp::Mul}, {"/", ir::BinOp::Div},
+        {"%", ir::BinOp::Mod}, {"<", ir::BinOp::Lt},  {"<=", ir::BinOp::Le}, {">", ir::BinOp::Gt},
+        {">=", ir::BinOp::Ge}, {"==", ir::BinOp::Eq}, {"!=", ir::BinOp::Ne}};
     for (const auto& [text, op] : ops)
       if (e.text == text)
         return std::make_shared<ir::Binary>(e.loc, op, a, b, ir::union_labels(a->dims, b->dims));
@@ -380,7 +409,8 @@ private:
       diags_.error(e.loc, "unknown function `" + fn + "`" +
                               (hint.empty() ? std::string("; see docs/language.md for the list")
                                             : "; did you mean `" + hint + "`?"));
-      for (const ast::ExprPtr& a : e.args) expr(*a);
+      for (const ast::ExprPtr& a : e.args)
+        expr(*a);
       return nullptr;
     }
     if (static_cast<int>(e.args.size()) != b->arity) {
@@ -412,8 +442,10 @@ private:
     }
     Label l = label(a.text, a.loc);
     if (l && need_rvar && l->kind != SymbolKind::RVar) {
-      diags_.error(a.loc, "`" + a.text + "` is a Var; `" + fn + "` reduces over an RVar, so "
-                          "declare it with `RVar " + a.text + ";`");
+      diags_.error(a.loc, "`" + a.text + "` is a Var; `" + fn +
+                              "` reduces over an RVar, so "
+                              "declare it with `RVar " +
+                              a.text + ";`");
       return nullptr;
     }
     return l;
@@ -421,17 +453,23 @@ private:
 
   ExprPtr reduce(const ast::Expr& e) {
     if (e.args.size() != 2) {
-      diags_.error(e.loc, "`" + e.text + "` takes 2 arguments (a tensor expression and the RVar "
-                          "to reduce over), not " + std::to_string(e.args.size()));
+      diags_.error(e.loc, "`" + e.text +
+                              "` takes 2 arguments (a tensor expression and the RVar "
+                              "to reduce over), not " +
+                              std::to_string(e.args.size()));
       return nullptr;
     }
     ExprPtr a = expr(*e.args[0]);
     Label r = label_arg(*e.args[1], e.text, true);
     if (!a || !r) return nullptr;
     if (!ir::contains(a->dims, r)) {
-      diags_.error(e.args[1]->loc, "`" + e.text + "` reduces over `" + r->name + "`, but its "
-                                   "operand does not vary along `" + r->name + "` (it varies "
-                                   "along " + labels_text(a->dims) + ")");
+      diags_.error(e.args[1]->loc, "`" + e.text + "` reduces over `" + r->name +
+                                       "`, but its "
+                                       "operand does not vary along `" +
+                                       r->name +
+                                       "` (it varies "
+                                       "along " +
+                                       labels_text(a->dims) + ")");
       return nullptr;
     }
     ir::ReduceOp op = e.text == "rsum"   ? ir::ReduceOp::Sum
@@ -457,8 +495,9 @@ private:
       if (!ir::contains(side->dims, r)) {
         diags_.error(side->loc, "the " + std::string(side == a ? "left" : "right") +
                                     " operand of `rdot` does not vary along its reduction "
-                                    "dimension `" + r->name + "` (it varies along " +
-                                    labels_text(side->dims) + ")");
+                                    "dimension `" +
+                                    r->name + "` (it varies along " + labels_text(side->dims) +
+                                    ")");
         return nullptr;
       }
     }
@@ -515,9 +554,11 @@ private:
     if (!ok) return nullptr;
     for (Label l : a->dims) {
       if (std::find(shape.begin(), shape.end(), l) == shape.end()) {
-        diags_.error(e.loc, "`reshape` drops dimension `" + l->name + "` of its operand (which "
-                            "varies along " + labels_text(a->dims) + "); keep `" + l->name +
-                            "` in the new shape");
+        diags_.error(e.loc, "`reshape` drops dimension `" + l->name +
+                                "` of its operand (which "
+                                "varies along " +
+                                labels_text(a->dims) + "); keep `" + l->name +
+                                "` in the new shape");
         return nullptr;
       }
     }
@@ -525,9 +566,8 @@ private:
   }
 
   ExprPtr program_id(const ast::Expr& e) {
-    if (e.args.size() != 1 || e.args[0]->kind != ast::ExprKind::Number ||
-        !e.args[0]->is_integer || (e.args[0]->text != "0" && e.args[0]->text != "1" &&
-                                   e.args[0]->text != "2")) {
+    if (e.args.size() != 1 || e.args[0]->kind != ast::ExprKind::Number || !e.args[0]->is_integer ||
+        (e.args[0]->text != "0" && e.args[0]->text != "1" && e.args[0]->text != "2")) {
       diags_.error(e.loc, "`program_id` takes one integer literal, the grid axis: 0, 1 or 2");
       return nullptr;
     }

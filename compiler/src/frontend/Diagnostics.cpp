@@ -42,8 +42,10 @@ std::string DiagnosticEngine::render() const {
   // Errors in source order, each followed by its notes (they were reported in pass order).
   std::vector<std::vector<const Diagnostic*>> groups;
   for (const Diagnostic& d : diagnostics_) {
-    if (d.severity == Severity::Note && !groups.empty()) groups.back().push_back(&d);
-    else groups.push_back({&d});
+    if (d.severity == Severity::Note && !groups.empty())
+      groups.back().push_back(&d);
+    else
+      groups.push_back({&d});
   }
   std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
     const Loc &x = a.front()->loc, &y = b.front()->loc;
@@ -53,13 +55,15 @@ std::string DiagnosticEngine::render() const {
   });
   std::vector<Diagnostic> ordered;
   for (const auto& g : groups)
-    for (const Diagnostic* d : g) ordered.push_back(*d);
+    for (const Diagnostic* d : g)
+      ordered.push_back(*d);
   std::string out;
   for (const Diagnostic& d : ordered) {
     const char* kind = d.severity == Severity::Error     ? "error"
                        : d.severity == Severity::Warning ? "warning"
                                                          : "note";
-    const Source& src = sources_.at(d.loc.source < static_cast<int>(sources_.size()) ? d.loc.source : 0);
+    const Source& src =
+        sources_.at(d.loc.source < static_cast<int>(sources_.size()) ? d.loc.source : 0);
     out += src.name;
     if (d.loc.line > 0) out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col);
     out += std::string(": ") + kind + ": " + d.message + "\n";
@@ -67,7 +71,8 @@ std::string DiagnosticEngine::render() const {
     std::string_view text = line_of(src.text, d.loc.line);
     if (text.empty() && d.loc.col <= 1) continue;
     std::string shown;
-    for (char c : text) shown += (c == '\t') ? ' ' : (static_cast<unsigned char>(c) < 32 ? '?' : c);
+    for (char c : text)
+      shown += (c == '\t') ? ' ' : (static_cast<unsigned char>(c) < 32 ? '?' : c);
     out += "  " + shown + "\n  ";
     int col = std::max(1, std::min<int>(d.loc.col, static_cast<int>(shown.size()) + 1));
     out += std::string(col - 1, ' ') + "^\n";

@@ -71,7 +71,7 @@ public:
 #define DTC_ASSERT(cond, msg)                                                                      \
   do {                                                                                             \
     if (!(cond))                                                                                   \
-      throw ::dtc::InternalError(std::string("internal error: ") + (msg) + " (" #cond ") at " +   \
+      throw ::dtc::InternalError(std::string("internal error: ") + (msg) + " (" #cond ") at " +    \
                                  __FILE__ + ":" + std::to_string(__LINE__));                       \
   } while (0)
 

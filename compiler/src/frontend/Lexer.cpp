@@ -6,40 +6,67 @@ namespace dtc {
 
 const char* spelling(Tok kind) {
   switch (kind) {
-  case Tok::End: return "end of input";
-  case Tok::Ident: return "identifier";
-  case Tok::Int: return "integer";
-  case Tok::Float: return "number";
-  case Tok::LParen: return "`(`";
-  case Tok::RParen: return "`)`";
-  case Tok::LBracket: return "`[`";
-  case Tok::RBracket: return "`]`";
-  case Tok::Comma: return "`,`";
-  case Tok::Semicolon: return "`;`";
-  case Tok::Colon: return "`:`";
-  case Tok::Dot: return "`.`";
-  case Tok::Assign: return "`=`";
-  case Tok::Plus: return "`+`";
-  case Tok::Minus: return "`-`";
-  case Tok::Star: return "`*`";
-  case Tok::Slash: return "`/`";
-  case Tok::Percent: return "`%`";
-  case Tok::Less: return "`<`";
-  case Tok::LessEq: return "`<=`";
-  case Tok::Greater: return "`>`";
-  case Tok::GreaterEq: return "`>=`";
-  case Tok::EqEq: return "`==`";
-  case Tok::NotEq: return "`!=`";
+  case Tok::End:
+    return "end of input";
+  case Tok::Ident:
+    return "identifier";
+  case Tok::Int:
+    return "integer";
+  case Tok::Float:
+    return "number";
+  case Tok::LParen:
+    return "`(`";
+  case Tok::RParen:
+    return "`)`";
+  case Tok::LBracket:
+    return "`[`";
+  case Tok::RBracket:
+    return "`]`";
+  case Tok::Comma:
+    return "`,`";
+  case Tok::Semicolon:
+    return "`;`";
+  case Tok::Colon:
+    return "`:`";
+  case Tok::Dot:
+    return "`.`";
+  case Tok::Assign:
+    return "`=`";
+  case Tok::Plus:
+    return "`+`";
+  case Tok::Minus:
+    return "`-`";
+  case Tok::Star:
+    return "`*`";
+  case Tok::Slash:
+    return "`/`";
+  case Tok::Percent:
+    return "`%`";
+  case Tok::Less:
+    return "`<`";
+  case Tok::LessEq:
+    return "`<=`";
+  case Tok::Greater:
+    return "`>`";
+  case Tok::GreaterEq:
+    return "`>=`";
+  case Tok::EqEq:
+    return "`==`";
+  case Tok::NotEq:
+    return "`!=`";
   }
   return "token";
 }
 
 std::string describe(const Token& token) {
   switch (token.kind) {
-  case Tok::Ident: return "identifier `" + token.text + "`";
+  case Tok::Ident:
+    return "identifier `" + token.text + "`";
   case Tok::Int:
-  case Tok::Float: return "number `" + token.text + "`";
-  default: return spelling(token.kind);
+  case Tok::Float:
+    return "number `" + token.text + "`";
+  default:
+    return spelling(token.kind);
   }
 }
 
@@ -47,7 +74,8 @@ namespace {
 
 class Lexer {
 public:
-  Lexer(std::string_view src, DiagnosticEngine& diags, int source) : src_(src), diags_(diags), source_(source) {}
+  Lexer(std::string_view src, DiagnosticEngine& diags, int source)
+      : src_(src), diags_(diags), source_(source) {}
 
   std::vector<Token> run() {
     std::vector<Token> tokens;
@@ -61,8 +89,8 @@ public:
       char c = src_[pos_];
       if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         size_t start = pos_;
-        while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) ||
-                                      src_[pos_] == '_'))
+        while (pos_ < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_'))
           advance();
         tokens.push_back({Tok::Ident, std::string(src_.substr(start, pos_ - start)), loc});
         continue;
@@ -83,22 +111,54 @@ public:
       };
       Tok kind;
       switch (c) {
-      case '(': kind = Tok::LParen; break;
-      case ')': kind = Tok::RParen; break;
-      case '[': kind = Tok::LBracket; break;
-      case ']': kind = Tok::RBracket; break;
-      case ',': kind = Tok::Comma; break;
-      case ';': kind = Tok::Semicolon; break;
-      case ':': kind = Tok::Colon; break;
-      case '.': kind = Tok::Dot; break;
-      case '+': kind = Tok::Plus; break;
-      case '-': kind = Tok::Minus; break;
-      case '*': kind = Tok::Star; break;
-      case '/': kind = Tok::Slash; break;
-      case '%': kind = Tok::Percent; break;
-      case '<': kind = two('=', Tok::LessEq, Tok::Less); break;
-      case '>': kind = two('=', Tok::GreaterEq, Tok::Greater); break;
-      case '=': kind = two('=', Tok::EqEq, Tok::Assign); break;
+      case '(':
+        kind = Tok::LParen;
+        break;
+      case ')':
+        kind = Tok::RParen;
+        break;
+      case '[':
+        kind = Tok::LBracket;
+        break;
+      case ']':
+        kind = Tok::RBracket;
+        break;
+      case ',':
+        kind = Tok::Comma;
+        break;
+      case ';':
+        kind = Tok::Semicolon;
+        break;
+      case ':':
+        kind = Tok::Colon;
+        break;
+      case '.':
+        kind = Tok::Dot;
+        break;
+      case '+':
+        kind = Tok::Plus;
+        break;
+      case '-':
+        kind = Tok::Minus;
+        break;
+      case '*':
+        kind = Tok::Star;
+        break;
+      case '/':
+        kind = Tok::Slash;
+        break;
+      case '%':
+        kind = Tok::Percent;
+        break;
+      case '<':
+        kind = two('=', Tok::LessEq, Tok::Less);
+        break;
+      case '>':
+        kind = two('=', Tok::GreaterEq, Tok::Greater);
+        break;
+      case '=':
+        kind = two('=', Tok::EqEq, Tok::Assign);
+        break;
       case '!':
         if (pos_ < src_.size() && src_[pos_] == '=') {
           advance();
@@ -113,7 +173,8 @@ public:
           size_t start = pos_ - 1;
           while (pos_ < src_.size() && (static_cast<unsigned char>(src_[pos_]) & 0xC0) == 0x80)
             ++pos_;
-          diags_.error(loc, "non-ASCII character `" + std::string(src_.substr(start, pos_ - start)) +
+          diags_.error(loc, "non-ASCII character `" +
+                                std::string(src_.substr(start, pos_ - start)) +
                                 "` in DT source; names and operators are ASCII");
           continue;
         }
@@ -150,7 +211,8 @@ private:
     while (pos_ < src_.size()) {
       char c = src_[pos_];
       if (c == '#') {
-        while (pos_ < src_.size() && src_[pos_] != '\n') advance();
+        while (pos_ < src_.size() && src_[pos_] != '\n')
+          advance();
       } else if (std::isspace(static_cast<unsigned char>(c))) {
         advance();
       } else {
@@ -165,7 +227,8 @@ private:
     size_t start = pos_;
     bool is_float = false;
     auto digits = [&] {
-      while (pos_ < src_.size() && std::isdigit(static_cast<unsigned char>(src_[pos_]))) advance();
+      while (pos_ < src_.size() && std::isdigit(static_cast<unsigned char>(src_[pos_])))
+        advance();
     };
     digits();
     if (pos_ < src_.size() && src_[pos_] == '.') {
@@ -191,8 +254,8 @@ private:
     if (pos_ < src_.size() &&
         (std::isalpha(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
       Loc bad{line_, col_, source_};
-      while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) ||
-                                    src_[pos_] == '_'))
+      while (pos_ < src_.size() &&
+             (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_'))
         advance();
       diags_.error(bad, "a number may not run into a name; put an operator or space between them");
     }

@@ -59,8 +59,8 @@ public:
 private:
   const Token& expect(Tok kind, const char* context) {
     if (!at(kind)) {
-      std::string message = std::string("expected ") + spelling(kind) + " " + context +
-                            ", found " + describe(peek());
+      std::string message =
+          std::string("expected ") + spelling(kind) + " " + context + ", found " + describe(peek());
       // A missing `;` belongs right after what precedes it, not at the next statement.
       if (kind == Tok::Semicolon && pos_ > 0) {
         const Token& prev = toks_[pos_ - 1];
@@ -87,9 +87,11 @@ private:
   }
 
   static bool decl_kind(const std::string& word, ast::DeclKind& kind) {
-    static const std::pair<const char*, ast::DeclKind> table[] = {
-        {"Func", ast::DeclKind::Func}, {"In", ast::DeclKind::In},   {"SIn", ast::DeclKind::SIn},
-        {"Var", ast::DeclKind::Var},   {"RVar", ast::DeclKind::RVar}};
+    static const std::pair<const char*, ast::DeclKind> table[] = {{"Func", ast::DeclKind::Func},
+                                                                  {"In", ast::DeclKind::In},
+                                                                  {"SIn", ast::DeclKind::SIn},
+                                                                  {"Var", ast::DeclKind::Var},
+                                                                  {"RVar", ast::DeclKind::RVar}};
     for (const auto& [w, k] : table)
       if (word == w) {
         kind = k;
@@ -102,8 +104,10 @@ private:
   void statement(ast::Program& prog) {
     int line = peek().loc.line;
     try {
-      if (!at(Tok::Ident)) fail("expected a declaration, a definition or a schedule statement, "
-                                "found " + describe(peek()));
+      if (!at(Tok::Ident))
+        fail("expected a declaration, a definition or a schedule statement, "
+             "found " +
+             describe(peek()));
       ast::DeclKind kind;
       if (decl_kind(peek().text, kind) && peek(1).kind == Tok::Ident) {
         if (schedule_only_) fail("a schedule may not declare symbols");
@@ -164,7 +168,8 @@ private:
     stmt.primitive = {prim.text, prim.loc};
     expect(Tok::LParen, "after the scheduling primitive");
     if (!at(Tok::RParen)) {
-      do stmt.args.push_back(schedule_arg());
+      do
+        stmt.args.push_back(schedule_arg());
       while (accept(Tok::Comma));
     }
     int line = peek().loc.line;
@@ -216,11 +221,22 @@ private:
   //   multiplicative := unary { ('*'|'/'|'%') unary }
   static int precedence(Tok kind) {
     switch (kind) {
-    case Tok::Less: case Tok::LessEq: case Tok::Greater: case Tok::GreaterEq:
-    case Tok::EqEq: case Tok::NotEq: return 1;
-    case Tok::Plus: case Tok::Minus: return 2;
-    case Tok::Star: case Tok::Slash: case Tok::Percent: return 3;
-    default: return 0;
+    case Tok::Less:
+    case Tok::LessEq:
+    case Tok::Greater:
+    case Tok::GreaterEq:
+    case Tok::EqEq:
+    case Tok::NotEq:
+      return 1;
+    case Tok::Plus:
+    case Tok::Minus:
+      return 2;
+    case Tok::Star:
+    case Tok::Slash:
+    case Tok::Percent:
+      return 3;
+    default:
+      return 0;
     }
   }
 
@@ -286,7 +302,8 @@ private:
     if (accept(Tok::LParen)) {
       auto node = std::make_unique<ast::Expr>(ast::ExprKind::Call, t.loc, t.text);
       if (!at(Tok::RParen)) {
-        do node->args.push_back(expr(0, depth + 1));
+        do
+          node->args.push_back(expr(0, depth + 1));
         while (accept(Tok::Comma));
       }
       expect(Tok::RParen, "to close the call to `" + t.text + "`");
@@ -295,7 +312,9 @@ private:
     return std::make_unique<ast::Expr>(ast::ExprKind::Name, t.loc, t.text);
   }
 
-  const Token& expect(Tok kind, const std::string& context) { return expect(kind, context.c_str()); }
+  const Token& expect(Tok kind, const std::string& context) {
+    return expect(kind, context.c_str());
+  }
 
   std::vector<Token> toks_;
   size_t pos_ = 0;

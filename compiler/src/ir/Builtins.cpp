@@ -20,13 +20,17 @@ const std::vector<Builtin>& builtins() {
       {"rsqrt", 1, "tl.rsqrt({0})", "torch.rsqrt({0})", nullptr, "1 / sqrt"},
       {"sigmoid", 1, "tl.sigmoid({0})", "torch.sigmoid({0})", nullptr, "1 / (1 + exp(-v))"},
       {"sqrt", 1, "tl.sqrt({0})", "torch.sqrt({0})", nullptr, "square root"},
-      {"sqrt_rn", 1, "tl.sqrt_rn({0})", "torch.sqrt({0})", nullptr, "square root, rounded to nearest"},
-      {"maximum", 2, "tl.maximum({0}, {1})", "torch.maximum({0}, {1})", nullptr, "element-wise maximum"},
-      {"minimum", 2, "tl.minimum({0}, {1})", "torch.minimum({0}, {1})", nullptr, "element-wise minimum"},
+      {"sqrt_rn", 1, "tl.sqrt_rn({0})", "torch.sqrt({0})", nullptr,
+       "square root, rounded to nearest"},
+      {"maximum", 2, "tl.maximum({0}, {1})", "torch.maximum({0}, {1})", nullptr,
+       "element-wise maximum"},
+      {"minimum", 2, "tl.minimum({0}, {1})", "torch.minimum({0}, {1})", nullptr,
+       "element-wise minimum"},
       {"fdiv", 2, "tl.fdiv({0}, {1})", "torch.div({0}, {1})", nullptr, "fast division"},
-      {"div_rn", 2, "tl.div_rn({0}, {1})", "torch.div({0}, {1})", nullptr, "division, rounded to nearest"},
-      {"clamp", 3, "tl.clamp({0}, {1}, {2})", "torch.minimum(torch.maximum({0}, {1}), {2})", nullptr,
-       "clamp(v, lo, hi)"},
+      {"div_rn", 2, "tl.div_rn({0}, {1})", "torch.div({0}, {1})", nullptr,
+       "division, rounded to nearest"},
+      {"clamp", 3, "tl.clamp({0}, {1}, {2})", "torch.minimum(torch.maximum({0}, {1}), {2})",
+       nullptr, "clamp(v, lo, hi)"},
       {"fma", 3, "tl.fma({0}, {1}, {2})", "{0} * {1} + {2}", nullptr, "fused a * b + c"},
       {"where", 3, "tl.where({0} != 0, {1}, {2})", "torch.where({0} != 0, {1}, {2})", nullptr,
        "where(cond, a, b): a where cond is non-zero, else b"},
@@ -37,8 +41,10 @@ const std::vector<Builtin>& builtins() {
       {"tan", 1, "_dt_tan({0})", "torch.tan({0})", "_dt_tan", "tangent"},
       {"pow", 2, "_dt_pow({0}, {1})", "torch.pow({0}, {1})", "_dt_pow",
        "pow(v, e); a small integer literal e becomes repeated multiplication"},
-      {"log1p", 1, "_dt_log1p({0})", "torch.log1p({0})", "_dt_log1p", "log(1 + v), accurate near 0"},
-      {"expm1", 1, "_dt_expm1({0})", "torch.expm1({0})", "_dt_expm1", "exp(v) - 1, accurate near 0"},
+      {"log1p", 1, "_dt_log1p({0})", "torch.log1p({0})", "_dt_log1p",
+       "log(1 + v), accurate near 0"},
+      {"expm1", 1, "_dt_expm1({0})", "torch.expm1({0})", "_dt_expm1",
+       "exp(v) - 1, accurate near 0"},
       {"log10", 1, "_dt_log10({0})", "torch.log10({0})", "_dt_log10", "base-10 logarithm"},
       {"erfc", 1, "(1.0 - tl.erf({0}))", "torch.erfc({0})", nullptr, "1 - erf(v)"},
       {"sign", 1, "_dt_sign({0})", "torch.sign({0})", "_dt_sign", "-1, 0 or 1"},
@@ -87,10 +93,11 @@ std::string helper_source(std::string_view name) {
                   "    negate = (v < 0) & (tl.floor(e) == e) & (tl.floor(e * 0.5) != e * 0.5)\n"
                   "    result = tl.where(negate, -magnitude, magnitude)\n"
                   "    return tl.where(e == 0, 1.0, result)\n"},
-      {"_dt_log1p", "def _dt_log1p(v):\n"
-                    "    # Series near 0, where log(1 + v) loses the low bits of v.\n"
-                    "    small = tl.abs(v) < 1e-4\n"
-                    "    return tl.where(small, v * (1.0 - v * (0.5 - v / 3.0)), tl.log(1.0 + v))\n"},
+      {"_dt_log1p",
+       "def _dt_log1p(v):\n"
+       "    # Series near 0, where log(1 + v) loses the low bits of v.\n"
+       "    small = tl.abs(v) < 1e-4\n"
+       "    return tl.where(small, v * (1.0 - v * (0.5 - v / 3.0)), tl.log(1.0 + v))\n"},
       {"_dt_expm1", "def _dt_expm1(v):\n"
                     "    # Series near 0, where exp(v) - 1 cancels.\n"
                     "    small = tl.abs(v) < 1e-5\n"
@@ -119,7 +126,8 @@ std::string helper_source(std::string_view name) {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t j = 0; j <= b.size(); ++j)
+    prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j)
@@ -140,8 +148,10 @@ std::string closest_builtin(std::string_view name) {
       best = std::string(cand);
     }
   };
-  for (const Builtin& b : builtins()) consider(b.name);
-  for (const char* e : extra) consider(e);
+  for (const Builtin& b : builtins())
+    consider(b.name);
+  for (const char* e : extra)
+    consider(e);
   return best;
 }
 

@@ -10,12 +10,12 @@
 namespace dtc {
 
 struct Builtin {
-  const char* name;     // DT name
-  int arity;            // number of arguments
-  const char* triton;   // Triton expression; {0}, {1}, {2} stand for the arguments
-  const char* torch;    // PyTorch expression for the reference, same placeholders
-  const char* helper;   // name of the @triton.jit helper the Triton expression calls, or nullptr
-  const char* summary;  // one line, for the documentation
+  const char* name;    // DT name
+  int arity;           // number of arguments
+  const char* triton;  // Triton expression; {0}, {1}, {2} stand for the arguments
+  const char* torch;   // PyTorch expression for the reference, same placeholders
+  const char* helper;  // name of the @triton.jit helper the Triton expression calls, or nullptr
+  const char* summary; // one line, for the documentation
 };
 
 /// Looks a function up by its DT name; nullptr if there is none.

@@ -28,12 +28,24 @@ class Folder : public ir::IRMutator {
       double r;
       bool is_int = x->is_int && y->is_int && e.op != ir::BinOp::Div;
       switch (e.op) {
-      case ir::BinOp::Add: r = x->value + y->value; break;
-      case ir::BinOp::Sub: r = x->value - y->value; break;
-      case ir::BinOp::Mul: r = x->value * y->value; break;
-      case ir::BinOp::Div: r = x->value / y->value; break;
-      case ir::BinOp::Mod: r = std::fmod(x->value, y->value); break;
-      default: r = 0; break;
+      case ir::BinOp::Add:
+        r = x->value + y->value;
+        break;
+      case ir::BinOp::Sub:
+        r = x->value - y->value;
+        break;
+      case ir::BinOp::Mul:
+        r = x->value * y->value;
+        break;
+      case ir::BinOp::Div:
+        r = x->value / y->value;
+        break;
+      case ir::BinOp::Mod:
+        r = std::fmod(x->value, y->value);
+        break;
+      default:
+        r = 0;
+        break;
       }
       if (std::isfinite(r)) return std::make_shared<ir::Const>(e.loc, r, is_int);
     }
@@ -71,6 +83,8 @@ class Folder : public ir::IRMutator {
 
 } // namespace
 
-ir::ExprPtr fold_constants(const ir::ExprPtr& e) { return Folder().mutate(e); }
+ir::ExprPtr fold_constants(const ir::ExprPtr& e) {
+  return Folder().mutate(e);
+}
 
 } // namespace dtc

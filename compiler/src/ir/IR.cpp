@@ -8,7 +8,9 @@
 namespace dtc::ir {
 
 #define DTC_IR_ACCEPT(Name)                                                                        \
-  void Name::accept(IRVisitor& v) const { v.visit(*this); }
+  void Name::accept(IRVisitor& v) const {                                                          \
+    v.visit(*this);                                                                                \
+  }
 DTC_IR_ACCEPT(Const)
 DTC_IR_ACCEPT(ScalarIn)
 DTC_IR_ACCEPT(Len)
@@ -24,39 +26,60 @@ DTC_IR_ACCEPT(Reshape)
 
 const char* kind_name(SymbolKind kind) {
   switch (kind) {
-  case SymbolKind::Func: return "Func";
-  case SymbolKind::In: return "In";
-  case SymbolKind::SIn: return "SIn";
-  case SymbolKind::Var: return "Var";
-  case SymbolKind::RVar: return "RVar";
+  case SymbolKind::Func:
+    return "Func";
+  case SymbolKind::In:
+    return "In";
+  case SymbolKind::SIn:
+    return "SIn";
+  case SymbolKind::Var:
+    return "Var";
+  case SymbolKind::RVar:
+    return "RVar";
   }
   return "?";
 }
 
 const char* op_text(BinOp op) {
   switch (op) {
-  case BinOp::Add: return "+";
-  case BinOp::Sub: return "-";
-  case BinOp::Mul: return "*";
-  case BinOp::Div: return "/";
-  case BinOp::Mod: return "%";
-  case BinOp::Lt: return "<";
-  case BinOp::Le: return "<=";
-  case BinOp::Gt: return ">";
-  case BinOp::Ge: return ">=";
-  case BinOp::Eq: return "==";
-  case BinOp::Ne: return "!=";
+  case BinOp::Add:
+    return "+";
+  case BinOp::Sub:
+    return "-";
+  case BinOp::Mul:
+    return "*";
+  case BinOp::Div:
+    return "/";
+  case BinOp::Mod:
+    return "%";
+  case BinOp::Lt:
+    return "<";
+  case BinOp::Le:
+    return "<=";
+  case BinOp::Gt:
+    return ">";
+  case BinOp::Ge:
+    return ">=";
+  case BinOp::Eq:
+    return "==";
+  case BinOp::Ne:
+    return "!=";
   }
   return "?";
 }
 
-bool is_comparison(BinOp op) { return op >= BinOp::Lt; }
+bool is_comparison(BinOp op) {
+  return op >= BinOp::Lt;
+}
 
 const char* reduce_name(ReduceOp op) {
   switch (op) {
-  case ReduceOp::Sum: return "rsum";
-  case ReduceOp::Max: return "rmax";
-  case ReduceOp::Min: return "rmin";
+  case ReduceOp::Sum:
+    return "rsum";
+  case ReduceOp::Max:
+    return "rmax";
+  case ReduceOp::Min:
+    return "rmin";
   }
   return "?";
 }
@@ -76,17 +99,28 @@ bool contains(const Labels& labels, Label l) {
 
 ExprPtr IRMutator::mutate(const ExprPtr& e) {
   switch (e->kind) {
-  case ExprKind::Const: return visit(static_cast<const Const&>(*e), e);
-  case ExprKind::ScalarIn: return visit(static_cast<const ScalarIn&>(*e), e);
-  case ExprKind::Len: return visit(static_cast<const Len&>(*e), e);
-  case ExprKind::ProgramId: return visit(static_cast<const ProgramId&>(*e), e);
-  case ExprKind::Access: return visit(static_cast<const Access&>(*e), e);
-  case ExprKind::Unary: return visit(static_cast<const Unary&>(*e), e);
-  case ExprKind::Binary: return visit(static_cast<const Binary&>(*e), e);
-  case ExprKind::Call: return visit(static_cast<const Call&>(*e), e);
-  case ExprKind::Reduce: return visit(static_cast<const Reduce&>(*e), e);
-  case ExprKind::Dot: return visit(static_cast<const Dot&>(*e), e);
-  case ExprKind::Reshape: return visit(static_cast<const Reshape&>(*e), e);
+  case ExprKind::Const:
+    return visit(static_cast<const Const&>(*e), e);
+  case ExprKind::ScalarIn:
+    return visit(static_cast<const ScalarIn&>(*e), e);
+  case ExprKind::Len:
+    return visit(static_cast<const Len&>(*e), e);
+  case ExprKind::ProgramId:
+    return visit(static_cast<const ProgramId&>(*e), e);
+  case ExprKind::Access:
+    return visit(static_cast<const Access&>(*e), e);
+  case ExprKind::Unary:
+    return visit(static_cast<const Unary&>(*e), e);
+  case ExprKind::Binary:
+    return visit(static_cast<const Binary&>(*e), e);
+  case ExprKind::Call:
+    return visit(static_cast<const Call&>(*e), e);
+  case ExprKind::Reduce:
+    return visit(static_cast<const Reduce&>(*e), e);
+  case ExprKind::Dot:
+    return visit(static_cast<const Dot&>(*e), e);
+  case ExprKind::Reshape:
+    return visit(static_cast<const Reshape&>(*e), e);
   }
   throw InternalError("IRMutator: unknown expression kind");
 }
@@ -162,7 +196,8 @@ public:
   void visit(const ProgramId& e) override { out += "program_id(" + std::to_string(e.axis) + ")"; }
   void visit(const Access& e) override {
     out += e.tensor->name + "[";
-    for (size_t i = 0; i < e.index.size(); ++i) out += (i ? ", " : "") + e.index[i]->name;
+    for (size_t i = 0; i < e.index.size(); ++i)
+      out += (i ? ", " : "") + e.index[i]->name;
     out += "]";
   }
   void visit(const Unary& e) override {
@@ -198,14 +233,16 @@ public:
   void visit(const Reshape& e) override {
     out += "reshape(";
     emit(*e.a, 0);
-    for (Label l : e.shape) out += ", " + (l ? l->name : std::string("1"));
+    for (Label l : e.shape)
+      out += ", " + (l ? l->name : std::string("1"));
     out += ")";
   }
 };
 
 std::string dims_text(const Labels& dims) {
   std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i]->name;
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + dims[i]->name;
   return s + "]";
 }
 
@@ -232,7 +269,8 @@ std::string print(const Program& program) {
            dims_text(f.value->dims);
     if (!f.deps.empty()) {
       out += "; reads";
-      for (const Symbol* d : f.deps) out += " " + d->name;
+      for (const Symbol* d : f.deps)
+        out += " " + d->name;
     }
     out += "\n";
   }

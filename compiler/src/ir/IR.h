@@ -18,7 +18,7 @@ enum class SymbolKind { Func, In, SIn, Var, RVar };
 const char* kind_name(SymbolKind kind);
 
 struct Symbol {
-  std::string name;    // as written in the DT source
+  std::string name; // as written in the DT source
   SymbolKind kind;
   Loc loc;             // declaration
   int order = 0;       // declaration order among all symbols
@@ -28,7 +28,19 @@ struct Symbol {
 using Label = const Symbol*;
 using Labels = std::vector<Label>;
 
-enum class ExprKind { Const, ScalarIn, Len, ProgramId, Access, Unary, Binary, Call, Reduce, Dot, Reshape };
+enum class ExprKind {
+  Const,
+  ScalarIn,
+  Len,
+  ProgramId,
+  Access,
+  Unary,
+  Binary,
+  Call,
+  Reduce,
+  Dot,
+  Reshape
+};
 enum class BinOp { Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne };
 enum class UnOp { Neg, Plus };
 enum class ReduceOp { Sum, Max, Min };
@@ -160,10 +172,10 @@ struct FuncDef {
 
 /// A checked DT program.
 struct Program {
-  std::deque<Symbol> symbols;           // stable addresses
+  std::deque<Symbol> symbols; // stable addresses
   std::map<std::string, Symbol*> by_name;
   std::map<const Symbol*, FuncDef> funcs;
-  std::vector<const Symbol*> inputs;    // In and SIn symbols, in declaration order
+  std::vector<const Symbol*> inputs; // In and SIn symbols, in declaration order
   /// Labels made by the compiler whose sizes follow from other sizes: label -> Python
   /// expression over the wrapper's size variables (e.g. "triton.cdiv(k, 1024)").
   std::map<const Symbol*, std::string> derived_sizes;

@@ -20,7 +20,8 @@ public:
     e.b->accept(*this);
   }
   virtual void visit(const Call& e) {
-    for (const ExprPtr& a : e.args) a->accept(*this);
+    for (const ExprPtr& a : e.args)
+      a->accept(*this);
   }
   virtual void visit(const Reduce& e) { e.a->accept(*this); }
   virtual void visit(const Dot& e) {

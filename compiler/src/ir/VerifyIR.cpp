@@ -19,8 +19,7 @@ public:
       if (!ir::contains(e.dims, l)) fail(e, "wrong dims");
   }
   void visit(const ir::Access& e) override {
-    if (e.tensor->kind == ir::SymbolKind::Func &&
-        prog_.def(e.tensor).dims.size() != e.index.size())
+    if (e.tensor->kind == ir::SymbolKind::Func && prog_.def(e.tensor).dims.size() != e.index.size())
       fail(e, "rank mismatch");
     same(e, e.index);
   }

@@ -18,7 +18,8 @@ void count_names(const std::string& text, std::map<std::string, int>& uses) {
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t start = i;
-      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+      while (i < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
         ++i;
       // An attribute (`.to`) is not a variable.
       if (start == 0 || text[start - 1] != '.') ++uses[text.substr(start, i - start)];
@@ -46,8 +47,11 @@ void count(const std::vector<kir::StmtPtr>& stmts, std::map<std::string, int>& u
       count_names(s->step, uses);
       count(s->body, uses);
       break;
-    case kir::StmtKind::Expr: count_names(s->value, uses); break;
-    case kir::StmtKind::Comment: break;
+    case kir::StmtKind::Expr:
+      count_names(s->value, uses);
+      break;
+    case kir::StmtKind::Comment:
+      break;
     }
   }
 }

@@ -21,7 +21,8 @@ public:
   }
   ir::Labels rename(const ir::Labels& ls) const {
     ir::Labels out;
-    for (ir::Label l : ls) out.push_back(rename(l));
+    for (ir::Label l : ls)
+      out.push_back(rename(l));
     return out;
   }
 
@@ -41,7 +42,8 @@ public:
   }
   ir::ExprPtr visit(const ir::Reshape& e, const ir::ExprPtr&) override {
     std::vector<ir::Label> shape;
-    for (ir::Label l : e.shape) shape.push_back(l ? rename(l) : nullptr);
+    for (ir::Label l : e.shape)
+      shape.push_back(l ? rename(l) : nullptr);
     return std::make_shared<ir::Reshape>(e.loc, mutate(e.a), shape);
   }
 
@@ -60,15 +62,19 @@ public:
     if (e.tensor->kind != ir::SymbolKind::Func || !fused_.count(e.tensor)) return self;
     const ir::FuncDef& def = prog_.def(e.tensor);
     std::map<ir::Label, ir::Label> map;
-    for (size_t i = 0; i < def.dims.size(); ++i) map[def.dims[i]] = e.index[i];
+    for (size_t i = 0; i < def.dims.size(); ++i)
+      map[def.dims[i]] = e.index[i];
     // A reduction label of the producer that the access uses as a dimension would be captured.
     for (ir::Label r : definition_labels(prog_, e.tensor)) {
       if (ir::contains(def.dims, r)) continue;
       for (size_t i = 0; i < def.dims.size(); ++i)
         if (e.index[i] == r && def.dims[i] != r)
-          diags_.error(e.loc, "cannot fuse `" + e.tensor->name + "` here: this access indexes it "
-                              "with `" + r->name + "`, which its definition reduces over; use "
-                              "another label");
+          diags_.error(e.loc, "cannot fuse `" + e.tensor->name +
+                                  "` here: this access indexes it "
+                                  "with `" +
+                                  r->name +
+                                  "`, which its definition reduces over; use "
+                                  "another label");
     }
     // The producer's value may read Funcs fused into this same consumer (attention reads e
     // through sm): inline those too.
@@ -99,7 +105,8 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     FuncSchedule& gs = schedule.of(g);
     size_t pos = std::find(fdef.dims.begin(), fdef.dims.end(), fs.fuse_at->at) - fdef.dims.begin();
     bool all_full = true;
-    for (size_t i = pos + 1; i < fdef.dims.size(); ++i) all_full &= gs.fully_tensorized(fdef.dims[i]);
+    for (size_t i = pos + 1; i < fdef.dims.size(); ++i)
+      all_full &= gs.fully_tensorized(fdef.dims[i]);
     bool consumer_fused = gs.fuse_at.has_value();
     if (!all_full && !consumer_fused) gs.materialized.push_back({f, fs.fuse_at->at});
   }
@@ -110,7 +117,8 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     const FuncSchedule& gs = schedule.of(g);
     for (const ir::Symbol* f : gs.fused) {
       bool materialized = false;
-      for (const auto& [m, at] : gs.materialized) materialized |= m == f;
+      for (const auto& [m, at] : gs.materialized)
+        materialized |= m == f;
       if (!materialized) inline_into[g].insert(f);
     }
   }
@@ -125,7 +133,8 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     values[f] = inliner.mutate(program.def(f).value);
     return values[f];
   };
-  for (auto& [f, def] : program.funcs) resolve(f);
+  for (auto& [f, def] : program.funcs)
+    resolve(f);
   for (auto& [f, def] : program.funcs) {
     def.value = values[f];
     def.deps = schedule.deps_of(program, f);

@@ -73,8 +73,8 @@ struct LaunchArg {
 };
 
 struct Kernel {
-  std::string name;              // e.g. relu_out_kernel
-  std::string doc;               // one-line summary for a comment above the kernel
+  std::string name; // e.g. relu_out_kernel
+  std::string doc;  // one-line summary for a comment above the kernel
   std::vector<Param> params;
   std::vector<StmtPtr> body;
   std::vector<LaunchArg> launch; // one per param, same order

@@ -14,7 +14,8 @@ namespace dtc {
 
 long long next_power_of_two(long long v) {
   long long p = 1;
-  while (p < v) p <<= 1;
+  while (p < v)
+    p <<= 1;
   return p;
 }
 
@@ -75,13 +76,14 @@ public:
     body = emit_output_loops(*body);
     Value v = lower(*def_.value, *body);
     bool scalar_store = true;
-    for (Label l : def_.dims) scalar_store &= !tensorized(l);
+    for (Label l : def_.dims)
+      scalar_store &= !tensorized(l);
     // With no tensorized output dimension the value is a [1, ..., 1] tensor; store a scalar.
     std::string value = scalar_store && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
     body->push_back(Stmt::assign(func_->py_name, value));
     std::string offsets = offset_expr(func_, def_.dims);
-    StmtPtr store = Stmt::store(names::ptr(func_) + " + " + offsets, func_->py_name,
-                                mask_of(def_.dims));
+    StmtPtr store =
+        Stmt::store(names::ptr(func_) + " + " + offsets, func_->py_name, mask_of(def_.dims));
     if (fs_.split && !fs_.split->part) {
       // atomic(k): combine this block's partial result into the output.
       ir::ReduceOp op = fs_.split->op;
@@ -97,7 +99,8 @@ public:
 private:
   static std::string dims_text(const ir::Labels& dims) {
     std::string s = "[";
-    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i]->name;
+    for (size_t i = 0; i < dims.size(); ++i)
+      s += (i ? ", " : "") + dims[i]->name;
     return s + "]";
   }
 
@@ -138,8 +141,10 @@ private:
       std::set<Label>* out;
       void visit(const ir::Dot& d) override {
         out->insert(d.rvar);
-        for (Label l : d.a->dims) out->insert(l);
-        for (Label l : d.b->dims) out->insert(l);
+        for (Label l : d.a->dims)
+          out->insert(l);
+        for (Label l : d.b->dims)
+          out->insert(l);
         ir::IRVisitor::visit(d);
       }
     } dots;
@@ -218,9 +223,11 @@ private:
       std::string base = tensor_base(t);
       add_param(base + "_ptr", base);
       for (size_t i = 0; i < rank; ++i)
-        add_param(base + "_stride" + std::to_string(i), base + ".stride(" + std::to_string(i) + ")");
+        add_param(base + "_stride" + std::to_string(i),
+                  base + ".stride(" + std::to_string(i) + ")");
       std::string shape = "(";
-      for (Label l : prog_.def(t).dims) shape += l->py_name + ", ";
+      for (Label l : prog_.def(t).dims)
+        shape += l->py_name + ", ";
       shape = shape.substr(0, shape.size() - 2) + (prog_.def(t).dims.size() == 1 ? ",)" : ")");
       kernel_.scratch.push_back({base, shape});
     }
@@ -236,7 +243,8 @@ private:
   // Visits the kernel's value and the values of the Funcs it computes into temporaries.
   void for_each_value(ir::IRVisitor& v) const {
     def_.value->accept(v);
-    for (const auto& [f, at] : fs_.materialized) prog_.def(f).value->accept(v);
+    for (const auto& [f, at] : fs_.materialized)
+      prog_.def(f).value->accept(v);
   }
 
   size_t rank_of(const ir::Symbol* in) const {
@@ -268,9 +276,10 @@ private:
       if (!b) continue;
       std::string v = l->py_name + "_blocks";
       blocks_var[l] = v;
-      body.push_back(Stmt::assign(v, *b == 1 ? names::size(l)
-                                             : "(" + names::size(l) + " + " + std::to_string(*b - 1) +
-                                                   ") // " + std::to_string(*b)));
+      body.push_back(Stmt::assign(v, *b == 1
+                                         ? names::size(l)
+                                         : "(" + names::size(l) + " + " + std::to_string(*b - 1) +
+                                               ") // " + std::to_string(*b)));
     }
     // Extents of each level, in kernel code and in wrapper code.
     std::map<std::string, long long> split_factor; // ID -> factor
@@ -286,7 +295,8 @@ private:
         std::string grid_blocks = "triton.cdiv(" + lv.dim->py_name + ", " + std::to_string(b) + ")";
         if (lv.factor) {
           std::string f = std::to_string(lv.factor);
-          extent[i] = "(" + blocks_var[lv.dim] + " + " + std::to_string(lv.factor - 1) + ") // " + f;
+          extent[i] =
+              "(" + blocks_var[lv.dim] + " + " + std::to_string(lv.factor - 1) + ") // " + f;
           grid_extent[i] = "triton.cdiv(" + grid_blocks + ", " + f + ")";
         } else {
           extent[i] = blocks_var[lv.dim];
@@ -319,13 +329,15 @@ private:
       if (lv.factor && !lv.is_split_inner)
         body.push_back(Stmt::assign(lv.dim->py_name + "_block", block_index(lv.name)));
     std::string grid;
-    for (const std::string& g : grid_extent) grid += (grid.empty() ? "" : " * ") + g;
+    for (const std::string& g : grid_extent)
+      grid += (grid.empty() ? "" : " * ") + g;
     kernel_.grid = grid;
     for (Label l : labels_) {
       auto b = fs_.block_of(l);
       if (!b) continue;
       std::string start = l->py_name + "_start";
-      body.push_back(Stmt::assign(start, l->py_name + "_block" + (*b == 1 ? "" : " * " + std::to_string(*b))));
+      body.push_back(
+          Stmt::assign(start, l->py_name + "_block" + (*b == 1 ? "" : " * " + std::to_string(*b))));
       body.push_back(Stmt::assign(l->py_name + "_end", "tl.minimum(" + start + " + " +
                                                            std::to_string(*b) + ", " +
                                                            names::size(l) + ")"));
@@ -350,7 +362,8 @@ private:
 
   std::string axes_text() const {
     std::string s;
-    for (const Axis& a : axes_) s += (s.empty() ? "" : ", ") + a.label->name + ":" + a.width;
+    for (const Axis& a : axes_)
+      s += (s.empty() ? "" : ", ") + a.label->name + ":" + a.width;
     return s;
   }
 
@@ -385,7 +398,8 @@ private:
       if (blocked) body.push_back(Stmt::assign(b.idx, start + " + " + arange));
     } else {
       // A whole-dimension walk of a blocked, fully tensorized label steps by its tile width.
-      std::string step = fs_.fully_tensorized(l) ? width_of_axis(l) : std::to_string(fs_.tensor_of(l));
+      std::string step =
+          fs_.fully_tensorized(l) ? width_of_axis(l) : std::to_string(fs_.tensor_of(l));
       StmtPtr loop = Stmt::loop(base + "_iter", start, end, step);
       inner = &loop->body;
       body.push_back(std::move(loop));
@@ -446,7 +460,7 @@ private:
   // the inner loops. Reductions that read a label bound by an enclosing reduction stay put.
   void hoist(const ir::Labels& bound, std::vector<StmtPtr>& body) {
     std::function<void(const ir::Expr&, const ir::Labels&)> walk = [&](const ir::Expr& e,
-                                                                      const ir::Labels& inner) {
+                                                                       const ir::Labels& inner) {
       Label rvar = nullptr;
       if (auto* r = e.as<ir::Reduce>()) rvar = r->rvar;
       if (auto* d = e.as<ir::Dot>()) rvar = d->rvar;
@@ -457,14 +471,16 @@ private:
         void visit(const ir::Unary& x) override { kids.push_back(x.a.get()); }
         void visit(const ir::Binary& x) override { kids = {x.a.get(), x.b.get()}; }
         void visit(const ir::Call& x) override {
-          for (auto& a : x.args) kids.push_back(a.get());
+          for (auto& a : x.args)
+            kids.push_back(a.get());
         }
         void visit(const ir::Reduce& x) override { kids.push_back(x.a.get()); }
         void visit(const ir::Dot& x) override { kids = {x.a.get(), x.b.get()}; }
         void visit(const ir::Reshape& x) override { kids.push_back(x.a.get()); }
       } children;
       e.accept(children);
-      for (const ir::Expr* k : children.kids) walk(*k, deeper);
+      for (const ir::Expr* k : children.kids)
+        walk(*k, deeper);
       if (!rvar || hoisted_.count(&e)) return;
       for (Label l : e.dims)
         if (!ir::contains(bound, l) || ir::contains(inner, l)) return;
@@ -513,13 +529,15 @@ private:
     }
     Value v = lower(*fd.value, *cur);
     bool scalar = true;
-    for (Label l : fd.dims) scalar &= bind_[l].back().mask.empty();
+    for (Label l : fd.dims)
+      scalar &= bind_[l].back().mask.empty();
     std::string value = scalar && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
     cur->push_back(Stmt::assign(f->py_name, value));
-    cur->push_back(Stmt::store(ptr_of(f) + " + " + offset_expr(f, fd.dims), f->py_name,
-                               mask_of(fd.dims)));
+    cur->push_back(
+        Stmt::store(ptr_of(f) + " + " + offset_expr(f, fd.dims), f->py_name, mask_of(fd.dims)));
     cache_.pop_back();
-    for (Label l : pushed) bind_[l].pop_back();
+    for (Label l : pushed)
+      bind_[l].pop_back();
     // The values are read back by other threads of this program instance.
     body.push_back(Stmt::expr("tl.debug_barrier()"));
   }
@@ -530,7 +548,7 @@ private:
     std::set<Label> out;
     const ir::Labels& fdims = prog_.def(f).dims;
     std::function<void(const ir::Expr&, const ir::Labels&)> walk = [&](const ir::Expr& e,
-                                                                      const ir::Labels& bound) {
+                                                                       const ir::Labels& bound) {
       if (auto* a = e.as<ir::Access>()) {
         if (a->tensor == f)
           for (size_t i = 0; i < a->index.size(); ++i)
@@ -545,14 +563,16 @@ private:
         void visit(const ir::Unary& x) override { kids.push_back(x.a.get()); }
         void visit(const ir::Binary& x) override { kids = {x.a.get(), x.b.get()}; }
         void visit(const ir::Call& x) override {
-          for (auto& a : x.args) kids.push_back(a.get());
+          for (auto& a : x.args)
+            kids.push_back(a.get());
         }
         void visit(const ir::Reduce& x) override { kids.push_back(x.a.get()); }
         void visit(const ir::Dot& x) override { kids = {x.a.get(), x.b.get()}; }
         void visit(const ir::Reshape& x) override { kids.push_back(x.a.get()); }
       } kids;
       e.accept(kids);
-      for (const ir::Expr* k : kids.kids) walk(*k, inner);
+      for (const ir::Expr* k : kids.kids)
+        walk(*k, inner);
     };
     walk(*def_.value, {});
     return out;
@@ -574,7 +594,8 @@ private:
 
   std::string fresh(const std::string& base) {
     std::string name = base;
-    for (int i = 2; used_.count(name) || is_param(name); ++i) name = base + "_" + std::to_string(i);
+    for (int i = 2; used_.count(name) || is_param(name); ++i)
+      name = base + "_" + std::to_string(i);
     used_.insert(name);
     return name;
   }
@@ -587,7 +608,8 @@ private:
   // A reduction computes the same value wherever its free labels are indexed the same way.
   std::string reduction_key(const ir::Expr& e) {
     std::string key = "reduction:" + ir::to_dt(e);
-    for (Label l : e.dims) key += "," + l->name + "=" + bind_[l].back().idx;
+    for (Label l : e.dims)
+      key += "," + l->name + "=" + bind_[l].back().idx;
     return key;
   }
 
@@ -616,7 +638,8 @@ private:
 
   Value load(const ir::Access& e, std::vector<StmtPtr>& body, bool native = false) {
     std::string key = e.tensor->py_name + (native ? "#native" : "");
-    for (Label l : e.index) key += "," + bind_[l].back().idx;
+    for (Label l : e.index)
+      key += "," + bind_[l].back().idx;
     for (auto it = cache_.rbegin(); it != cache_.rend(); ++it) {
       auto hit = it->find(key);
       if (hit != it->end()) return {hit->second};
@@ -624,11 +647,13 @@ private:
     bool single_pattern = access_patterns(e.tensor) == 1;
     std::string base = e.tensor->py_name;
     if (!single_pattern)
-      for (Label l : e.index) base += "_" + l->py_name;
+      for (Label l : e.index)
+        base += "_" + l->py_name;
     std::string name = fresh(native ? base + "_tile" : base);
     std::string addr = ptr_of(e.tensor) + " + " + offset_expr(e.tensor, e.index);
     std::string mask = mask_of(e.index);
-    std::string call = "tl.load(" + addr + (mask.empty() ? "" : ", mask=" + mask + ", other=0.0") + ")";
+    std::string call =
+        "tl.load(" + addr + (mask.empty() ? "" : ", mask=" + mask + ", other=0.0") + ")";
     // Inputs may be float16/bfloat16: compute in float32.
     // tl.dot takes them as they are and accumulates in float32.
     if (e.tensor->kind == ir::SymbolKind::In && !native) call += ".to(tl.float32)";
@@ -658,19 +683,24 @@ private:
       auto& c = static_cast<const ir::Const&>(e);
       return {float_literal(c.value), c.value < 0 ? kUnary : kAtom};
     }
-    case ir::ExprKind::ScalarIn: return {static_cast<const ir::ScalarIn&>(e).symbol->py_name};
-    case ir::ExprKind::Len: return {names::size(static_cast<const ir::Len&>(e).label)};
+    case ir::ExprKind::ScalarIn:
+      return {static_cast<const ir::ScalarIn&>(e).symbol->py_name};
+    case ir::ExprKind::Len:
+      return {names::size(static_cast<const ir::Len&>(e).label)};
     case ir::ExprKind::ProgramId:
       return {"tl.program_id(" + std::to_string(static_cast<const ir::ProgramId&>(e).axis) + ")"};
-    case ir::ExprKind::Access: return load(static_cast<const ir::Access&>(e), body);
+    case ir::ExprKind::Access:
+      return load(static_cast<const ir::Access&>(e), body);
     case ir::ExprKind::Unary: {
       auto& u = static_cast<const ir::Unary&>(e);
       Value a = lower(*u.a, body);
       if (u.op == ir::UnOp::Plus) return a;
       return {"-" + paren(a, kUnary), kUnary};
     }
-    case ir::ExprKind::Binary: return binary(static_cast<const ir::Binary&>(e), body);
-    case ir::ExprKind::Call: return call(static_cast<const ir::Call&>(e), body);
+    case ir::ExprKind::Binary:
+      return binary(static_cast<const ir::Binary&>(e), body);
+    case ir::ExprKind::Call:
+      return call(static_cast<const ir::Call&>(e), body);
     case ir::ExprKind::Reduce: {
       if (auto it = hoisted_.find(&e); it != hoisted_.end()) return it->second;
       if (auto hit = cached(reduction_key(e))) return {*hit};
@@ -683,7 +713,8 @@ private:
       if (auto it = hoisted_.find(&e); it != hoisted_.end()) return it->second;
       if (auto hit = cached(reduction_key(e))) return {*hit};
       auto& d = static_cast<const ir::Dot&>(e);
-      Value v = dot_axes(d) ? matmul(d, body) : reduce(ir::ReduceOp::Sum, {d.a, d.b}, d.rvar, e, body);
+      Value v =
+          dot_axes(d) ? matmul(d, body) : reduce(ir::ReduceOp::Sum, {d.a, d.b}, d.rvar, e, body);
       cache_.back()[reduction_key(e)] = v.text;
       return v;
     }
@@ -696,9 +727,9 @@ private:
 
   Value binary(const ir::Binary& b, std::vector<StmtPtr>& body) {
     Value x = lower(*b.a, body), y = lower(*b.b, body);
-    int p = ir::is_comparison(b.op) ? kCompare
+    int p = ir::is_comparison(b.op)                              ? kCompare
             : (b.op == ir::BinOp::Add || b.op == ir::BinOp::Sub) ? kAdd
-                                                                  : kMul;
+                                                                 : kMul;
     // Comparisons never chain in the generated code: Python would read `a < b < c` as a chain.
     int left_min = p == kCompare ? kCompare + 1 : p;
     Value v{paren(x, left_min) + " " + ir::op_text(b.op) + " " + paren(y, p + 1), p};
@@ -746,7 +777,8 @@ private:
       body.push_back(Stmt::assign(operand, base.text));
     }
     std::string product = operand;
-    for (int i = 1; i < std::abs(n); ++i) product += " * " + operand;
+    for (int i = 1; i < std::abs(n); ++i)
+      product += " * " + operand;
     if (n < 0) return {"1.0 / (" + product + ")", kMul};
     return {product, std::abs(n) == 1 ? kAtom : kMul};
   }
@@ -785,7 +817,8 @@ private:
     std::string wp = width_of_axis(p), wq = width_of_axis(q);
     bool in_order = axis_of(p) < axis_of(q);
     if (axes_.size() == 2) return in_order ? value : "tl.trans(" + value + ")";
-    std::string m = "tl.reshape(" + value + ", [" + (in_order ? wp + ", " + wq : wq + ", " + wp) + "])";
+    std::string m =
+        "tl.reshape(" + value + ", [" + (in_order ? wp + ", " + wq : wq + ", " + wp) + "])";
     return in_order ? m : "tl.trans(" + m + ")";
   }
 
@@ -794,9 +827,11 @@ private:
       std::string w = width_of_axis(l);
       if (std::isdigit(static_cast<unsigned char>(w[0])) && std::stoll(w) < 16)
         diags_.error(fs_.where.count("tensorize") ? fs_.where.at("tensorize") : d.loc,
-                     "in `" + func_->name + "`: rdot over `" + d.rvar->name + "` runs on tl.dot, "
-                     "which needs tensors of at least 16 along each dimension, but `" + l->name +
-                     "` has " + w + "; raise its tensor size (or block size) to 16 or more");
+                     "in `" + func_->name + "`: rdot over `" + d.rvar->name +
+                         "` runs on tl.dot, "
+                         "which needs tensors of at least 16 along each dimension, but `" +
+                         l->name + "` has " + w +
+                         "; raise its tensor size (or block size) to 16 or more");
     }
   }
 
@@ -810,7 +845,8 @@ private:
     bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || splits(d));
     std::string wi = width_of_axis(ax.i), wj = width_of_axis(ax.j);
     std::string acc = fresh(prefix + r->py_name + "_acc");
-    if (!full_r) body.push_back(Stmt::assign(acc, "tl.zeros([" + wi + ", " + wj + "], tl.float32)"));
+    if (!full_r)
+      body.push_back(Stmt::assign(acc, "tl.zeros([" + wi + ", " + wj + "], tl.float32)"));
     std::string loop_prefix = prefix;
     if (used_.count(prefix + r->py_name + "_iter"))
       for (int n = 2;; ++n) {
@@ -849,7 +885,8 @@ private:
         if (!mask.empty()) v = "tl.where(" + mask + ", " + v + ", 0.0)";
       }
       auto* access = e->as<ir::Access>();
-      std::string name = fresh(access ? "dot_" + access->tensor->py_name : std::string("dot_operand"));
+      std::string name =
+          fresh(access ? "dot_" + access->tensor->py_name : std::string("dot_operand"));
       inner->push_back(Stmt::assign(name, as_matrix(v, p, q)));
       return name;
     };
@@ -859,9 +896,11 @@ private:
     std::string result = fresh(prefix + r->py_name + "_dot");
     std::string shape = shape_of({ax.i, ax.j});
     if (full_r) {
-      body.push_back(Stmt::assign(result, "tl.reshape(tl.dot(" + a + ", " + b + precision() + "), " + shape + ")"));
+      body.push_back(Stmt::assign(result, "tl.reshape(tl.dot(" + a + ", " + b + precision() +
+                                              "), " + shape + ")"));
     } else {
-      inner->push_back(Stmt::assign(acc, "tl.dot(" + a + ", " + b + ", " + acc + precision() + ")"));
+      inner->push_back(
+          Stmt::assign(acc, "tl.dot(" + a + ", " + b + ", " + acc + precision() + ")"));
       body.push_back(Stmt::assign(result, "tl.reshape(" + acc + ", " + shape + ")"));
     }
     bind_[r].pop_back();
@@ -875,7 +914,8 @@ private:
     // A reduction over a label that also names an output dimension shadows it.
     std::string prefix = bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
     ir::Labels operand_dims;
-    for (auto& o : operands) operand_dims = ir::union_labels(operand_dims, o->dims);
+    for (auto& o : operands)
+      operand_dims = ir::union_labels(operand_dims, o->dims);
     std::string identity = op == ir::ReduceOp::Sum   ? "0.0"
                            : op == ir::ReduceOp::Max ? "float(\"-inf\")"
                                                      : "float(\"inf\")";
@@ -884,9 +924,8 @@ private:
     bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || splits(e));
     if (!full_r) {
       std::string shape = shape_of(operand_dims);
-      body.push_back(Stmt::assign(acc, axes_.empty() ? identity
-                                                     : "tl.full(" + shape + ", " + identity +
-                                                           ", tl.float32)"));
+      body.push_back(Stmt::assign(
+          acc, axes_.empty() ? identity : "tl.full(" + shape + ", " + identity + ", tl.float32)"));
     }
     // Unique names for the loop variables of this reduction.
     std::string saved_prefix_base = prefix + r->py_name;
@@ -917,8 +956,9 @@ private:
     std::string masked = mask.empty() ? v : "tl.where(" + mask + ", " + v + ", " + identity + ")";
     std::string result = fresh(prefix + r->py_name + "_" + std::string(what).substr(1));
     int ax = axis_of(r);
-    std::string reducer = op == ir::ReduceOp::Sum ? "tl.sum" : op == ir::ReduceOp::Max ? "tl.max"
-                                                                                        : "tl.min";
+    std::string reducer = op == ir::ReduceOp::Sum   ? "tl.sum"
+                          : op == ir::ReduceOp::Max ? "tl.max"
+                                                    : "tl.min";
     if (full_r) {
       body.push_back(Stmt::assign(result, reducer + "(" + masked + ", axis=" + std::to_string(ax) +
                                               ", keep_dims=True)"));
@@ -960,8 +1000,8 @@ private:
 
 } // namespace
 
-kir::Kernel lower_func(const ir::Program& program, const Schedule& schedule,
-                       const ir::Symbol* func, DiagnosticEngine& diags) {
+kir::Kernel lower_func(const ir::Program& program, const Schedule& schedule, const ir::Symbol* func,
+                       DiagnosticEngine& diags) {
   return FuncLowering(program, schedule, func, diags).run();
 }
 

@@ -15,8 +15,8 @@ namespace dtc {
 
 /// Builds the kernel computing `func`. User errors (schedule choices this compiler cannot
 /// honour) are reported on `diags`; the result is then incomplete.
-kir::Kernel lower_func(const ir::Program& program, const Schedule& schedule,
-                       const ir::Symbol* func, DiagnosticEngine& diags);
+kir::Kernel lower_func(const ir::Program& program, const Schedule& schedule, const ir::Symbol* func,
+                       DiagnosticEngine& diags);
 
 /// The next power of two >= v (v >= 1).
 long long next_power_of_two(long long v);

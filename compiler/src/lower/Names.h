@@ -28,13 +28,21 @@ namespace dtc {
 void assign_python_names(ir::Program& program);
 
 namespace names {
-inline std::string ptr(const ir::Symbol* s) { return s->py_name + "_ptr"; }
+inline std::string ptr(const ir::Symbol* s) {
+  return s->py_name + "_ptr";
+}
 inline std::string stride(const ir::Symbol* s, size_t i) {
   return s->py_name + "_stride" + std::to_string(i);
 }
-inline std::string kernel(const ir::Symbol* f) { return f->py_name + "_kernel"; }
-inline std::string size(ir::Label l) { return l->py_name + "_size"; }
-inline std::string tile(ir::Label l) { return l->py_name + "_TILE"; }
+inline std::string kernel(const ir::Symbol* f) {
+  return f->py_name + "_kernel";
+}
+inline std::string size(ir::Label l) {
+  return l->py_name + "_size";
+}
+inline std::string tile(ir::Label l) {
+  return l->py_name + "_TILE";
+}
 } // namespace names
 
 } // namespace dtc

@@ -12,7 +12,8 @@ static ir::Symbol* add_symbol(ir::Program& program, std::string base, ir::Symbol
       if (s.py_name == n) return true;
     return false;
   };
-  while (taken(base)) base += "_";
+  while (taken(base))
+    base += "_";
   ir::Symbol s;
   s.name = base;
   s.py_name = base;
@@ -27,7 +28,8 @@ static ir::Symbol* add_symbol(ir::Program& program, std::string base, ir::Symbol
 
 void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags) {
   std::vector<const ir::Symbol*> funcs;
-  for (const auto& [f, fs] : schedule.funcs) funcs.push_back(f);
+  for (const auto& [f, fs] : schedule.funcs)
+    funcs.push_back(f);
   for (const ir::Symbol* f : funcs) {
     if (!program.funcs.count(f)) continue;
     FuncSchedule& fs = schedule.of(f);
@@ -38,9 +40,10 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     if (blocked.empty()) continue;
     Loc loc = fs.where.count("block") ? fs.where.at("block") : def.loc;
     if (blocked.size() > 1) {
-      diags.error(loc, "in `" + f->name + ".block(...)`: only one reduction dimension of a Func "
-                       "can be blocked; block `" + blocked[0]->name + "` or `" + blocked[1]->name +
-                       "`");
+      diags.error(loc, "in `" + f->name +
+                           ".block(...)`: only one reduction dimension of a Func "
+                           "can be blocked; block `" +
+                           blocked[0]->name + "` or `" + blocked[1]->name + "`");
       continue;
     }
     ir::Label k = blocked[0];
@@ -49,7 +52,8 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     ir::Label top = reduce ? reduce->rvar : dot ? dot->rvar : nullptr;
     if (top != k) {
       diags.error(loc, "in `" + f->name + ".block(...)`: blocking the reduction dimension `" +
-                           k->name + "` splits the reduction over program instances, which needs `" +
+                           k->name +
+                           "` splits the reduction over program instances, which needs `" +
                            f->name + "` to be defined as one reduction over `" + k->name +
                            "`; move the rest of the expression into another Func");
       continue;
@@ -62,9 +66,9 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     }
     // Partial results: f_partial[dims..., k_parts] computed with f's schedule.
     ir::Symbol* parts = add_symbol(program, k->py_name + "_parts", ir::SymbolKind::RVar, k->loc);
-    ir::Symbol* partial = add_symbol(program, f->py_name + "_partial", ir::SymbolKind::Func, f->loc);
-    program.derived_sizes[parts] =
-        "triton.cdiv(" + k->py_name + ", " + std::to_string(block) + ")";
+    ir::Symbol* partial =
+        add_symbol(program, f->py_name + "_partial", ir::SymbolKind::Func, f->loc);
+    program.derived_sizes[parts] = "triton.cdiv(" + k->py_name + ", " + std::to_string(block) + ")";
     ir::FuncDef pdef = def;
     pdef.symbol = partial;
     pdef.dims.push_back(parts);

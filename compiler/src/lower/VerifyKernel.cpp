@@ -17,7 +17,9 @@ static std::set<std::string> identifiers(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
     if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
       size_t start = i;
-      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+      while (i < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+        ++i;
       if (start == 0 || text[start - 1] != '.') out.insert(text.substr(start, i - start));
     } else {
       ++i;
@@ -58,7 +60,8 @@ static void check(const kir::Kernel& k, const std::vector<kir::StmtPtr>& stmts,
       check(k, s->body, params, tensor_idx);
       break;
     case kir::StmtKind::Comment:
-    case kir::StmtKind::Expr: break;
+    case kir::StmtKind::Expr:
+      break;
     }
   }
 }

@@ -10,16 +10,18 @@ Primitive block_primitive() {
   p.name = "block";
   p.apply = [](PrimitiveContext& ctx) {
     if (ctx.stmt.args.empty()) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `block` needs at least one "
-                                    "`VAR:SIZE` argument");
+      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) +
+                                        ": `block` needs at least one "
+                                        "`VAR:SIZE` argument");
       return false;
     }
     bool ok = true;
     std::map<ir::Label, long long> merged = ctx.target.block;
     for (const ast::ScheduleArg& a : ctx.stmt.args) {
       if (a.name.empty() || !a.has_value || !a.split_name.empty()) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `block` arguments are "
-                               "`VAR:SIZE`, as in `block(x:64)`");
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) +
+                                   ": `block` arguments are "
+                                   "`VAR:SIZE`, as in `block(x:64)`");
         ok = false;
         continue;
       }
@@ -36,9 +38,11 @@ Primitive block_primitive() {
       }
       auto it = merged.find(l);
       if (it != merged.end() && it->second != a.value) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name + "` is already "
-                               "blocked with size " + std::to_string(it->second) +
-                               "; give each dimension one block size");
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name +
+                                   "` is already "
+                                   "blocked with size " +
+                                   std::to_string(it->second) +
+                                   "; give each dimension one block size");
         ok = false;
         continue;
       }

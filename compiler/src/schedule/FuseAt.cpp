@@ -12,8 +12,9 @@ Primitive fuse_at_primitive() {
     const auto& args = ctx.stmt.args;
     if (args.size() != 2 || args[0].name.empty() || args[0].has_value || args[1].name.empty() ||
         args[1].has_value) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `fuse_at` takes a Func and "
-                                    "a dimension label, as in `tmp.fuse_at(out, x)`");
+      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) +
+                                        ": `fuse_at` takes a Func and "
+                                        "a dimension label, as in `tmp.fuse_at(out, x)`");
       return false;
     }
     const ir::Symbol* g = ctx.program.find(args[0].name);
@@ -25,15 +26,19 @@ Primitive fuse_at_primitive() {
     const ir::FuncDef& fdef = ctx.program.def(ctx.func);
     const ir::FuncDef& gdef = ctx.program.def(g);
     if (g == ctx.func) {
-      ctx.diags.error(args[0].loc, "in " + stmt_text(ctx.stmt) + ": a Func cannot be fused into "
-                                   "itself");
+      ctx.diags.error(args[0].loc, "in " + stmt_text(ctx.stmt) +
+                                       ": a Func cannot be fused into "
+                                       "itself");
       return false;
     }
     const std::vector<const ir::Symbol*>& gdeps = ctx.schedule.deps_of(ctx.program, g);
     if (!ir::contains(gdeps, ctx.func)) {
-      ctx.diags.error(args[0].loc, "in " + stmt_text(ctx.stmt) + ": `" + g->name + "` does not "
-                                   "read `" + ctx.func->name + "`, so there is nothing to fuse; "
-                                   "fuse a Func only into one of its consumers");
+      ctx.diags.error(args[0].loc, "in " + stmt_text(ctx.stmt) + ": `" + g->name +
+                                       "` does not "
+                                       "read `" +
+                                       ctx.func->name +
+                                       "`, so there is nothing to fuse; "
+                                       "fuse a Func only into one of its consumers");
       return false;
     }
     ir::Label v = nullptr;
@@ -54,18 +59,21 @@ Primitive fuse_at_primitive() {
     }
     size_t fpos = std::find(fdef.dims.begin(), fdef.dims.end(), v) - fdef.dims.begin();
     bool same_outer = fpos == gpos;
-    for (size_t i = 0; same_outer && i < fpos; ++i) same_outer = fdef.dims[i] == gdef.dims[i];
+    for (size_t i = 0; same_outer && i < fpos; ++i)
+      same_outer = fdef.dims[i] == gdef.dims[i];
     if (!same_outer) {
       ctx.diags.error(args[1].loc, "in " + stmt_text(ctx.stmt) + ": the dimensions outside `" +
                                        v->name + "` differ between `" + ctx.func->name + "` and `" +
-                                       g->name + "`; loops can only be fused where their outer "
+                                       g->name +
+                                       "`; loops can only be fused where their outer "
                                        "dimensions are equal");
       return false;
     }
     if (ctx.target.fuse_at && (ctx.target.fuse_at->into != g || ctx.target.fuse_at->at != v)) {
       ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `" + ctx.func->name +
-                                    "` is already fused into `" + ctx.target.fuse_at->into->name +
-                                    "`; a Func is fused at one place");
+                                        "` is already fused into `" +
+                                        ctx.target.fuse_at->into->name +
+                                        "`; a Func is fused at one place");
       return false;
     }
     if (ctx.target.fuse_at) return true; // the same statement again

@@ -35,8 +35,8 @@ Primitive map_primitive() {
   p.apply = [](PrimitiveContext& ctx) {
     if (ctx.target.map) {
       ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `" + ctx.func->name +
-                                    "` already has a `map`; give the whole loop nest in one "
-                                    "statement");
+                                        "` already has a `map`; give the whole loop nest in one "
+                                        "statement");
       return false;
     }
     std::vector<MapLevel> levels;
@@ -45,14 +45,16 @@ Primitive map_primitive() {
     bool ok = true;
     for (const ast::ScheduleArg& a : ctx.stmt.args) {
       if (a.name.empty() || (a.has_value && a.split_name.empty())) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `map` arguments are `VAR` or "
-                               "`VAR:ID/FACTOR`, as in `map(x:xi/4, y, xi)`");
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) +
+                                   ": `map` arguments are `VAR` or "
+                                   "`VAR:ID/FACTOR`, as in `map(x:xi/4, y, xi)`");
         ok = false;
         continue;
       }
       if (placed.count(a.name)) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name + "` appears twice "
-                               "in the loop nest");
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name +
+                                   "` appears twice "
+                                   "in the loop nest");
         ok = false;
         continue;
       }
@@ -94,7 +96,7 @@ Primitive map_primitive() {
     }
     for (const std::string& id : pending_ids) {
       ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": split level `" + id +
-                                    "` is never placed; add `" + id + "` after the split");
+                                        "` is never placed; add `" + id + "` after the split");
       ok = false;
     }
     if (ok) ctx.target.map = levels;

@@ -13,8 +13,10 @@ Primitive num_stages_primitive() {
     long long n;
     if (!single_int_arg(ctx, n)) return false;
     if (n < 1 || n > 16) {
-      ctx.diags.error(ctx.stmt.args[0].loc, "in " + stmt_text(ctx.stmt) + ": num_stages must be "
-                                            "from 1 to 16, not " + std::to_string(n));
+      ctx.diags.error(ctx.stmt.args[0].loc, "in " + stmt_text(ctx.stmt) +
+                                                ": num_stages must be "
+                                                "from 1 to 16, not " +
+                                                std::to_string(n));
       return false;
     }
     ctx.target.num_stages = static_cast<int>(n);

@@ -15,8 +15,10 @@ Primitive precision_primitive() {
     if (args.size() != 1 || args[0].name.empty() || args[0].has_value ||
         (args[0].name != "tf32" && args[0].name != "tf32x3" && args[0].name != "ieee")) {
       ctx.diags.error(args.empty() ? ctx.stmt.loc : args[0].loc,
-                      "in " + stmt_text(ctx.stmt) + ": `precision` takes tf32, tf32x3 or ieee, as "
-                      "in `" + ctx.func->name + ".precision(ieee)`");
+                      "in " + stmt_text(ctx.stmt) +
+                          ": `precision` takes tf32, tf32x3 or ieee, as "
+                          "in `" +
+                          ctx.func->name + ".precision(ieee)`");
       return false;
     }
     ctx.target.precision = args[0].name;

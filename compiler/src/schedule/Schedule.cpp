@@ -1,8 +1,8 @@
 #include "schedule/Schedule.h"
 
+#include "ir/Builtins.h"
 #include "ir/IRVisitor.h"
 #include "schedule/Primitive.h"
-#include "ir/Builtins.h"
 
 #include <algorithm>
 #include <functional>
@@ -24,13 +24,15 @@ FuncSchedule& Schedule::of(const ir::Symbol* f) {
 
 const std::vector<Primitive>& primitive_table() {
   static const std::vector<Primitive> table = {
-      block_primitive(),     tensorize_primitive(),  map_primitive(),    fuse_at_primitive(),
-      atomic_primitive(),    precision_primitive(),  num_warps_primitive(),
-      num_stages_primitive(), compile_primitive()};
+      block_primitive(),     tensorize_primitive(),  map_primitive(),
+      fuse_at_primitive(),   atomic_primitive(),     precision_primitive(),
+      num_warps_primitive(), num_stages_primitive(), compile_primitive()};
   return table;
 }
 
-bool is_power_of_two(long long v) { return v > 0 && (v & (v - 1)) == 0; }
+bool is_power_of_two(long long v) {
+  return v > 0 && (v & (v - 1)) == 0;
+}
 
 std::string stmt_text(const ast::ScheduleStmt& stmt) {
   return "`" + stmt.func.text + "." + stmt.primitive.text + "(...)`";
@@ -58,7 +60,8 @@ ir::Labels definition_labels(const ir::Program& program, const ir::Symbol* func)
 
 ir::Labels schedulable_labels(const ir::Program& program, const FuncSchedule& fs) {
   ir::Labels labels = definition_labels(program, fs.func);
-  for (const ir::Symbol* f : fs.fused) labels = ir::union_labels(labels, definition_labels(program, f));
+  for (const ir::Symbol* f : fs.fused)
+    labels = ir::union_labels(labels, definition_labels(program, f));
   return labels;
 }
 
@@ -67,7 +70,8 @@ ir::Label schedule_label(PrimitiveContext& ctx, const ast::ScheduleArg& arg, con
   for (ir::Label l : allowed)
     if (l->name == arg.name) return l;
   std::string dims;
-  for (ir::Label l : allowed) dims += (dims.empty() ? "" : ", ") + l->name;
+  for (ir::Label l : allowed)
+    dims += (dims.empty() ? "" : ", ") + l->name;
   ctx.diags.error(arg.loc, "in " + stmt_text(ctx.stmt) + ": `" + arg.name + "` is not a " + what +
                                " of `" + ctx.func->name + "` (it has " + dims + ")");
   return nullptr;
@@ -90,13 +94,13 @@ static std::string closest_primitive(const std::string& name) {
 /// it, directly or through a chain) and what it then depends on. Both follow from the set of
 /// fusions alone, whatever order they were applied in.
 static void settle_fusions(const ir::Program& program, Schedule& schedule) {
-  std::function<bool(const ir::Symbol*, const ir::Symbol*)> computed_in =
-      [&](const ir::Symbol* f, const ir::Symbol* g) {
-        auto it = schedule.funcs.find(f);
-        if (it == schedule.funcs.end() || !it->second.fuse_at) return false;
-        const ir::Symbol* into = it->second.fuse_at->into;
-        return into == g || computed_in(into, g);
-      };
+  std::function<bool(const ir::Symbol*, const ir::Symbol*)> computed_in = [&](const ir::Symbol* f,
+                                                                              const ir::Symbol* g) {
+    auto it = schedule.funcs.find(f);
+    if (it == schedule.funcs.end() || !it->second.fuse_at) return false;
+    const ir::Symbol* into = it->second.fuse_at->into;
+    return into == g || computed_in(into, g);
+  };
   for (const auto& [g, def] : program.funcs) {
     std::vector<const ir::Symbol*> fused, deps;
     std::set<const ir::Symbol*> seen;
@@ -128,7 +132,8 @@ void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Progr
   for (const ast::ScheduleStmt& stmt : stmts)
     if (stmt.primitive.text == "fuse_at") pending.push_back(&stmt);
   std::map<const ir::Symbol*, std::vector<const ir::Symbol*>> deps;
-  for (const auto& [f, def] : program.funcs) deps[f] = def.deps;
+  for (const auto& [f, def] : program.funcs)
+    deps[f] = def.deps;
   for (bool progress = true; progress && !pending.empty();) {
     progress = false;
     for (auto it = pending.begin(); it != pending.end();) {
@@ -195,7 +200,8 @@ namespace {
 std::set<const ir::Symbol*> kernel_funcs(const Schedule& schedule, const ir::Program& program) {
   std::set<const ir::Symbol*> out;
   if (schedule.compiled.empty()) {
-    for (const auto& [f, def] : program.funcs) out.insert(f);
+    for (const auto& [f, def] : program.funcs)
+      out.insert(f);
     return out;
   }
   std::vector<const ir::Symbol*> work = schedule.compiled;
@@ -203,7 +209,8 @@ std::set<const ir::Symbol*> kernel_funcs(const Schedule& schedule, const ir::Pro
     const ir::Symbol* f = work.back();
     work.pop_back();
     if (!out.insert(f).second || !program.funcs.count(f)) continue;
-    for (const ir::Symbol* d : schedule.deps_of(program, f)) work.push_back(d);
+    for (const ir::Symbol* d : schedule.deps_of(program, f))
+      work.push_back(d);
   }
   return out;
 }
@@ -221,7 +228,8 @@ std::string fuse_at_text(const FuncSchedule& fs, const Schedule& schedule,
   bool inline_fusion = gs.fuse_at.has_value();
   if (!inline_fusion) {
     inline_fusion = true;
-    for (size_t i = pos + 1; i < fdims.size(); ++i) inline_fusion &= gs.fully_tensorized(fdims[i]);
+    for (size_t i = pos + 1; i < fdims.size(); ++i)
+      inline_fusion &= gs.fully_tensorized(fdims[i]);
   }
   size_t level = pos;
   if (inline_fusion)
@@ -234,7 +242,8 @@ std::string fuse_at_text(const FuncSchedule& fs, const Schedule& schedule,
 
 std::string canonical_text(const Schedule& schedule, const ir::Program& program) {
   std::vector<const ir::Symbol*> funcs;
-  for (const auto& [f, fs] : schedule.funcs) funcs.push_back(f);
+  for (const auto& [f, fs] : schedule.funcs)
+    funcs.push_back(f);
   std::sort(funcs.begin(), funcs.end(),
             [](const ir::Symbol* a, const ir::Symbol* b) { return a->name < b->name; });
   std::set<const ir::Symbol*> with_kernel = kernel_funcs(schedule, program);
@@ -246,8 +255,9 @@ std::string canonical_text(const Schedule& schedule, const ir::Program& program)
     for (const Primitive& p : primitive_table()) {
       std::string name = p.name;
       if (name == "compile" || (only_fusion && name != "fuse_at")) continue;
-      std::optional<std::string> args =
-          name == "fuse_at" && fs.fuse_at ? fuse_at_text(fs, schedule, program) : p.print(fs, program);
+      std::optional<std::string> args = name == "fuse_at" && fs.fuse_at
+                                            ? fuse_at_text(fs, schedule, program)
+                                            : p.print(fs, program);
       if (!args) continue;
       if (!out.empty()) out += ";";
       out += f->name + "." + p.name + "(" + *args + ")";

@@ -13,10 +13,10 @@ namespace dtc {
 
 /// One level of the `map` loop nest over program instances.
 struct MapLevel {
-  std::string name;       // the dimension label's name, or a split's ID
-  ir::Label dim;          // the dimension this level walks (for an ID: the split dimension)
-  long long factor = 0;   // for `VAR:ID/FACTOR`: FACTOR; 0 when not split here
-  std::string split_id;   // for `VAR:ID/FACTOR`: ID
+  std::string name;            // the dimension label's name, or a split's ID
+  ir::Label dim;               // the dimension this level walks (for an ID: the split dimension)
+  long long factor = 0;        // for `VAR:ID/FACTOR`: FACTOR; 0 when not split here
+  std::string split_id;        // for `VAR:ID/FACTOR`: ID
   bool is_split_inner = false; // this level is an ID introduced by an earlier split
   Loc loc;
 };
@@ -45,10 +45,10 @@ struct FuncSchedule {
   std::optional<FuseAt> fuse_at;
   std::optional<int> num_warps;
   std::optional<int> num_stages;
-  std::optional<ir::Label> atomic; // atomic(k): combine a blocked reduction atomically
+  std::optional<ir::Label> atomic;      // atomic(k): combine a blocked reduction atomically
   std::optional<std::string> precision; // precision(tf32|tf32x3|ieee) of float32 tl.dot
-  std::optional<SplitReduction> split; // set by lowering (SplitReductions.h), not by statements
-  std::map<std::string, Loc> where; // primitive name -> location of its (last) statement
+  std::optional<SplitReduction> split;  // set by lowering (SplitReductions.h), not by statements
+  std::map<std::string, Loc> where;     // primitive name -> location of its (last) statement
   std::vector<const ir::Symbol*> fused; // Funcs fused into this one (directly or not), in order
   /// Funcs fused into this one at a loop level whose inner dimensions are not all fully
   /// tensorized: computed into a global temporary at that level (set by fusion).

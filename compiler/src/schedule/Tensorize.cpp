@@ -11,7 +11,8 @@ constexpr long long kMaxTensorElements = 1 << 20;
 
 static long long next_power_of_two(long long v) {
   long long p = 1;
-  while (p < v) p <<= 1;
+  while (p < v)
+    p <<= 1;
   return p;
 }
 
@@ -20,16 +21,18 @@ Primitive tensorize_primitive() {
   p.name = "tensorize";
   p.apply = [](PrimitiveContext& ctx) {
     if (ctx.stmt.args.empty()) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `tensorize` needs at least "
-                                    "one `VAR:SIZE` argument");
+      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) +
+                                        ": `tensorize` needs at least "
+                                        "one `VAR:SIZE` argument");
       return false;
     }
     bool ok = true;
     std::map<ir::Label, long long> merged = ctx.target.tensor;
     for (const ast::ScheduleArg& a : ctx.stmt.args) {
       if (a.name.empty() || !a.has_value || !a.split_name.empty()) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `tensorize` arguments are "
-                               "`VAR:SIZE` (0 for the whole block), as in `tensorize(y:64)`");
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) +
+                                   ": `tensorize` arguments are "
+                                   "`VAR:SIZE` (0 for the whole block), as in `tensorize(y:64)`");
         ok = false;
         continue;
       }
@@ -41,7 +44,8 @@ Primitive tensorize_primitive() {
       if (a.value != 0 && !is_power_of_two(a.value)) {
         long long lo = next_power_of_two(a.value) / 2, hi = next_power_of_two(a.value);
         ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": tensor size " +
-                                   std::to_string(a.value) + " of `" + a.name + "` is not a "
+                                   std::to_string(a.value) + " of `" + a.name +
+                                   "` is not a "
                                    "power of two; Triton tensors need power-of-two sizes: use " +
                                    std::to_string(lo) + " or " + std::to_string(hi) +
                                    ", or 0 for the whole block");
@@ -50,9 +54,11 @@ Primitive tensorize_primitive() {
       }
       auto it = merged.find(l);
       if (it != merged.end() && it->second != a.value) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name + "` is already "
-                               "tensorized with size " + std::to_string(it->second) +
-                               "; give each dimension one tensor size");
+        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name +
+                                   "` is already "
+                                   "tensorized with size " +
+                                   std::to_string(it->second) +
+                                   "; give each dimension one tensor size");
         ok = false;
         continue;
       }
@@ -69,12 +75,17 @@ Primitive tensorize_primitive() {
       auto b = fs.block_of(l);
       if (b && t > *b) {
         diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: tensor size " +
-                             std::to_string(t) + " of `" + l->name + "` is larger than its block "
-                             "size " + std::to_string(*b) + "; use at most the block size, or 0 "
+                             std::to_string(t) + " of `" + l->name +
+                             "` is larger than its block "
+                             "size " +
+                             std::to_string(*b) +
+                             "; use at most the block size, or 0 "
                              "for the whole block");
       }
-      if (t == 0 && b) elements *= next_power_of_two(*b);
-      else if (t > 0) elements *= t;
+      if (t == 0 && b)
+        elements *= next_power_of_two(*b);
+      else if (t > 0)
+        elements *= t;
     }
     if (elements > kMaxTensorElements)
       diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: tensors of " +
