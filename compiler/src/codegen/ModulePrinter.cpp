@@ -28,7 +28,7 @@ def _dt_check_tensor(name, value, rank):
 def _dt_scalar(name, value):
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a number, got {type(value).__name__}")
     return float(value)
 
@@ -239,7 +239,8 @@ public:
     out_ += "\nSchedule: " +
             (in_.canonical_schedule.empty() ? std::string("(default)") : in_.canonical_schedule) +
             "\n";
-    out_ += "\"\"\"\n\nimport os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n";
+    out_ += "\"\"\"\n\nimport numbers\nimport os\n\nimport torch\nimport triton\nimport "
+            "triton.language as tl\n\n";
     out_ += "SCHEDULE = " + quote(in_.canonical_schedule) + "\n";
     std::vector<std::string> compiled;
     for (const CompiledFunc& c : in_.compiled)

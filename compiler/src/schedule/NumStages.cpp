@@ -19,6 +19,12 @@ Primitive num_stages_primitive() {
                                                 std::to_string(n));
       return false;
     }
+    if (ctx.target.num_stages && *ctx.target.num_stages != n) {
+      ctx.diags.error(ctx.stmt.args[0].loc,
+                      "in " + stmt_text(ctx.stmt) + ": num_stages is " + "already " +
+                          std::to_string(*ctx.target.num_stages) + "; give it one value");
+      return false;
+    }
     ctx.target.num_stages = static_cast<int>(n);
     return true;
   };

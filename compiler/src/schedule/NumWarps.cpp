@@ -27,6 +27,12 @@ Primitive num_warps_primitive() {
                                                 std::to_string(n));
       return false;
     }
+    if (ctx.target.num_warps && *ctx.target.num_warps != n) {
+      ctx.diags.error(ctx.stmt.args[0].loc,
+                      "in " + stmt_text(ctx.stmt) + ": num_warps is already " +
+                          std::to_string(*ctx.target.num_warps) + "; give it one value");
+      return false;
+    }
     ctx.target.num_warps = static_cast<int>(n);
     return true;
   };
