@@ -133,15 +133,6 @@ std::string tuple_of(const std::vector<std::string>& items) {
   return s + (items.size() == 1 ? ",)" : ")");
 }
 
-std::string float_text(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  std::string s = os.str();
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-  return s;
-}
-
 /// PyTorch text of an expression, over a layout of labels.
 class ReferenceExpr : public ir::IRVisitor {
 public:
@@ -170,7 +161,7 @@ public:
   }
 
   void visit(const ir::Const& e) override {
-    out = e.value < 0 ? "(" + float_text(e.value) + ")" : float_text(e.value);
+    out = e.value < 0 ? "(" + ir::python_float(e.value) + ")" : ir::python_float(e.value);
   }
   void visit(const ir::ScalarIn& e) override { out = e.symbol->py_name; }
   void visit(const ir::Len& e) override { out = e.label->py_name; }
@@ -449,12 +440,7 @@ private:
     out_ += "    Returns " + name + " " + shape_text(def.dims) +
             " in the inputs' dtype, on their "
             "device.\n    \"\"\"\n";
-    out_ += "    " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
-            (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
-    for (const ir::Symbol* in : sig.inputs)
-      if (in->kind == ir::SymbolKind::SIn)
-        out_ +=
-            "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
+    print_prologue(sig, args_fn, kw);
     for (ir::Label l : sig.derived)
       out_ += "    " + l->py_name + " = " + prog_.derived_sizes.at(l) + "\n";
     const kir::Kernel& last = in_.kernels.at(f);
@@ -514,12 +500,7 @@ private:
     out_ += "    \"\"\"PyTorch evaluation of " + f->name +
             ", in float32 and aligned by label, for "
             "checking the kernels.\"\"\"\n";
-    out_ += "    " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
-            (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
-    for (const ir::Symbol* in : sig.inputs)
-      if (in->kind == ir::SymbolKind::SIn)
-        out_ +=
-            "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
+    print_prologue(sig, args_fn, kw);
     for (const ir::Symbol* k : reference_order(f)) {
       const ir::FuncDef& kd = in_.reference_defs.at(k);
       ir::Labels layout = kd.dims;
@@ -592,6 +573,16 @@ private:
     for (size_t i = 0; i < sig.labels.size(); ++i)
       out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + quote(sig.labels[i]->py_name);
     out_ += "}\n";
+  }
+
+  // The checks that open both the wrapper and the reference: sizes, dtype, device, scalars.
+  void print_prologue(const Signature& sig, const std::string& args_fn, const std::string& kw) {
+    out_ += "    " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
+            (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
+    for (const ir::Symbol* in : sig.inputs)
+      if (in->kind == ir::SymbolKind::SIn)
+        out_ +=
+            "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
   }
 
   static std::string shape_text(const ir::Labels& dims) {

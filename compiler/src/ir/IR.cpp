@@ -159,16 +159,38 @@ ExprPtr IRMutator::visit(const Reshape& e, const ExprPtr& self) {
   return a == e.a ? self : std::make_shared<Reshape>(e.loc, a, e.shape);
 }
 
-namespace {
+std::vector<const Expr*> children(const Expr& e) {
+  struct Kids : IRVisitor {
+    std::vector<const Expr*> kids;
+    void visit(const Unary& x) override { kids = {x.a.get()}; }
+    void visit(const Binary& x) override { kids = {x.a.get(), x.b.get()}; }
+    void visit(const Call& x) override {
+      for (const ExprPtr& a : x.args)
+        kids.push_back(a.get());
+    }
+    void visit(const Reduce& x) override { kids = {x.a.get()}; }
+    void visit(const Dot& x) override { kids = {x.a.get(), x.b.get()}; }
+    void visit(const Reshape& x) override { kids = {x.a.get()}; }
+  } kids;
+  e.accept(kids);
+  return kids.kids;
+}
 
-std::string number_text(double v, bool is_int) {
-  if (is_int && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+std::string python_float(double v) {
+  if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "float(\"-inf\")";
   std::ostringstream os;
   os.precision(17);
   os << v;
   std::string s = os.str();
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   return s;
+}
+
+namespace {
+
+std::string number_text(double v, bool is_int) {
+  if (is_int && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  return python_float(v);
 }
 
 int precedence(const Expr& e) {

@@ -191,6 +191,12 @@ struct Program {
 Labels union_labels(const Labels& a, const Labels& b);
 bool contains(const Labels& labels, Label l);
 
+/// The direct operands of an expression node, in order.
+std::vector<const Expr*> children(const Expr& e);
+
+/// A float as a Python literal that reads back exactly (`0.5`, `2.0`, `1e-30`, `float("inf")`).
+std::string python_float(double v);
+
 /// Prints an expression in DT syntax (fully parenthesized where precedence needs it).
 std::string to_dt(const Expr& e);
 /// Prints the whole program IR with the dims of every Func (for `dtc --emit=ir`).

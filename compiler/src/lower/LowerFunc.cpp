@@ -25,16 +25,6 @@ using ir::Label;
 using kir::Stmt;
 using kir::StmtPtr;
 
-std::string float_literal(double v) {
-  if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "float(\"-inf\")";
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  std::string s = os.str();
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-  return s;
-}
-
 // Python operator precedence levels used for parenthesizing generated expressions.
 enum Prec { kCompare = 1, kAdd = 2, kMul = 3, kUnary = 4, kAtom = 5 };
 
@@ -466,20 +456,7 @@ private:
       if (auto* d = e.as<ir::Dot>()) rvar = d->rvar;
       ir::Labels deeper = inner;
       if (rvar) deeper.push_back(rvar);
-      struct Children : ir::IRVisitor {
-        std::vector<const ir::Expr*> kids;
-        void visit(const ir::Unary& x) override { kids.push_back(x.a.get()); }
-        void visit(const ir::Binary& x) override { kids = {x.a.get(), x.b.get()}; }
-        void visit(const ir::Call& x) override {
-          for (auto& a : x.args)
-            kids.push_back(a.get());
-        }
-        void visit(const ir::Reduce& x) override { kids.push_back(x.a.get()); }
-        void visit(const ir::Dot& x) override { kids = {x.a.get(), x.b.get()}; }
-        void visit(const ir::Reshape& x) override { kids.push_back(x.a.get()); }
-      } children;
-      e.accept(children);
-      for (const ir::Expr* k : children.kids)
+      for (const ir::Expr* k : ir::children(e))
         walk(*k, deeper);
       if (!rvar || hoisted_.count(&e)) return;
       for (Label l : e.dims)
@@ -558,20 +535,7 @@ private:
       ir::Labels inner = bound;
       if (auto* r = e.as<ir::Reduce>()) inner.push_back(r->rvar);
       if (auto* d = e.as<ir::Dot>()) inner.push_back(d->rvar);
-      struct Kids : ir::IRVisitor {
-        std::vector<const ir::Expr*> kids;
-        void visit(const ir::Unary& x) override { kids.push_back(x.a.get()); }
-        void visit(const ir::Binary& x) override { kids = {x.a.get(), x.b.get()}; }
-        void visit(const ir::Call& x) override {
-          for (auto& a : x.args)
-            kids.push_back(a.get());
-        }
-        void visit(const ir::Reduce& x) override { kids.push_back(x.a.get()); }
-        void visit(const ir::Dot& x) override { kids = {x.a.get(), x.b.get()}; }
-        void visit(const ir::Reshape& x) override { kids.push_back(x.a.get()); }
-      } kids;
-      e.accept(kids);
-      for (const ir::Expr* k : kids.kids)
+      for (const ir::Expr* k : ir::children(e))
         walk(*k, inner);
     };
     walk(*def_.value, {});
@@ -681,7 +645,7 @@ private:
     switch (e.kind) {
     case ir::ExprKind::Const: {
       auto& c = static_cast<const ir::Const&>(e);
-      return {float_literal(c.value), c.value < 0 ? kUnary : kAtom};
+      return {ir::python_float(c.value), c.value < 0 ? kUnary : kAtom};
     }
     case ir::ExprKind::ScalarIn:
       return {static_cast<const ir::ScalarIn&>(e).symbol->py_name};

@@ -44,6 +44,13 @@ const std::vector<Primitive>& primitive_table();
 // Shared argument helpers.
 ir::Label schedule_label(PrimitiveContext& ctx, const ast::ScheduleArg& arg, const char* what);
 bool is_power_of_two(long long v);
+
+/// Merges a statement's `VAR:SIZE` arguments into `sizes` (block sizes, tensor sizes). Reports a
+/// statement without arguments, malformed arguments (`usage` shows the right form), labels the
+/// Func cannot name, sizes `check` rejects (it reports its own error), and a label given two
+/// sizes (`what` names the size). `sizes` changes only if every argument is good.
+bool merge_sizes(PrimitiveContext& ctx, std::map<ir::Label, long long>& sizes, const char* usage,
+                 const char* what, const std::function<bool(const ast::ScheduleArg&)>& check);
 std::string stmt_text(const ast::ScheduleStmt& stmt);
 
 } // namespace dtc

@@ -34,6 +34,42 @@ bool is_power_of_two(long long v) {
   return v > 0 && (v & (v - 1)) == 0;
 }
 
+bool merge_sizes(PrimitiveContext& ctx, std::map<ir::Label, long long>& sizes, const char* usage,
+                 const char* what, const std::function<bool(const ast::ScheduleArg&)>& check) {
+  const std::string prim = ctx.stmt.primitive.text;
+  if (ctx.stmt.args.empty()) {
+    ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `" + prim +
+                                      "` needs at least one `VAR:SIZE` argument");
+    return false;
+  }
+  bool ok = true;
+  std::map<ir::Label, long long> merged = sizes;
+  for (const ast::ScheduleArg& a : ctx.stmt.args) {
+    if (a.name.empty() || !a.has_value || !a.split_name.empty()) {
+      ctx.diags.error(a.loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + prim + "` arguments are " + usage);
+      ok = false;
+      continue;
+    }
+    ir::Label l = schedule_label(ctx, a, "dimension");
+    if (!l || !check(a)) {
+      ok = false;
+      continue;
+    }
+    auto it = merged.find(l);
+    if (it != merged.end() && it->second != a.value) {
+      ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name + "` already has " +
+                                 what + " " + std::to_string(it->second) +
+                                 "; give each dimension one " + what);
+      ok = false;
+      continue;
+    }
+    merged[l] = a.value;
+  }
+  if (ok) sizes = merged;
+  return ok;
+}
+
 std::string stmt_text(const ast::ScheduleStmt& stmt) {
   return "`" + stmt.func.text + "." + stmt.primitive.text + "(...)`";
 }

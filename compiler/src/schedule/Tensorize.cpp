@@ -20,52 +20,19 @@ Primitive tensorize_primitive() {
   Primitive p;
   p.name = "tensorize";
   p.apply = [](PrimitiveContext& ctx) {
-    if (ctx.stmt.args.empty()) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) +
-                                        ": `tensorize` needs at least "
-                                        "one `VAR:SIZE` argument");
-      return false;
-    }
-    bool ok = true;
-    std::map<ir::Label, long long> merged = ctx.target.tensor;
-    for (const ast::ScheduleArg& a : ctx.stmt.args) {
-      if (a.name.empty() || !a.has_value || !a.split_name.empty()) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) +
-                                   ": `tensorize` arguments are "
-                                   "`VAR:SIZE` (0 for the whole block), as in `tensorize(y:64)`");
-        ok = false;
-        continue;
-      }
-      ir::Label l = schedule_label(ctx, a, "dimension");
-      if (!l) {
-        ok = false;
-        continue;
-      }
-      if (a.value != 0 && !is_power_of_two(a.value)) {
-        long long lo = next_power_of_two(a.value) / 2, hi = next_power_of_two(a.value);
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": tensor size " +
-                                   std::to_string(a.value) + " of `" + a.name +
-                                   "` is not a "
-                                   "power of two; Triton tensors need power-of-two sizes: use " +
-                                   std::to_string(lo) + " or " + std::to_string(hi) +
-                                   ", or 0 for the whole block");
-        ok = false;
-        continue;
-      }
-      auto it = merged.find(l);
-      if (it != merged.end() && it->second != a.value) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name +
-                                   "` is already "
-                                   "tensorized with size " +
-                                   std::to_string(it->second) +
-                                   "; give each dimension one tensor size");
-        ok = false;
-        continue;
-      }
-      merged[l] = a.value;
-    }
-    if (ok) ctx.target.tensor = merged;
-    return ok;
+    return merge_sizes(
+        ctx, ctx.target.tensor, "`VAR:SIZE` (0 for the whole block), as in `tensorize(y:64)`",
+        "tensor size", [&](const ast::ScheduleArg& a) {
+          if (a.value == 0 || is_power_of_two(a.value)) return true;
+          long long lo = next_power_of_two(a.value) / 2, hi = next_power_of_two(a.value);
+          ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": tensor size " +
+                                     std::to_string(a.value) + " of `" + a.name +
+                                     "` is not a power of two; Triton tensors need power-of-two "
+                                     "sizes: use " +
+                                     std::to_string(lo) + " or " + std::to_string(hi) +
+                                     ", or 0 for the whole block");
+          return false;
+        });
   };
   p.validate = [](const FuncSchedule& fs, const ir::Program& prog, DiagnosticEngine& diags) {
     Loc loc = fs.where.at("tensorize");
