@@ -4,6 +4,9 @@
 // A partial SIZE must be a power of two, the tensor shapes Triton supports.
 #include "schedule/Primitive.h"
 
+#include <algorithm>
+#include <functional>
+
 namespace dtc {
 
 // Triton's cap on the elements of one tensor (triton.language.TRITON_MAX_TENSOR_NUMEL).
@@ -36,27 +39,42 @@ Primitive tensorize_primitive() {
   };
   p.validate = [](const FuncSchedule& fs, const ir::Program& prog, DiagnosticEngine& diags) {
     Loc loc = fs.where.at("tensorize");
-    long long elements = 1;
+    std::map<ir::Label, long long> width; // tile width of each label with a known width
     for (ir::Label l : schedulable_labels(prog, fs)) {
       long long t = fs.tensor_of(l);
       auto b = fs.block_of(l);
       if (b && t > *b) {
         diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: tensor size " +
                              std::to_string(t) + " of `" + l->name +
-                             "` is larger than its block "
-                             "size " +
-                             std::to_string(*b) +
-                             "; use at most the block size, or 0 "
-                             "for the whole block");
+                             "` is larger than its block size " + std::to_string(*b) +
+                             "; use at most the block size, or 0 for the whole block");
       }
-      if (t == 0 && b)
-        elements *= next_power_of_two(*b);
-      else if (t > 0)
-        elements *= t;
+      width[l] = t == 0 && b ? next_power_of_two(*b) : std::max(1LL, t);
     }
-    if (elements > kMaxTensorElements)
-      diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: tensors of " +
-                           std::to_string(elements) + " elements exceed Triton's limit of " +
+    // The largest tensor a kernel builds: a value varies along its expression's labels (and a
+    // reduction's operand along the reduced label too); tl.dot operands and results are 2-D.
+    auto elements = [&](const ir::Labels& labels) {
+      long long n = 1;
+      for (ir::Label l : labels)
+        if (width.count(l)) n *= width[l];
+      return n;
+    };
+    long long largest = 0;
+    std::function<void(const ir::Expr&)> walk = [&](const ir::Expr& e) {
+      largest = std::max(largest, elements(e.dims));
+      if (auto* r = e.as<ir::Reduce>()) largest = std::max(largest, elements(r->a->dims));
+      for (const ir::Expr* k : ir::children(e))
+        walk(*k);
+    };
+    std::vector<const ir::Symbol*> funcs = fs.fused;
+    funcs.push_back(fs.func);
+    for (const ir::Symbol* f : funcs) {
+      largest = std::max(largest, elements(prog.def(f).dims));
+      walk(*prog.def(f).value);
+    }
+    if (largest > kMaxTensorElements)
+      diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: a tensor of " +
+                           std::to_string(largest) + " elements exceeds Triton's limit of " +
                            std::to_string(kMaxTensorElements) + "; use smaller tensor sizes");
   };
   p.print = [](const FuncSchedule& fs, const ir::Program& prog) -> std::optional<std::string> {
