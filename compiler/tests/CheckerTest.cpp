@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "TestSupport.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -33,13 +35,7 @@ std::string names(const std::vector<const ir::Symbol*>& symbols) {
   return out;
 }
 
-std::string conformance(const std::string& file) {
-  std::ifstream in(std::string(DTX_SHARED_DIR) + "/conformance/" + file);
-  EXPECT_TRUE(in) << "cannot read " << file;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using dtc::testing::conformance;
 
 } // namespace
 

@@ -4,19 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "TestSupport.h"
+
 #include <fstream>
 #include <random>
 #include <sstream>
 
 namespace {
 
-std::string conformance(const std::string& file) {
-  std::ifstream in(std::string(DTX_SHARED_DIR) + "/conformance/" + file);
-  EXPECT_TRUE(in) << "cannot read " << file;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using dtc::testing::conformance;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

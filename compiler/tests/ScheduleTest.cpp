@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "TestSupport.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -18,13 +20,7 @@ const char* kTwoFuncs = "Func out, tmp;\nIn A;\nVar x, y;\n"
                         "out[x, y] = tmp[x, y] + 1;\n"
                         "out.compile();\n";
 
-std::string conformance(const std::string& file) {
-  std::ifstream in(std::string(DTX_SHARED_DIR) + "/conformance/" + file);
-  EXPECT_TRUE(in) << "cannot read " << file;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using dtc::testing::conformance;
 
 // The canonical text of `source` with its schedule replaced by `schedule` (or its own schedule),
 // without the trailing newline; "<error>" and a test failure when the compiler rejects it.

@@ -1,0 +1,20 @@
+#pragma once
+// Helpers shared by the compiler's unit tests.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace dtc::testing {
+
+/// The text of a conformance program (shared/conformance/FILE).
+inline std::string conformance(const std::string& file) {
+  std::ifstream in(std::string(DTX_SHARED_DIR) + "/conformance/" + file);
+  EXPECT_TRUE(in) << "cannot read " << file;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+} // namespace dtc::testing
