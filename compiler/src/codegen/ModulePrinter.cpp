@@ -122,6 +122,31 @@ def _dt_rand_scalar(generator):
     return 0.5 + float(torch.rand((), generator=generator))
 )PY";
 
+// Copies a 2-D tensor into a layout whose `axis` is contiguous, through tiles that Triton
+// transposes in shared memory: reads and writes both coalesced, unlike a strided copy.
+const char* kRelayout = R"PY(
+
+@triton.jit
+def _dt_transpose_kernel(src_ptr, dst_ptr, rows, cols, src_stride0, src_stride1, dst_stride0,
+                         dst_stride1, TILE: tl.constexpr):
+    row = (tl.program_id(0).to(tl.int64) * TILE + tl.arange(0, TILE))[:, None]
+    col = (tl.program_id(1).to(tl.int64) * TILE + tl.arange(0, TILE))[None, :]
+    mask = (row < rows) & (col < cols)
+    tile = tl.load(src_ptr + row * src_stride0 + col * src_stride1, mask=mask)
+    tl.store(dst_ptr + row * dst_stride0 + col * dst_stride1, tile, mask=mask)
+
+
+def _dt_k_contiguous(tensor, axis):
+    """`tensor` (2-D) copied to a layout in which dimension `axis` is contiguous."""
+    rows, cols = tensor.shape
+    strides = (1, rows) if axis == 0 else (cols, 1)
+    out = torch.empty_strided((rows, cols), strides, dtype=tensor.dtype, device=tensor.device)
+    if out.numel():
+        grid = (triton.cdiv(rows, 64), triton.cdiv(cols, 64))
+        _dt_transpose_kernel[grid](tensor, out, rows, cols, *tensor.stride(), *out.stride(), TILE=64)
+    return out
+)PY";
+
 std::string quote(const std::string& s) {
   return "\"" + s + "\"";
 }
@@ -245,6 +270,10 @@ public:
         precision = quote(k.dot_precision);
     out_ += "DOT_PRECISION = " + precision + "\n";
     out_ += kRuntime;
+    bool relayout = false;
+    for (const auto& [f, k] : in_.kernels)
+      relayout |= !k.k_contiguous_inputs.empty();
+    if (relayout) out_ += kRelayout;
     if (uses_program_id())
       out_ += "\n\ndef _dt_program_id_in_reference():\n    raise ValueError(\"the reference "
               "cannot evaluate program_id: its value depends on the schedule\")\n";
@@ -475,9 +504,8 @@ private:
                 " out with its k axis contiguous.\n";
         out_ += "    if " + tensor + ".dtype == torch.float32 and " + tensor + ".stride(" +
                 std::to_string(axis) + ") != 1:\n";
-        out_ += "        " + tensor + " = " + tensor +
-                (axis == 1 ? ".contiguous()" : ".transpose(0, 1).contiguous().transpose(0, 1)") +
-                "\n";
+        out_ += "        " + tensor + " = _dt_k_contiguous(" + tensor + ", " +
+                std::to_string(axis) + ")\n";
       }
       out_ += "    " + kernel.name + "[(" + kernel.grid + ",)](\n";
       std::string line;
