@@ -799,29 +799,42 @@ private:
     }
   }
 
+  // A reduction over a label that also names a bound dimension shadows it: its names get
+  // `<label>_red_`.
+  std::string reduction_prefix(Label r) {
+    return bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
+  }
+
+  // A prefix under which this reduction's loop variables are unused (`r2_`, `r3_`, ...), so a
+  // second reduction over the same label in one kernel gets its own names; reserves them.
+  std::string loop_prefix(Label r, const std::string& prefix) {
+    std::string p = prefix;
+    for (int n = 2; used_.count(p + r->py_name + "_iter") || used_.count(p + r->py_name + "_idx");
+         ++n)
+      p = prefix + "r" + std::to_string(n) + "_";
+    used_.insert(p + r->py_name + "_iter");
+    used_.insert(p + r->py_name + "_idx");
+    return p;
+  }
+
+  // Whether reduction `e` over `r` takes its whole extent as one tile (no loop).
+  bool whole_tile(const ir::Expr& e, Label r) const {
+    return fs_.fully_tensorized(r) && (!fs_.block_of(r) || splits(e));
+  }
+
   Value matmul(const ir::Dot& d, std::vector<StmtPtr>& body) {
     DotAxes ax = *dot_axes(d);
     check_dot_sizes(d, ax);
     kernel_.dot_precision = fs_.precision.value_or("tf32");
     Label r = d.rvar;
     body.push_back(Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
-    std::string prefix = bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
-    bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || splits(d));
+    std::string prefix = reduction_prefix(r);
+    bool full_r = whole_tile(d, r);
     std::string wi = width_of_axis(ax.i), wj = width_of_axis(ax.j);
     std::string acc = fresh(prefix + r->py_name + "_acc");
     if (!full_r)
       body.push_back(Stmt::assign(acc, "tl.zeros([" + wi + ", " + wj + "], tl.float32)"));
-    std::string loop_prefix = prefix;
-    if (used_.count(prefix + r->py_name + "_iter"))
-      for (int n = 2;; ++n) {
-        std::string p = prefix + "r" + std::to_string(n) + "_";
-        if (!used_.count(p + r->py_name + "_iter")) {
-          loop_prefix = p;
-          break;
-        }
-      }
-    used_.insert(loop_prefix + r->py_name + "_iter");
-    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, !splits(d));
+    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix(r, prefix), !splits(d));
     // Values computed inside a loop are not visible after it; without a loop they are.
     if (!full_r) cache_.emplace_back();
     const std::string& mask = bind_[r].back().mask;
@@ -875,8 +888,7 @@ private:
                std::vector<StmtPtr>& body) {
     const char* what = operands.size() == 2 ? "rdot" : ir::reduce_name(op);
     body.push_back(Stmt::comment(std::string(what) + " over " + r->name + ": " + ir::to_dt(e)));
-    // A reduction over a label that also names an output dimension shadows it.
-    std::string prefix = bind_.count(r) && !bind_[r].empty() ? r->py_name + "_red_" : "";
+    std::string prefix = reduction_prefix(r);
     ir::Labels operand_dims;
     for (auto& o : operands)
       operand_dims = ir::union_labels(operand_dims, o->dims);
@@ -885,27 +897,13 @@ private:
                                                      : "float(\"inf\")";
     std::string acc = fresh(prefix + r->py_name + "_acc");
     bool tensor_r = tensorized(r);
-    bool full_r = fs_.fully_tensorized(r) && (!fs_.block_of(r) || splits(e));
+    bool full_r = whole_tile(e, r);
     if (!full_r) {
       std::string shape = shape_of(operand_dims);
       body.push_back(Stmt::assign(
           acc, axes_.empty() ? identity : "tl.full(" + shape + ", " + identity + ", tl.float32)"));
     }
-    // Unique names for the loop variables of this reduction.
-    std::string saved_prefix_base = prefix + r->py_name;
-    std::string loop_prefix = prefix;
-    if (used_.count(saved_prefix_base + "_iter") || used_.count(saved_prefix_base + "_idx")) {
-      for (int i = 2;; ++i) {
-        std::string p = prefix + "r" + std::to_string(i) + "_";
-        if (!used_.count(p + r->py_name + "_iter")) {
-          loop_prefix = p;
-          break;
-        }
-      }
-    }
-    used_.insert(loop_prefix + r->py_name + "_iter");
-    used_.insert(loop_prefix + r->py_name + "_idx");
-    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix, !splits(e));
+    std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix(r, prefix), !splits(e));
     if (!full_r) cache_.emplace_back();
     std::string v;
     if (operands.size() == 2) {
