@@ -33,21 +33,32 @@ def _dt_scalar(name, value):
     return float(value)
 
 
-def _dt_dim(label, given, uses):
-    """The size of dimension `label`: `uses` are (tensor name, tensor, axis) that it indexes."""
-    size = given
-    origin = f"{label}={given}" if given is not None else None
-    for name, tensor, axis in uses:
-        actual = tensor.shape[axis]
+def _dt_dim(labels, given, uses, why=None):
+    """The one size of dimension labels `labels`: a label alone, or labels whose sizes are tied
+    because the program reads a Func with them (`why` says where). `given` are the sizes passed
+    for them (None where not); `uses` are the (label, tensor name, tensor, axis) they index."""
+    size = origin = named = None
+
+    def agree(label, value, where, given):
+        nonlocal size, origin, named
         if size is None:
-            size, origin = actual, f"{name}.shape[{axis}]"
-        elif actual != size:
-            raise ValueError(
-                f"size of {label} disagrees: {name}.shape[{axis}] is {actual} but {origin} is {size}")
+            size, origin, named = value, where, label if given else None
+        elif value != size:
+            tie = f" ({why})" if why else ""
+            raise ValueError(f"size of {named or label} disagrees: {where} is {value} but "
+                             f"{origin} is {size}{tie}")
+
+    for label, value in zip(labels, given):
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{label} must be a non-negative integer, got {value!r}")
+        agree(label, value, f"{label}={value}", True)
+    for label, name, tensor, axis in uses:
+        agree(label, tensor.shape[axis], f"{name}.shape[{axis}]", False)
     if size is None:
-        raise ValueError(f"the size of {label} cannot be inferred from the inputs; pass {label}=...")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise ValueError(f"{label} must be a non-negative integer, got {size!r}")
+        raise ValueError(f"the size of {labels[0]} cannot be inferred from the inputs; "
+                         f"pass {labels[0]}=...")
     return size
 
 
@@ -107,6 +118,18 @@ def _dt_matmul(a, b, layout, i, k, j):
     return (product if ai < bj else product.t()).reshape(shape)
 
 
+def _dt_amax(value, dim, keepdim):
+    if value.shape[dim] == 0:
+        return value.sum(dim=dim, keepdim=keepdim).fill_(float("-inf"))
+    return torch.amax(value, dim=dim, keepdim=keepdim)
+
+
+def _dt_amin(value, dim, keepdim):
+    if value.shape[dim] == 0:
+        return value.sum(dim=dim, keepdim=keepdim).fill_(float("inf"))
+    return torch.amin(value, dim=dim, keepdim=keepdim)
+
+
 def _dt_sizes(sizes, labels):
     missing = [label for label in labels if label not in sizes]
     if missing:
@@ -151,6 +174,16 @@ std::string quote(const std::string& s) {
   return "\"" + s + "\"";
 }
 
+/// A Python string literal of arbitrary text.
+std::string python_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
 std::string tuple_of(const std::vector<std::string>& items) {
   std::string s = "(";
   for (size_t i = 0; i < items.size(); ++i)
@@ -161,12 +194,23 @@ std::string tuple_of(const std::vector<std::string>& items) {
 /// PyTorch text of an expression, over a layout of labels.
 class ReferenceExpr : public ir::IRVisitor {
 public:
-  explicit ReferenceExpr(const ir::Labels& layout) : layout_(layout) {}
+  /// Subexpressions nested deeper than Python's parser and compiler take are bound to names
+  /// (`_dt_r1 = ...`), appended to `spilled` to be printed first.
+  ReferenceExpr(const ir::Labels& layout, std::vector<std::string>& spilled, int& names)
+      : layout_(layout), spilled_(spilled), names_(names) {}
   std::string out;
+  int depth = 0; // of `out`: operations nested in it
 
   std::string emit(const ir::Expr& e) {
-    ReferenceExpr sub(layout_);
+    ReferenceExpr sub(layout_, spilled_, names_);
     e.accept(sub);
+    if (sub.depth > kMaxDepth) {
+      std::string name = "_dt_r" + std::to_string(++names_);
+      spilled_.push_back(name + " = " + sub.out);
+      sub.out = name;
+      sub.depth = 0;
+    }
+    depth = std::max(depth, sub.depth + 1);
     return sub.out;
   }
   std::string tensor_arg(const ir::Expr& e) {
@@ -216,9 +260,10 @@ public:
     out = substitute(find_builtin(e.fn)->torch, args);
   }
   void visit(const ir::Reduce& e) override {
+    // An empty reduction yields its identity: 0, -inf or inf (torch.amax would raise).
     const char* fn = e.op == ir::ReduceOp::Sum   ? "torch.sum"
-                     : e.op == ir::ReduceOp::Max ? "torch.amax"
-                                                 : "torch.amin";
+                     : e.op == ir::ReduceOp::Max ? "_dt_amax"
+                                                 : "_dt_amin";
     out = std::string(fn) + "(" + emit(*e.a) + ", dim=" + std::to_string(axis(e.rvar)) +
           ", keepdim=True)";
   }
@@ -240,7 +285,10 @@ public:
   void visit(const ir::Reshape& e) override { out = emit(*e.a); }
 
 private:
+  static constexpr int kMaxDepth = 12;
   const ir::Labels& layout_;
+  std::vector<std::string>& spilled_;
+  int& names_;
 };
 
 class ModulePrinter {
@@ -345,6 +393,13 @@ private:
     ir::Labels derived;                    // sizes computed from those
     std::map<ir::Label, std::vector<std::pair<const ir::Symbol*, size_t>>> uses;
     std::map<const ir::Symbol*, ir::Labels> first_shape; // In -> labels of its first access
+    /// Labels whose sizes must be equal, each under its first label in `labels`: they index one
+    /// input dimension, or one reads a Func along a dimension labelled by the other.
+    std::map<ir::Label, ir::Label> tied;
+    std::map<ir::Label, std::vector<std::pair<const ir::Symbol*, size_t>>> group_uses; // by root
+    std::map<ir::Label, std::vector<ir::Label>> group_labels; // root -> the labels it stands for
+    std::map<ir::Label, std::vector<ir::Label>> use_labels;   // root -> label of each group_use
+    std::map<ir::Label, std::string> why;                     // root -> the Func reads that tie it
   };
 
   Signature signature(const CompiledFunc& c) {
@@ -374,6 +429,15 @@ private:
     }
     for (const auto& [l, u] : sig.uses)
       sig.labels = ir::union_labels(sig.labels, {l});
+    // The reference evaluates the algorithm as written, and a kernel may loop over the labels
+    // of Funcs inlined into it (`t[x, y]` read as `t[k, x]`): their sizes are needed too.
+    for (const ir::Symbol* g : reference_order(c.func)) {
+      const ir::FuncDef& written = in_.reference_defs.at(g);
+      sig.labels = ir::union_labels(sig.labels, written.dims);
+      sig.labels = ir::union_labels(sig.labels, reduction_labels(written));
+    }
+    for (const ir::Symbol* k : c.kernel_funcs)
+      sig.labels = ir::union_labels(sig.labels, schedulable_labels(prog_, in_.schedule->of(k)));
     // Sizes the compiler derives (split reductions) are computed, not passed.
     ir::Labels given;
     for (ir::Label l : sig.labels) {
@@ -388,7 +452,84 @@ private:
               [](ir::Label a, ir::Label b) { return a->order < b->order; });
     for (const ir::Symbol* in : prog_.inputs)
       if (collect.used.count(in)) sig.inputs.push_back(in);
+    tie_labels(c, sig);
     return sig;
+  }
+
+  // Groups the labels whose sizes must agree. Reading `t[k, x]` for `t[x, y]` ties k to x and x
+  // to y; two labels indexing one input dimension are tied too. The written algorithm (what the
+  // reference evaluates) and the kernels' (what the wrapper launches) both contribute uses.
+  void tie_labels(const CompiledFunc& c, Signature& sig) {
+    std::map<ir::Label, ir::Label> parent;
+    std::function<ir::Label(ir::Label)> root = [&](ir::Label l) {
+      auto it = parent.find(l);
+      return it == parent.end() ? l : (it->second = root(it->second));
+    };
+    auto join = [&](ir::Label a, ir::Label b) {
+      a = root(a), b = root(b);
+      if (a == b) return;
+      if (a->order > b->order) std::swap(a, b);
+      parent[b] = a;
+    };
+    struct Reads : ir::IRVisitor {
+      std::vector<const ir::Access*> funcs, inputs;
+      void visit(const ir::Access& e) override {
+        (e.tensor->kind == ir::SymbolKind::Func ? funcs : inputs).push_back(&e);
+      }
+    } reads;
+    for (const ir::Symbol* g : reference_order(c.func))
+      in_.reference_defs.at(g).value->accept(reads);
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      prog_.def(k).value->accept(reads);
+      for (const auto& [m, at] : in_.schedule->of(k).materialized)
+        prog_.def(m).value->accept(reads);
+    }
+    std::vector<std::pair<const ir::Access*, size_t>> ties;
+    for (const ir::Access* a : reads.funcs) {
+      const ir::Labels& dims = in_.reference_defs.count(a->tensor)
+                                   ? in_.reference_defs.at(a->tensor).dims
+                                   : prog_.def(a->tensor).dims;
+      for (size_t i = 0; i < a->index.size() && i < dims.size(); ++i)
+        if (a->index[i] != dims[i]) {
+          join(a->index[i], dims[i]);
+          ties.push_back({a, i});
+        }
+    }
+    std::map<std::pair<const ir::Symbol*, size_t>, ir::Label> first_user;
+    std::map<ir::Label, std::vector<std::pair<ir::Label, std::pair<const ir::Symbol*, size_t>>>>
+        uses_of_class;
+    for (const ir::Access* a : reads.inputs)
+      for (size_t i = 0; i < a->index.size(); ++i) {
+        std::pair<const ir::Symbol*, size_t> use{a->tensor, i};
+        auto [it, fresh] = first_user.emplace(use, a->index[i]);
+        if (!fresh) join(it->second, a->index[i]);
+      }
+    // Each class is named by its first label in the signature; its uses cover all its labels.
+    std::map<ir::Label, ir::Label> class_root; // UF root -> signature root
+    for (ir::Label l : sig.labels) {
+      auto [it, fresh] = class_root.emplace(root(l), l);
+      if (!fresh) sig.tied[l] = it->second;
+      sig.group_labels[it->second].push_back(l);
+    }
+    std::set<std::pair<const ir::Symbol*, size_t>> seen;
+    for (const ir::Access* a : reads.inputs)
+      for (size_t i = 0; i < a->index.size(); ++i) {
+        auto it = class_root.find(root(a->index[i]));
+        if (it == class_root.end() || !seen.insert({a->tensor, i}).second) continue;
+        sig.group_uses[it->second].push_back({a->tensor, i});
+        ir::Label named = ir::contains(sig.labels, a->index[i]) ? a->index[i] : it->second;
+        sig.use_labels[it->second].push_back(named);
+      }
+    for (const auto& [a, i] : ties) {
+      auto it = class_root.find(root(a->index[i]));
+      if (it == class_root.end()) continue;
+      std::string& why = sig.why[it->second];
+      const ir::Labels& dims = in_.reference_defs.count(a->tensor)
+                                   ? in_.reference_defs.at(a->tensor).dims
+                                   : prog_.def(a->tensor).dims;
+      std::string reason = ir::to_dt(*a) + " reading " + a->tensor->name + shape_text(dims);
+      if (why.find(reason) == std::string::npos) why += (why.empty() ? "tied by " : ", ") + reason;
+    }
   }
 
   std::string positional(const Signature& sig) {
@@ -443,12 +584,22 @@ private:
       tensors.push_back("(" + quote(in->name) + ", " + in->py_name + ")");
     }
     for (ir::Label l : sig.labels) {
-      std::vector<std::string> uses;
-      for (const auto& [t, axis] : sig.uses[l])
-        uses.push_back("(" + quote(t->name) + ", " + t->py_name + ", " + std::to_string(axis) +
-                       ")");
-      out_ += "    " + l->py_name + " = _dt_dim(" + quote(l->py_name) + ", " + l->py_name + ", " +
-              (uses.empty() ? "()" : tuple_of(uses)) + ")\n";
+      if (sig.tied.count(l)) continue;
+      std::vector<std::string> names, given, uses;
+      std::string targets;
+      for (ir::Label m : sig.group_labels[l]) {
+        names.push_back(quote(m->py_name));
+        given.push_back(m->py_name);
+        targets += m->py_name + " = ";
+      }
+      const auto& gu = sig.group_uses[l];
+      for (size_t i = 0; i < gu.size(); ++i)
+        uses.push_back("(" + quote(sig.use_labels[l][i]->py_name) + ", " +
+                       quote(gu[i].first->name) + ", " + gu[i].first->py_name + ", " +
+                       std::to_string(gu[i].second) + ")");
+      std::string why = sig.why.count(l) ? ", " + python_string(sig.why[l]) : "";
+      out_ += "    " + targets + "_dt_dim(" + tuple_of(names) + ", " + tuple_of(given) + ", " +
+              (uses.empty() ? "()" : tuple_of(uses)) + why + ")\n";
     }
     out_ += "    dtype, device = _dt_dtype_device(" + (tensors.empty() ? "()" : tuple_of(tensors)) +
             ")\n";
@@ -529,32 +680,29 @@ private:
             ", in float32 and aligned by label, for "
             "checking the kernels.\"\"\"\n";
     print_prologue(sig, args_fn, kw);
+    int spilled_names = 0;
     for (const ir::Symbol* k : reference_order(f)) {
       const ir::FuncDef& kd = in_.reference_defs.at(k);
       ir::Labels layout = kd.dims;
       for (ir::Label l : reduction_labels(kd))
         layout = ir::union_labels(layout, {l});
-      ReferenceExpr ref(layout);
+      std::vector<std::string> spilled;
+      ReferenceExpr ref(layout, spilled, spilled_names);
       std::vector<std::string> dims;
       for (ir::Label l : kd.dims)
         dims.push_back(quote(l->py_name));
       out_ += "    layout = " + ref.layout_text() + "\n";
-      out_ += "    " + k->py_name + " = _dt_result(" + ref.emit(*kd.value) + ", layout, " +
-              tuple_of(dims) + ", " + shape_of(kd.dims) + ")\n";
+      std::string value = ref.emit(*kd.value);
+      for (const std::string& s : spilled)
+        out_ += "    " + s + "\n";
+      out_ += "    " + k->py_name + " = _dt_result(" + value + ", layout, " + tuple_of(dims) +
+              ", " + shape_of(kd.dims) + ")\n";
     }
     out_ += "    return " + name + ".to(dtype)\n";
 
     // Random inputs. A label that indexes the same input dimension as an earlier one (rms_norm's
     // k and y) is tied to it: its size defaults to the earlier label's.
-    std::map<ir::Label, ir::Label> tied;
-    for (size_t i = 0; i < sig.labels.size(); ++i)
-      for (size_t j = 0; j < i && !tied.count(sig.labels[i]); ++j)
-        for (const auto& use : sig.uses[sig.labels[i]])
-          if (std::find(sig.uses[sig.labels[j]].begin(), sig.uses[sig.labels[j]].end(), use) !=
-              sig.uses[sig.labels[j]].end()) {
-            tied[sig.labels[i]] = tied.count(sig.labels[j]) ? tied[sig.labels[j]] : sig.labels[j];
-            break;
-          }
+    std::map<ir::Label, ir::Label> tied = sig.tied;
     std::vector<std::string> label_names, free_names;
     std::string free_tuple;
     std::map<ir::Label, int> example;
@@ -585,7 +733,7 @@ private:
         out_ += "    if int(sizes.get(" + quote(l->name) + ", " + tied[l]->py_name +
                 ")) != " + tied[l]->py_name + ":\n        raise ValueError(\"" + l->name +
                 " indexes the same input dimension as " + tied[l]->name +
-                "; give them one size\")\n";
+                "; give them one size\")\n    " + l->py_name + " = " + tied[l]->py_name + "\n";
     out_ += "    generator = torch.Generator().manual_seed(seed)\n";
     std::vector<std::string> results;
     for (const ir::Symbol* in : sig.inputs) {
