@@ -272,3 +272,33 @@ def test_too_long_expressions_are_diagnostics(tmp_path):
     assert "more than 1000 nested operations" in err
     err = rejected(tmp_path, chain_of_fusions(3000))
     assert "operations deep, more than the 1000" in err
+
+
+# ----------------------------------------------------------------------------------------------
+# 9. The command line refuses what it cannot mean.
+
+@pytest.mark.parametrize("args, message", [
+    (["DIR"], "is a directory"),
+    (["FILE", "--schedule", "f.block(x:2)", "--schedule", "f.block(x:4)"],
+     "`--schedule` is given more than once"),
+    (["FILE", "--schedule=f.block(x:2)", "--schedule=f.block(x:4)"], "more than once"),
+    (["FILE", "-o", "a.py", "-o", "b.py"], "`--output` is given more than once"),
+    (["FILE", "--check", "--canonical"], "--check excludes --canonical"),
+    (["FILE", "--emit=ir", "--canonical"], "excludes"),
+    (["FILE", "--check", "--check"], "more than once"),
+])
+def test_cli_rejects_ambiguous_commands(tmp_path, args, message):
+    src = tmp_path / "f.dt"
+    src.write_text("Func f; In A; Var x;\nf[x] = A[x];\nf.compile();\n")
+    args = [str(src) if a == "FILE" else str(tmp_path) if a == "DIR" else a for a in args]
+    result = run_dtc(*args)
+    assert result.returncode == 2, result
+    assert message in result.stderr
+    assert not (tmp_path / "a.py").exists() and not (tmp_path / "b.py").exists()
+
+
+def test_cli_empty_file_is_an_empty_program(tmp_path):
+    src = tmp_path / "empty.dt"
+    src.write_text("")
+    result = run_dtc(src, "--check")
+    assert result.returncode == 0 and "no Func is compiled" in result.stderr
