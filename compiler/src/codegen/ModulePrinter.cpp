@@ -77,6 +77,27 @@ def _dt_dtype_device(tensors):
     return first.dtype, first.device
 
 
+def _dt_out(out, shape, dtype, device):
+    """The result tensor: `out` when the caller gives one (checked), else a new one."""
+    if out is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out has shape {tuple(out.shape)} but the result has shape {tuple(shape)}")
+    if out.dtype != dtype:
+        raise ValueError(f"out is {out.dtype} but the result is {dtype} (the inputs' dtype)")
+    if out.device.type != device.type or (device.index is not None and out.device != device):
+        raise ValueError(f"out is on {out.device} but the inputs are on {device}")
+    extent = 1
+    for stride, size in sorted((s, n) for s, n in zip(out.stride(), out.shape) if n > 1):
+        if stride < extent:
+            raise ValueError("out has elements that share memory (an expanded or overlapping "
+                             "view); pass a tensor whose elements are distinct")
+        extent = stride * size
+    return out
+
+
 def _dt_check_launch(device):
     if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("the inputs are on the CPU: Triton kernels run on a GPU "
@@ -544,9 +565,9 @@ private:
       s += ", " + l->py_name + (with_default ? "=None" : "");
     return s;
   }
-  std::string params(const Signature& sig) {
+  std::string params(const Signature& sig, bool with_out = false) {
     std::string p = positional(sig);
-    std::string k = keywords(sig, true);
+    std::string k = keywords(sig, true) + (with_out ? ", out=None" : "");
     if (p.empty()) return k.empty() ? "" : "*" + k;
     return p + (k.empty() ? "" : ", *" + k);
   }
@@ -606,7 +627,7 @@ private:
     out_ += "    return " + sizes_tuple(sig) + "dtype, device\n";
 
     // The wrapper.
-    out_ += "\n\ndef " + name + "(" + params(sig) + "):\n";
+    out_ += "\n\ndef " + name + "(" + params(sig, true) + "):\n";
     out_ += "    \"\"\"" + f->name + shape_text(def.dims) + " = " + ir::to_dt(*def.value) + "\n\n";
     out_ += "    Positional arguments: ";
     for (size_t i = 0; i < sig.inputs.size(); ++i) {
@@ -618,21 +639,27 @@ private:
     if (sig.inputs.empty()) out_ += "none";
     out_ += ".\n    Sizes are inferred from the tensors; keyword sizes must agree with them.\n";
     out_ += "    Returns " + name + " " + shape_text(def.dims) +
-            " in the inputs' dtype, on their "
-            "device.\n    \"\"\"\n";
+            " in the inputs' dtype, on their device: written into `out`\n"
+            "    when given (a tensor of that shape, dtype and device, any strides), else new.\n"
+            "    \"\"\"\n";
     print_prologue(sig, args_fn, kw);
     for (ir::Label l : sig.derived)
       out_ += "    " + l->py_name + " = " + prog_.derived_sizes.at(l) + "\n";
     const kir::Kernel& last = in_.kernels.at(f);
-    if (last.output_init.empty())
-      out_ += "    " + name + " = torch.empty(" + shape_of(def.dims) +
-              ", dtype=dtype, device=device)\n";
-    else
+    bool atomic = !last.output_init.empty();
+    if (!atomic) {
+      out_ += "    " + name + " = _dt_out(out, " + shape_of(def.dims) + ", dtype, device)\n";
+      out_ += "    if " + name + ".numel() == 0:\n        return " + name + "\n";
+    } else {
+      out_ += "    out = None if out is None else _dt_out(out, " + shape_of(def.dims) +
+              ", dtype, device)\n";
       out_ +=
           "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
           name + " = torch.full(" + shape_of(def.dims) + ", " + last.output_init +
           ", dtype=torch.float32, device=device)\n";
-    out_ += "    if " + name + ".numel() == 0:\n        return " + name + ".to(dtype)\n";
+      out_ += "    if " + name + ".numel() == 0:\n        return " + name +
+              ".to(dtype) if out is None else out\n";
+    }
     out_ += "    _dt_check_launch(device)\n";
     for (const ir::Symbol* k : c.kernel_funcs) {
       const kir::Kernel& kernel = in_.kernels.at(k);
@@ -672,7 +699,11 @@ private:
       out_ += "        num_warps=" + std::to_string(kernel.num_warps) +
               ", num_stages=" + std::to_string(kernel.num_stages) + ",\n    )\n";
     }
-    out_ += "    return " + name + (last.output_init.empty() ? "" : ".to(dtype)") + "\n";
+    if (!atomic)
+      out_ += "    return " + name + "\n";
+    else
+      out_ += "    if out is None:\n        return " + name + ".to(dtype)\n    out.copy_(" + name +
+              ")\n    return out\n";
 
     // The reference.
     out_ += "\n\ndef reference_" + name + "(" + params(sig) + "):\n";
