@@ -273,7 +273,7 @@ class Modules:
             if ckey not in self.compiled_baselines:
                 try:
                     self.compiled_baselines[ckey] = torch.compile(fn)
-                except Exception as e:  # noqa: BLE001
+                except (Exception, SystemExit) as e:  # noqa: BLE001
                     raise Failure("runtime_error", f"torch.compile({function}): {describe(e)}") \
                         from None
             fn = self.compiled_baselines[ckey]
@@ -546,7 +546,7 @@ class Worker:
         try:
             torch.manual_seed(seed)
             inputs = make_inputs(sizes, dtype=dtype, device=DEVICE, seed=seed)
-        except Exception as e:  # noqa: BLE001
+        except (Exception, SystemExit) as e:  # noqa: BLE001
             raise classify(e, f"make_inputs_{func}") from e
 
         rtol, atol = tolerances(dtype_name, getattr(module, "DOT_PRECISION", None))
@@ -563,7 +563,7 @@ class Worker:
         if check:
             try:
                 want = reference(*inputs, **kwargs)
-            except Exception as e:  # noqa: BLE001
+            except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, f"reference_{func}") from e
             try:
                 if kind == "baseline":
@@ -573,7 +573,7 @@ class Worker:
                                      device=want.device)
                     wrapper(*inputs, **kwargs, out=got)
                 synchronize()
-            except Exception as e:  # noqa: BLE001
+            except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, what) from e
             first_run_s = time.perf_counter() - start
             result["check"], message = compare(got, want, rtol, atol)
@@ -583,7 +583,7 @@ class Worker:
             try:
                 fn()
                 synchronize()
-            except Exception as e:  # noqa: BLE001
+            except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, what) from e
             first_run_s = time.perf_counter() - start
         if kind == "compile":
@@ -595,7 +595,7 @@ class Worker:
         if wanted:
             try:
                 result["times"] = measure_times(fn, wanted, notes)
-            except Exception as e:  # noqa: BLE001
+            except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, f"timing {what}") from e
         result["status"] = "ok"
         result["message"] = "; ".join(notes)
@@ -640,7 +640,7 @@ def serve(worker, protocol):
             if f.__cause__ is not None:
                 log("request", request_id, "failed:\n" + "".join(
                     traceback.format_exception(f.__cause__)))
-        except Exception as e:  # noqa: BLE001  (a bug here must cost one request, not the worker)
+        except (Exception, SystemExit) as e:  # noqa: BLE001  (a bug here must cost one request, not the worker)
             log("request", request_id, "failed in the worker:\n" + traceback.format_exc())
             result = {"status": "runtime_error", "message": f"worker error: {describe(e)}"}
             lost = cuda_context_lost(e)

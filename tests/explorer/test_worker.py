@@ -6,7 +6,6 @@ exit paths start their own."""
 import hashlib
 import json
 import os
-import pathlib
 import queue
 import subprocess
 import sys
@@ -184,8 +183,12 @@ def test_wrapper_that_raises(worker, source):
     assert reply["status"] == "runtime_error"
     assert reply["message"].endswith("RuntimeError: the wrapper broke")
     assert "times" not in reply
-    # The worker lives on.
+    # The worker lives on, even after a wrapper that asks the interpreter to exit.
     assert worker.ask(request("compile", source, "after"))["status"] == "ok"
+    exits = source + "\n\ndef f(*args, **kwargs):\n    raise SystemExit(7)\n"
+    reply = worker.ask(request("measure", exits, "exit", check=True))
+    assert reply["status"] == "runtime_error" and "SystemExit" in reply["message"]
+    assert worker.ask(request("compile", source, "after-exit"))["status"] == "ok"
 
 
 def test_wrong_values_are_caught_and_not_timed(worker, source):
