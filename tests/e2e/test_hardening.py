@@ -108,6 +108,38 @@ def test_fuse_at_inner_dimension_read_with_other_label(tmp_path, schedule):
     close(module.reference(A), want)
 
 
+TWO_PRODUCERS = ("Func f, h, g; In A, B; Var x, y, z;\nf[x, y, z] = exp(A[x, z]) + B[y];\n"
+                 "h[x, y, z] = f[x, y, z] * 2;\ng[x, y, z] = h[x, y, z] + 1;\ng.compile();\n")
+
+
+@pytest.mark.parametrize("schedule", [
+    "g.tensorize(z:0); f.fuse_at(g, y); h.fuse_at(g, x)",  # f inline inside h's temporary
+    "g.block(y:2); g.tensorize(z:0); f.fuse_at(g, y); h.fuse_at(g, x)",
+    "f.fuse_at(g, x); h.fuse_at(g, x)",  # two temporaries, the reader after its producer
+    "f.fuse_at(g, x); h.fuse_at(g, y)",
+    "f.fuse_at(h, y); h.fuse_at(g, x)",
+    "f.fuse_at(h, x); h.fuse_at(g, x)",
+])
+def test_producers_computed_in_one_kernel(tmp_path, schedule):
+    module = build(tmp_path, TWO_PRODUCERS, schedule)
+    A, B = torch.randn(3, 4), torch.randn(5)
+    want = (A.double().exp()[:, None, :] + B.double()[None, :, None]) * 2 + 1
+    close(module.g(A, B), want)
+
+
+def test_producer_temporary_read_before_it_is_computed_rejected(tmp_path):
+    # h fills its temporary once per x, reading f, which is computed only once per y inside.
+    err = rejected(tmp_path, TWO_PRODUCERS, "f.fuse_at(g, y); h.fuse_at(g, x)")
+    assert "`h` is computed into a temporary at `x`, outside `y`" in err
+
+
+def test_producer_reads_other_temporary_transposed_rejected(tmp_path):
+    err = rejected(tmp_path, "Func f, h, g; In A; Var x, y;\nf[x, y] = exp(A[x, y]);\n"
+                             "h[x, y] = f[y, x] * 2 + A[x, y];\ng[x, y] = h[x, y] + 1;\n"
+                             "f.fuse_at(g, x);\nh.fuse_at(g, x);\ng.compile();\n")
+    assert "but `h` reads `f[y, x]`" in err
+
+
 # ----------------------------------------------------------------------------------------------
 # 3. Labels that index a Func are size-checked like labels that index an input.
 
