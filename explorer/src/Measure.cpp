@@ -91,7 +91,7 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
   // Candidates: each schedule compiled in-process; a rejected one keeps its diagnostics.
   std::vector<Item> items;
   std::vector<std::optional<std::string>> schedules;
-  if (config.schedules.empty())
+  if (config.schedules.empty() && config.modules.empty())
     schedules.push_back(std::nullopt);
   else
     schedules.assign(config.schedules.begin(), config.schedules.end());
@@ -116,16 +116,33 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
     }
     report.entries.push_back(std::move(e));
   }
+  for (const auto& [label, module] : config.modules) {
+    Entry e;
+    e.label = label;
+    Request r = base;
+    r.kind = RequestKind::Measure;
+    r.module_source = module;
+    if (any_module.empty()) any_module = module;
+    items.push_back({report.entries.size(), std::move(r)});
+    report.entries.push_back(std::move(e));
+  }
   if (any_module.empty()) {
     // Without any compiled module, say why with the file's own schedule.
     dtc::CompileOptions options;
     options.file_name = config.file_name;
     dtc::CompileResult own = dtc::compile(config.source, options);
     if (!own.ok) throw std::runtime_error(own.diagnostics);
-    if (config.schedules.empty()) throw std::runtime_error("the program does not compile");
+    if (config.schedules.empty() && config.modules.empty())
+      throw std::runtime_error("the program does not compile");
     any_module = own.output; // every given schedule was rejected: baselines still run
   }
   std::vector<std::string> funcs = compiled_funcs(any_module);
+  if (funcs.empty()) { // an edited module may not say: take the program's own
+    dtc::CompileOptions options;
+    options.file_name = config.file_name;
+    dtc::CompileResult own = dtc::compile(config.source, options);
+    if (own.ok) funcs = compiled_funcs(own.output);
+  }
   if (funcs.empty())
     throw std::runtime_error("the program compiles no Func (no `compile` statement)");
   report.func = config.func.empty() ? funcs.front() : config.func;
@@ -236,6 +253,7 @@ std::string fmt(const char* format, double v) {
 
 std::string show_time(const Aggregate& a, const char* unit) {
   std::string s = fmt("%.4g", a.mean);
+  (void)unit;
   if (a.values.size() > 1) s += " ±" + fmt("%.2g", a.stdev);
   return s + " " + unit;
 }
@@ -277,7 +295,7 @@ std::string format_table(const Report& report) {
         row.back().pop_back();
     }
     row.push_back(e.check ? fmt("%.2g", e.check->max_rel) : "");
-    row.push_back(e.speedup ? fmt("%.2fx", *e.speedup) : "");
+    row.push_back(e.speedup ? fmt("%.3gx", *e.speedup) : "");
     row.push_back(e.status == "ok" ? "" : one_line(e.message, 70));
     rows.push_back(std::move(row));
   }

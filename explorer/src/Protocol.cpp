@@ -272,8 +272,9 @@ nlohmann::json to_json(const Result& r) {
 }
 
 bool is_cuda_error(std::string_view message) {
-  for (std::string_view needle : {"CUDA error", "cudaError", "CUDA_ERROR", "illegal memory access",
-                                  "device-side assert", "unspecified launch failure"})
+  for (std::string_view needle :
+       {"CUDA error", "cudaError", "CUDA_ERROR", "illegal memory access", "device-side assert",
+        "unspecified launch failure", "CUDA context lost"})
     if (message.find(needle) != std::string_view::npos) return true;
   return false;
 }

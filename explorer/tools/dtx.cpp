@@ -89,7 +89,8 @@ std::string fmt_ms(double v) {
 
 int measure(const std::string& file, const std::string& shape, const std::string& dtype,
             const std::vector<std::string>& schedule_args, const std::string& schedules_file,
-            const std::vector<std::string>& baseline_args, const std::string& times_arg,
+            const std::vector<std::string>& baseline_args,
+            const std::vector<std::string>& module_args, const std::string& times_arg,
             CLI::App& sub) {
   dtx::MeasureConfig config;
   std::ifstream in(file, std::ios::binary);
@@ -106,6 +107,13 @@ int measure(const std::string& file, const std::string& shape, const std::string
   config.schedules = schedules_file.empty() ? schedule_args : read_schedules(schedules_file);
   for (const auto& b : baseline_args)
     config.baselines.push_back(parse_baseline(b));
+  for (const auto& m : module_args) {
+    std::ifstream module_in(m, std::ios::binary);
+    std::stringstream text;
+    text << module_in.rdbuf();
+    if (!module_in) throw CLI::ValidationError("--module", "cannot read `" + m + "`");
+    config.modules.emplace_back(std::filesystem::path(m).filename().string(), text.str());
+  }
 
   std::string protocol = sub.get_option("--protocol")->as<std::string>();
   if (protocol == "thesis") dtx::apply_thesis_protocol(config);
@@ -213,7 +221,7 @@ int main(int argc, char** argv) {
       "measure", "compile each schedule of FILE.dt, check and time the kernels and the "
                  "baselines, print them ranked");
   std::string file, shape, dtype = "float16", schedules_file, times = "bench", protocol = "single";
-  std::vector<std::string> schedules, baselines;
+  std::vector<std::string> schedules, baselines, modules;
   sub->add_option("FILE", file, "the DT program")->required()->check(CLI::ExistingFile);
   sub->add_option("--shape", shape, "sizes by DT label: x=4096,y=4096")->required();
   sub->add_option("--dtype", dtype, "float32, float16 (default) or bfloat16")
@@ -225,6 +233,11 @@ int main(int argc, char** argv) {
                                      "a file of schedules, one per line (`#` comments)")
                          ->check(CLI::ExistingFile);
   sched->excludes(sched_file);
+  sub->add_option("--module", modules,
+                  "a generated (perhaps edited) module to measure as it is; "
+                  "repeatable")
+      ->check(CLI::ExistingFile)
+      ->option_text("FILE.py");
   sub->add_option("--baseline", baselines,
                   "a baseline: FILE.py:FUNCTION[:compile] (`:compile` under torch.compile) "
                   "or `reference` (the module's PyTorch reference); repeatable")
@@ -261,12 +274,13 @@ int main(int argc, char** argv) {
   sub->add_option("--worker", "the worker script (default: explorer/worker/dtx_worker.py)");
   sub->add_flag("-v,--verbose", verbose_flag, "log the workers' standard error");
   for (CLI::Option* opt : sub->get_options())
-    if (opt->get_name() != "--schedule" && opt->get_name() != "--baseline")
+    if (opt->get_name() != "--schedule" && opt->get_name() != "--baseline" &&
+        opt->get_name() != "--module")
       opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
   try {
     app.parse(argc, argv);
-    return measure(file, shape, dtype, schedules, schedules_file, baselines, times, *sub);
+    return measure(file, shape, dtype, schedules, schedules_file, baselines, modules, times, *sub);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kUsageError;
   }

@@ -14,9 +14,12 @@
 namespace dtx {
 
 struct MeasureConfig {
-  std::string source;                 // the DT program
-  std::string file_name = "<input>";  // for diagnostics
-  std::vector<std::string> schedules; // replacement schedules; empty: the file's own
+  std::string source;                // the DT program
+  std::string file_name = "<input>"; // for diagnostics
+  /// Replacement schedules; empty: the file's own (unless `modules` are given).
+  std::vector<std::string> schedules;
+  /// Generated modules measured as they are (label, source): an edited module, say.
+  std::vector<std::pair<std::string, std::string>> modules;
   std::vector<BaselineSpec> baselines;
   std::string func; // the compiled Func to measure; empty: the module's first
   std::map<std::string, std::int64_t> sizes;
