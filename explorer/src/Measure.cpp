@@ -329,6 +329,15 @@ std::string format_table(const Report& report) {
   for (std::size_t i = 0; i < report.devices.size(); ++i)
     out << (i ? ", " : "") << report.devices[i].device_name;
   out << "\n";
+  double timing_compile = 0, ahead = 0;
+  for (const Entry& e : report.entries)
+    for (const Result& r : e.results) {
+      timing_compile += r.compile_s;
+      ahead += r.ahead_compile_s.value_or(0);
+    }
+  out << "compile time: " << fmt("%.3g", ahead) << " s in compile workers, "
+      << fmt("%.3g", timing_compile) << " s in the timing worker(s); wall "
+      << fmt("%.3g", report.wall_s) << " s\n";
   if (!report.comparable)
     out << "note: measured under the Triton interpreter (cpu-interpreter): these times are not "
            "comparable with GPU times\n";
