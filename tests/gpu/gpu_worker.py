@@ -91,8 +91,8 @@ def main():
     reply = timing.ask(req("geglu", "measure", geglu, times=full))
     expect("geglu ok with three times", reply["status"] == "ok"
            and set(reply["times"]) == {"bench", "gpu", "host"})
-    expect("geglu compile_s small (loaded from the compile worker's cache)",
-           reply["compile_s"] < 0.1)
+    expect("geglu loaded from the compile worker's cache, nothing compiled",
+           reply["compiled"] == 0 and reply["cache_hits"] >= 1)
     reply = timing.ask(req("geglu-screen", "measure", geglu,
                            times={"bench": {"warmup_ms": 5, "rep_ms": 20}}))
     expect("geglu screening ok", reply["status"] == "ok")
