@@ -11,8 +11,12 @@ import pytest
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-CONFORMANCE = SHARED / "conformance"
+# The thesis programs, kept in the repository so that a clone alone runs every test.
+CONFORMANCE = ROOT / "tests" / "conformance"
+# The shared copy beside the checkout (or at $DTX_SHARED_CONFORMANCE), when there is one: an extra
+# check (tests/e2e/test_shared_conformance.py).
+SHARED_CONFORMANCE = pathlib.Path(os.environ.get("DTX_SHARED_CONFORMANCE",
+                                                 ROOT.parent / "shared" / "conformance"))
 DTC = pathlib.Path(os.environ.get("DTC", ROOT / "build" / "compiler" / "dtc"))
 
 

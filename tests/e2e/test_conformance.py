@@ -1,4 +1,4 @@
-"""Conformance programs (../shared/conformance/*.dt): every file parses, checks and has a canonical
+"""Conformance programs (tests/conformance/*.dt): every file parses, checks and has a canonical
 schedule; every file compiles, and its module matches the PyTorch reference at the file's sizes
 and at sizes that no block or tensor size divides, in float32 and float16 (bfloat16 at the
 file's sizes)."""
