@@ -168,8 +168,10 @@ int measure(const std::string& file, const std::string& shape, const std::string
   bool json = sub.get_option("--json")->count() > 0;
   std::mutex log_mutex;
   pool_options.log = [&](const std::string& who, const std::string& line) {
-    bool event = line.rfind("started pid", 0) == 0 || line.rfind("hello", 0) == 0 ||
-                 line.find("worker") != std::string::npos;
+    // The pool's own events; a worker's standard error only with --verbose.
+    bool event = false;
+    for (const char* prefix : {"started pid", "hello:", "worker ", "request ", "CUDA error"})
+      event = event || line.rfind(prefix, 0) == 0;
     if (!verbose && !event) return;
     std::lock_guard lock(log_mutex);
     std::cerr << "dtx: [" << who << "] " << line << "\n";

@@ -202,6 +202,20 @@ def test_wrong_values_are_caught_and_not_timed(worker, source):
     assert "first at [0, 0]" in reply["message"]
 
 
+def test_small_error_everywhere_is_caught_by_the_relative_l2_error(worker, source):
+    # 0.5% off on every element: each is within float16's rtol of 1%, the whole result is not
+    # (its relative L2 error, 5e-3, exceeds float16's 1e-3).
+    bad = edited(source, KERNEL_LINE, "f = (A * 2.0 + B) * 1.005\n")
+    reply = worker.ask(request("measure", bad, "l2", dtype="float16", check=True, times=TINY))
+    assert reply["status"] == "wrong_result", reply
+    check = reply["check"]
+    assert check["mismatched"] == 0 and check["unwritten"] == 0
+    assert check["rel_l2"] == pytest.approx(5e-3, rel=0.2) and check["rel_l2_tol"] == 1e-3
+    assert "relative L2 error" in reply["message"] and "times" not in reply
+    good = worker.ask(request("measure", source, "l2-good", dtype="float16", check=True))
+    assert good["status"] == "ok" and good["check"]["rel_l2"] < 1e-3
+
+
 def test_unwritten_elements_are_caught(worker, source):
     # Launch only the first program: one block of 32 of the 160 elements is stored.
     bad = edited(source, LAUNCH, "f_kernel[(1,) if True else (")

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DTC="${1:-build/compiler/dtc}"
-CONF=../shared/conformance
+CONF=tests/conformance
 mkdir -p .gpu
 for f in "$CONF"/*.dt; do "$DTC" "$f" -o ".gpu/$(basename "$f" .dt).py"; done
 # Realistic schedules for the kernels whose printed schedule is sequential.
