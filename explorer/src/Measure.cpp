@@ -400,6 +400,7 @@ nlohmann::json to_json(const Report& report) {
           {"devices", devices},
           {"wall_s", report.wall_s},
           {"first_result_s", report.first_result_s},
+          {"first_timed_s", report.first_timed_s},
           {"entries", entries}};
 }
 
