@@ -32,6 +32,16 @@ def elementwise_schedules():
     return out
 
 
+def wide_elementwise_schedules():
+    """120 distinct GeGLU schedules, for comparing one timing GPU with two."""
+    out = []
+    for x, y, warps in itertools.product((1, 2, 4, 8), (128, 256, 512, 1024, 2048),
+                                         (1, 2, 4, 8, 16, 32)):
+        out.append(f"geglu.block(x:{x}, y:{y}); geglu.tensorize(x:0, y:0); "
+                   f"geglu.num_warps({warps})")
+    return out
+
+
 def dot_schedules():
     out = []
     for (bm, bn), bk, warps, stages in itertools.product(
@@ -81,7 +91,19 @@ def main():
     parser.add_argument("--dtx", default=str(ROOT / "build" / "explorer" / "dtx"))
     parser.add_argument("--python", default="python3")
     parser.add_argument("--only", default="")
+    parser.add_argument("--two-gpus", action="store_true",
+                        help="only compare one timing GPU with two (on a two-GPU machine)")
     args = parser.parse_args()
+    if args.two_gpus:
+        wide = wide_elementwise_schedules()
+        assert len(set(wide)) == 120
+        print(f"{'run':34s} results, wall, time to the first result, steady throughput, busy")
+        for gpus in ("0", "0,1"):
+            measure(args, f"elementwise 120 full, gpus {gpus}".replace(" ", "_").replace(",", "+"),
+                    ROOT / "examples" / "geglu.dt", "x=4096,y=4096", wide,
+                    ["--warmup", "25", "--rep", "100", "--compile-workers", "12", "--gpus", gpus,
+                     "--dtype", "float16"])
+        return 0
     geglu = ROOT / "examples" / "geglu.dt"
     matmul = ROOT / "tests" / "gpu" / "matmul.dt"
     e, d = elementwise_schedules(), dot_schedules()
