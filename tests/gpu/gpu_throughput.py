@@ -83,6 +83,11 @@ def measure(args, name, dt, shape, schedules=None, extra=()):
     print(f"{name:34s} {len(ok):3d} ok of {len(results):3d}  wall {wall:6.1f} s  first result "
           f"{report['first_result_s']:5.1f} s  {per_minute:7.0f}/min  busy {100 * min(busy, 1):4.0f}%"
           f"  compile {ahead:6.1f} s ahead, {in_timing:5.2f} s in timing  {statuses}")
+    if ok:
+        per = sorted(r.get("timed_s", 0) for r in ok)
+        walls = sorted(r.get("wall_s", 0) for r in ok)
+        print(f"{'':34s} per result: timed {per[len(per) // 2]:.3f} s median, worker wall "
+              f"{walls[len(walls) // 2]:.3f} s median")
     return report
 
 
@@ -99,7 +104,7 @@ def main():
         assert len(set(wide)) == 120
         print(f"{'run':34s} results, wall, time to the first result, steady throughput, busy")
         for gpus in ("0", "0,1"):
-            measure(args, f"elementwise 120 full, gpus {gpus}".replace(" ", "_").replace(",", "+"),
+            measure(args, f"elementwise_120_full_gpus_{gpus.replace(',', '_')}",
                     ROOT / "examples" / "geglu.dt", "x=4096,y=4096", wide,
                     ["--warmup", "25", "--rep", "100", "--compile-workers", "12", "--gpus", gpus,
                      "--dtype", "float16"])
