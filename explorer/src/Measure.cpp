@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <regex>
@@ -164,6 +165,16 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
     report.entries.push_back(std::move(e));
   }
 
+  // When each result arrives (futures are read in submission order, not arrival order): the
+  // throughput window runs from the first arrival to the last.
+  std::mutex arrivals_mutex;
+  std::vector<std::pair<double, double>> arrivals; // (seconds since start, timed_s) of ok ones
+  ResultCallback arrived = [&](const Result& r) {
+    if (r.status != Status::Ok) return;
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard lock(arrivals_mutex);
+    arrivals.push_back({t, r.timed_s});
+  };
   std::mt19937 rng(config.order_seed);
   std::size_t total = items.size() * static_cast<std::size_t>(report.rounds), done = 0;
   for (int round = 0; round < report.rounds; ++round) {
@@ -178,7 +189,7 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
     for (Item* item : order) {
       Request r = item->request;
       r.compile_first = round == 0; // later rounds find the kernels compiled
-      futures.emplace_back(item, backend.submit(std::move(r)));
+      futures.emplace_back(item, backend.submit(std::move(r), arrived));
     }
     for (auto& [item, future] : futures) {
       Result result = future.get();
@@ -194,11 +205,6 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
       if (result.worker && report.devices.empty() && result.worker->role == "timing")
         report.devices.push_back(*result.worker);
       e.results.push_back(result);
-      if (done == 0) {
-        report.first_result_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        report.first_timed_s = result.timed_s;
-      }
       ++done;
       if (progress) progress(done, total, e, result);
     }
@@ -245,6 +251,15 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
       report.comparable = report.comparable && d.comparable;
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  {
+    std::lock_guard lock(arrivals_mutex);
+    std::sort(arrivals.begin(), arrivals.end());
+    if (!arrivals.empty()) {
+      report.first_result_s = arrivals.front().first;
+      report.first_timed_s = arrivals.front().second;
+      report.last_result_s = arrivals.back().first;
+    }
+  }
   return report;
 }
 
@@ -349,7 +364,7 @@ std::string format_table(const Report& report) {
   // Throughput: what an exploration gets from this pool, after the first result (worker start-up
   // and the first compile). Busy: the share of that time the timing worker(s) spent taking
   // times, per timing worker.
-  double steady = report.wall_s - report.first_result_s;
+  double steady = report.last_result_s - report.first_result_s;
   if (measured > 1 && steady > 0) {
     double per_worker = static_cast<double>(std::max<std::size_t>(1, report.devices.size()));
     double busy = std::min(timed - report.first_timed_s, steady * per_worker);
@@ -400,6 +415,7 @@ nlohmann::json to_json(const Report& report) {
           {"devices", devices},
           {"wall_s", report.wall_s},
           {"first_result_s", report.first_result_s},
+          {"last_result_s", report.last_result_s},
           {"first_timed_s", report.first_timed_s},
           {"entries", entries}};
 }

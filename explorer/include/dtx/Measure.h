@@ -71,6 +71,7 @@ struct Report {
   /// steady-state throughput leaves out.
   double first_result_s = 0;
   double first_timed_s = 0; // the first result's timed_s
+  double last_result_s = 0; // seconds from the start to the last ok result
 };
 
 /// Progress: called after each result (`done` of `total` requests so far).
