@@ -77,7 +77,8 @@ def measure(args, name, dt, shape, schedules=None, extra=()):
     timed = sum(r.get("timed_s", 0) for r in ok)
     first_timed = report.get("first_timed_s", 0)
     per_minute = (len(ok) - 1) * 60 / steady if steady > 0 and len(ok) > 1 else float("nan")
-    busy = (timed - first_timed) / steady if steady > 0 else float("nan")
+    workers = max(1, len(report.get("devices", [])))
+    busy = (timed - first_timed) / steady / workers if steady > 0 else float("nan")
     ahead = sum(r.get("ahead_compile_s") or 0 for r in results)
     in_timing = sum(r.get("compile_s") or 0 for r in ok)
     print(f"{name:34s} {len(ok):3d} ok of {len(results):3d}  wall {wall:6.1f} s  first result "
