@@ -169,11 +169,12 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
   // throughput window runs from the first arrival to the last.
   std::mutex arrivals_mutex;
   std::vector<std::pair<double, double>> arrivals; // (seconds since start, timed_s) of ok ones
+  std::map<std::string, double> arrived_at;        // result id -> seconds since start
   ResultCallback arrived = [&](const Result& r) {
-    if (r.status != Status::Ok) return;
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::lock_guard lock(arrivals_mutex);
-    arrivals.push_back({t, r.timed_s});
+    arrived_at[r.id] = t;
+    if (r.status == Status::Ok) arrivals.push_back({t, r.timed_s});
   };
   std::mt19937 rng(config.order_seed);
   std::size_t total = items.size() * static_cast<std::size_t>(report.rounds), done = 0;
@@ -204,6 +205,11 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
       if (result.check && !e.check) e.check = result.check;
       if (result.worker && report.devices.empty() && result.worker->role == "timing")
         report.devices.push_back(*result.worker);
+      {
+        std::lock_guard lock(arrivals_mutex);
+        if (auto it = arrived_at.find(result.id); it != arrived_at.end())
+          result.arrived_s = it->second;
+      }
       e.results.push_back(result);
       ++done;
       if (progress) progress(done, total, e, result);

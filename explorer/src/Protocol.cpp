@@ -269,6 +269,8 @@ nlohmann::json to_json(const Result& r) {
   j["wall_s"] = r.wall_s;
   j["timed_s"] = r.timed_s;
   if (r.ahead_compile_s) j["ahead_compile_s"] = *r.ahead_compile_s;
+  if (r.arrived_s) j["arrived_s"] = *r.arrived_s;
+  if (r.worker) j["worker_pid"] = r.worker->pid;
   if (!r.stderr_tail.empty()) j["stderr_tail"] = r.stderr_tail;
   return j;
 }

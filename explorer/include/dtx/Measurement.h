@@ -107,6 +107,8 @@ struct Result {
   std::optional<double> ahead_compile_s;
   /// The worker that answered (the timing worker for a Measure request that reached it).
   std::optional<WorkerInfo> worker;
+  /// Seconds from the start of the measurement to this result's arrival (set by dtx measure).
+  std::optional<double> arrived_s;
   /// For `timeout` and `crashed`: the end of the worker's standard error.
   std::string stderr_tail;
   nlohmann::json raw; // the worker's message as received (empty for pool statuses)
