@@ -33,21 +33,32 @@ def _dt_scalar(name, value):
     return float(value)
 
 
-def _dt_dim(label, given, uses):
-    """The size of dimension `label`: `uses` are (tensor name, tensor, axis) that it indexes."""
-    size = given
-    origin = f"{label}={given}" if given is not None else None
-    for name, tensor, axis in uses:
-        actual = tensor.shape[axis]
+def _dt_dim(labels, given, uses, why=None):
+    """The one size of dimension labels `labels`: a label alone, or labels whose sizes are tied
+    because the program reads a Func with them (`why` says where). `given` are the sizes passed
+    for them (None where not); `uses` are the (label, tensor name, tensor, axis) they index."""
+    size = origin = named = None
+
+    def agree(label, value, where, given):
+        nonlocal size, origin, named
         if size is None:
-            size, origin = actual, f"{name}.shape[{axis}]"
-        elif actual != size:
-            raise ValueError(
-                f"size of {label} disagrees: {name}.shape[{axis}] is {actual} but {origin} is {size}")
+            size, origin, named = value, where, label if given else None
+        elif value != size:
+            tie = f" ({why})" if why else ""
+            raise ValueError(f"size of {named or label} disagrees: {where} is {value} but "
+                             f"{origin} is {size}{tie}")
+
+    for label, value in zip(labels, given):
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{label} must be a non-negative integer, got {value!r}")
+        agree(label, value, f"{label}={value}", True)
+    for label, name, tensor, axis in uses:
+        agree(label, tensor.shape[axis], f"{name}.shape[{axis}]", False)
     if size is None:
-        raise ValueError(f"the size of {label} cannot be inferred from the inputs; pass {label}=...")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise ValueError(f"{label} must be a non-negative integer, got {size!r}")
+        raise ValueError(f"the size of {labels[0]} cannot be inferred from the inputs; "
+                         f"pass {labels[0]}=...")
     return size
 
 
@@ -64,6 +75,27 @@ def _dt_dtype_device(tensors):
             raise ValueError(f"{name} is on {tensor.device} but {first_name} is on {first.device}; "
                              "all input tensors must be on one device")
     return first.dtype, first.device
+
+
+def _dt_out(out, shape, dtype, device):
+    """The result tensor: `out` when the caller gives one (checked), else a new one."""
+    if out is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out has shape {tuple(out.shape)} but the result has shape {tuple(shape)}")
+    if out.dtype != dtype:
+        raise ValueError(f"out is {out.dtype} but the result is {dtype} (the inputs' dtype)")
+    if out.device.type != device.type or (device.index is not None and out.device != device):
+        raise ValueError(f"out is on {out.device} but the inputs are on {device}")
+    extent = 1
+    for stride, size in sorted((s, n) for s, n in zip(out.stride(), out.shape) if n > 1):
+        if stride < extent:
+            raise ValueError("out has elements that share memory (an expanded or overlapping "
+                             "view); pass a tensor whose elements are distinct")
+        extent = stride * size
+    return out
 
 
 def _dt_check_launch(device):
@@ -105,6 +137,18 @@ def _dt_matmul(a, b, layout, i, k, j):
     shape = [1] * len(layout)
     shape[ai], shape[bj] = product.shape
     return (product if ai < bj else product.t()).reshape(shape)
+
+
+def _dt_amax(value, dim, keepdim):
+    if value.shape[dim] == 0:
+        return value.sum(dim=dim, keepdim=keepdim).fill_(float("-inf"))
+    return torch.amax(value, dim=dim, keepdim=keepdim)
+
+
+def _dt_amin(value, dim, keepdim):
+    if value.shape[dim] == 0:
+        return value.sum(dim=dim, keepdim=keepdim).fill_(float("inf"))
+    return torch.amin(value, dim=dim, keepdim=keepdim)
 
 
 def _dt_sizes(sizes, labels):
@@ -151,6 +195,16 @@ std::string quote(const std::string& s) {
   return "\"" + s + "\"";
 }
 
+/// A Python string literal of arbitrary text.
+std::string python_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
 std::string tuple_of(const std::vector<std::string>& items) {
   std::string s = "(";
   for (size_t i = 0; i < items.size(); ++i)
@@ -161,12 +215,23 @@ std::string tuple_of(const std::vector<std::string>& items) {
 /// PyTorch text of an expression, over a layout of labels.
 class ReferenceExpr : public ir::IRVisitor {
 public:
-  explicit ReferenceExpr(const ir::Labels& layout) : layout_(layout) {}
+  /// Subexpressions nested deeper than Python's parser and compiler take are bound to names
+  /// (`_dt_r1 = ...`), appended to `spilled` to be printed first.
+  ReferenceExpr(const ir::Labels& layout, std::vector<std::string>& spilled, int& names)
+      : layout_(layout), spilled_(spilled), names_(names) {}
   std::string out;
+  int depth = 0; // of `out`: operations nested in it
 
   std::string emit(const ir::Expr& e) {
-    ReferenceExpr sub(layout_);
+    ReferenceExpr sub(layout_, spilled_, names_);
     e.accept(sub);
+    if (sub.depth > kMaxDepth) {
+      std::string name = "_dt_r" + std::to_string(++names_);
+      spilled_.push_back(name + " = " + sub.out);
+      sub.out = name;
+      sub.depth = 0;
+    }
+    depth = std::max(depth, sub.depth + 1);
     return sub.out;
   }
   std::string tensor_arg(const ir::Expr& e) {
@@ -216,9 +281,10 @@ public:
     out = substitute(find_builtin(e.fn)->torch, args);
   }
   void visit(const ir::Reduce& e) override {
+    // An empty reduction yields its identity: 0, -inf or inf (torch.amax would raise).
     const char* fn = e.op == ir::ReduceOp::Sum   ? "torch.sum"
-                     : e.op == ir::ReduceOp::Max ? "torch.amax"
-                                                 : "torch.amin";
+                     : e.op == ir::ReduceOp::Max ? "_dt_amax"
+                                                 : "_dt_amin";
     out = std::string(fn) + "(" + emit(*e.a) + ", dim=" + std::to_string(axis(e.rvar)) +
           ", keepdim=True)";
   }
@@ -240,7 +306,10 @@ public:
   void visit(const ir::Reshape& e) override { out = emit(*e.a); }
 
 private:
+  static constexpr int kMaxDepth = 12;
   const ir::Labels& layout_;
+  std::vector<std::string>& spilled_;
+  int& names_;
 };
 
 class ModulePrinter {
@@ -345,6 +414,13 @@ private:
     ir::Labels derived;                    // sizes computed from those
     std::map<ir::Label, std::vector<std::pair<const ir::Symbol*, size_t>>> uses;
     std::map<const ir::Symbol*, ir::Labels> first_shape; // In -> labels of its first access
+    /// Labels whose sizes must be equal, each under its first label in `labels`: they index one
+    /// input dimension, or one reads a Func along a dimension labelled by the other.
+    std::map<ir::Label, ir::Label> tied;
+    std::map<ir::Label, std::vector<std::pair<const ir::Symbol*, size_t>>> group_uses; // by root
+    std::map<ir::Label, std::vector<ir::Label>> group_labels; // root -> the labels it stands for
+    std::map<ir::Label, std::vector<ir::Label>> use_labels;   // root -> label of each group_use
+    std::map<ir::Label, std::string> why;                     // root -> the Func reads that tie it
   };
 
   Signature signature(const CompiledFunc& c) {
@@ -374,6 +450,15 @@ private:
     }
     for (const auto& [l, u] : sig.uses)
       sig.labels = ir::union_labels(sig.labels, {l});
+    // The reference evaluates the algorithm as written, and a kernel may loop over the labels
+    // of Funcs inlined into it (`t[x, y]` read as `t[k, x]`): their sizes are needed too.
+    for (const ir::Symbol* g : reference_order(c.func)) {
+      const ir::FuncDef& written = in_.reference_defs.at(g);
+      sig.labels = ir::union_labels(sig.labels, written.dims);
+      sig.labels = ir::union_labels(sig.labels, reduction_labels(written));
+    }
+    for (const ir::Symbol* k : c.kernel_funcs)
+      sig.labels = ir::union_labels(sig.labels, schedulable_labels(prog_, in_.schedule->of(k)));
     // Sizes the compiler derives (split reductions) are computed, not passed.
     ir::Labels given;
     for (ir::Label l : sig.labels) {
@@ -388,7 +473,84 @@ private:
               [](ir::Label a, ir::Label b) { return a->order < b->order; });
     for (const ir::Symbol* in : prog_.inputs)
       if (collect.used.count(in)) sig.inputs.push_back(in);
+    tie_labels(c, sig);
     return sig;
+  }
+
+  // Groups the labels whose sizes must agree. Reading `t[k, x]` for `t[x, y]` ties k to x and x
+  // to y; two labels indexing one input dimension are tied too. The written algorithm (what the
+  // reference evaluates) and the kernels' (what the wrapper launches) both contribute uses.
+  void tie_labels(const CompiledFunc& c, Signature& sig) {
+    std::map<ir::Label, ir::Label> parent;
+    std::function<ir::Label(ir::Label)> root = [&](ir::Label l) {
+      auto it = parent.find(l);
+      return it == parent.end() ? l : (it->second = root(it->second));
+    };
+    auto join = [&](ir::Label a, ir::Label b) {
+      a = root(a), b = root(b);
+      if (a == b) return;
+      if (a->order > b->order) std::swap(a, b);
+      parent[b] = a;
+    };
+    struct Reads : ir::IRVisitor {
+      std::vector<const ir::Access*> funcs, inputs;
+      void visit(const ir::Access& e) override {
+        (e.tensor->kind == ir::SymbolKind::Func ? funcs : inputs).push_back(&e);
+      }
+    } reads;
+    for (const ir::Symbol* g : reference_order(c.func))
+      in_.reference_defs.at(g).value->accept(reads);
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      prog_.def(k).value->accept(reads);
+      for (const auto& [m, at] : in_.schedule->of(k).materialized)
+        prog_.def(m).value->accept(reads);
+    }
+    std::vector<std::pair<const ir::Access*, size_t>> ties;
+    for (const ir::Access* a : reads.funcs) {
+      const ir::Labels& dims = in_.reference_defs.count(a->tensor)
+                                   ? in_.reference_defs.at(a->tensor).dims
+                                   : prog_.def(a->tensor).dims;
+      for (size_t i = 0; i < a->index.size() && i < dims.size(); ++i)
+        if (a->index[i] != dims[i]) {
+          join(a->index[i], dims[i]);
+          ties.push_back({a, i});
+        }
+    }
+    std::map<std::pair<const ir::Symbol*, size_t>, ir::Label> first_user;
+    std::map<ir::Label, std::vector<std::pair<ir::Label, std::pair<const ir::Symbol*, size_t>>>>
+        uses_of_class;
+    for (const ir::Access* a : reads.inputs)
+      for (size_t i = 0; i < a->index.size(); ++i) {
+        std::pair<const ir::Symbol*, size_t> use{a->tensor, i};
+        auto [it, fresh] = first_user.emplace(use, a->index[i]);
+        if (!fresh) join(it->second, a->index[i]);
+      }
+    // Each class is named by its first label in the signature; its uses cover all its labels.
+    std::map<ir::Label, ir::Label> class_root; // UF root -> signature root
+    for (ir::Label l : sig.labels) {
+      auto [it, fresh] = class_root.emplace(root(l), l);
+      if (!fresh) sig.tied[l] = it->second;
+      sig.group_labels[it->second].push_back(l);
+    }
+    std::set<std::pair<const ir::Symbol*, size_t>> seen;
+    for (const ir::Access* a : reads.inputs)
+      for (size_t i = 0; i < a->index.size(); ++i) {
+        auto it = class_root.find(root(a->index[i]));
+        if (it == class_root.end() || !seen.insert({a->tensor, i}).second) continue;
+        sig.group_uses[it->second].push_back({a->tensor, i});
+        ir::Label named = ir::contains(sig.labels, a->index[i]) ? a->index[i] : it->second;
+        sig.use_labels[it->second].push_back(named);
+      }
+    for (const auto& [a, i] : ties) {
+      auto it = class_root.find(root(a->index[i]));
+      if (it == class_root.end()) continue;
+      std::string& why = sig.why[it->second];
+      const ir::Labels& dims = in_.reference_defs.count(a->tensor)
+                                   ? in_.reference_defs.at(a->tensor).dims
+                                   : prog_.def(a->tensor).dims;
+      std::string reason = ir::to_dt(*a) + " reading " + a->tensor->name + shape_text(dims);
+      if (why.find(reason) == std::string::npos) why += (why.empty() ? "tied by " : ", ") + reason;
+    }
   }
 
   std::string positional(const Signature& sig) {
@@ -403,9 +565,9 @@ private:
       s += ", " + l->py_name + (with_default ? "=None" : "");
     return s;
   }
-  std::string params(const Signature& sig) {
+  std::string params(const Signature& sig, bool with_out = false) {
     std::string p = positional(sig);
-    std::string k = keywords(sig, true);
+    std::string k = keywords(sig, true) + (with_out ? ", out=None" : "");
     if (p.empty()) return k.empty() ? "" : "*" + k;
     return p + (k.empty() ? "" : ", *" + k);
   }
@@ -443,19 +605,29 @@ private:
       tensors.push_back("(" + quote(in->name) + ", " + in->py_name + ")");
     }
     for (ir::Label l : sig.labels) {
-      std::vector<std::string> uses;
-      for (const auto& [t, axis] : sig.uses[l])
-        uses.push_back("(" + quote(t->name) + ", " + t->py_name + ", " + std::to_string(axis) +
-                       ")");
-      out_ += "    " + l->py_name + " = _dt_dim(" + quote(l->py_name) + ", " + l->py_name + ", " +
-              (uses.empty() ? "()" : tuple_of(uses)) + ")\n";
+      if (sig.tied.count(l)) continue;
+      std::vector<std::string> names, given, uses;
+      std::string targets;
+      for (ir::Label m : sig.group_labels[l]) {
+        names.push_back(quote(m->py_name));
+        given.push_back(m->py_name);
+        targets += m->py_name + " = ";
+      }
+      const auto& gu = sig.group_uses[l];
+      for (size_t i = 0; i < gu.size(); ++i)
+        uses.push_back("(" + quote(sig.use_labels[l][i]->py_name) + ", " +
+                       quote(gu[i].first->name) + ", " + gu[i].first->py_name + ", " +
+                       std::to_string(gu[i].second) + ")");
+      std::string why = sig.why.count(l) ? ", " + python_string(sig.why[l]) : "";
+      out_ += "    " + targets + "_dt_dim(" + tuple_of(names) + ", " + tuple_of(given) + ", " +
+              (uses.empty() ? "()" : tuple_of(uses)) + why + ")\n";
     }
     out_ += "    dtype, device = _dt_dtype_device(" + (tensors.empty() ? "()" : tuple_of(tensors)) +
             ")\n";
     out_ += "    return " + sizes_tuple(sig) + "dtype, device\n";
 
     // The wrapper.
-    out_ += "\n\ndef " + name + "(" + params(sig) + "):\n";
+    out_ += "\n\ndef " + name + "(" + params(sig, true) + "):\n";
     out_ += "    \"\"\"" + f->name + shape_text(def.dims) + " = " + ir::to_dt(*def.value) + "\n\n";
     out_ += "    Positional arguments: ";
     for (size_t i = 0; i < sig.inputs.size(); ++i) {
@@ -467,21 +639,27 @@ private:
     if (sig.inputs.empty()) out_ += "none";
     out_ += ".\n    Sizes are inferred from the tensors; keyword sizes must agree with them.\n";
     out_ += "    Returns " + name + " " + shape_text(def.dims) +
-            " in the inputs' dtype, on their "
-            "device.\n    \"\"\"\n";
+            " in the inputs' dtype, on their device: written into `out`\n"
+            "    when given (a tensor of that shape, dtype and device, any strides), else new.\n"
+            "    \"\"\"\n";
     print_prologue(sig, args_fn, kw);
     for (ir::Label l : sig.derived)
       out_ += "    " + l->py_name + " = " + prog_.derived_sizes.at(l) + "\n";
     const kir::Kernel& last = in_.kernels.at(f);
-    if (last.output_init.empty())
-      out_ += "    " + name + " = torch.empty(" + shape_of(def.dims) +
-              ", dtype=dtype, device=device)\n";
-    else
+    bool atomic = !last.output_init.empty();
+    if (!atomic) {
+      out_ += "    " + name + " = _dt_out(out, " + shape_of(def.dims) + ", dtype, device)\n";
+      out_ += "    if " + name + ".numel() == 0:\n        return " + name + "\n";
+    } else {
+      out_ += "    out = None if out is None else _dt_out(out, " + shape_of(def.dims) +
+              ", dtype, device)\n";
       out_ +=
           "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
           name + " = torch.full(" + shape_of(def.dims) + ", " + last.output_init +
           ", dtype=torch.float32, device=device)\n";
-    out_ += "    if " + name + ".numel() == 0:\n        return " + name + ".to(dtype)\n";
+      out_ += "    if " + name + ".numel() == 0:\n        return " + name +
+              ".to(dtype) if out is None else out\n";
+    }
     out_ += "    _dt_check_launch(device)\n";
     for (const ir::Symbol* k : c.kernel_funcs) {
       const kir::Kernel& kernel = in_.kernels.at(k);
@@ -521,7 +699,11 @@ private:
       out_ += "        num_warps=" + std::to_string(kernel.num_warps) +
               ", num_stages=" + std::to_string(kernel.num_stages) + ",\n    )\n";
     }
-    out_ += "    return " + name + (last.output_init.empty() ? "" : ".to(dtype)") + "\n";
+    if (!atomic)
+      out_ += "    return " + name + "\n";
+    else
+      out_ += "    if out is None:\n        return " + name + ".to(dtype)\n    out.copy_(" + name +
+              ")\n    return out\n";
 
     // The reference.
     out_ += "\n\ndef reference_" + name + "(" + params(sig) + "):\n";
@@ -529,32 +711,29 @@ private:
             ", in float32 and aligned by label, for "
             "checking the kernels.\"\"\"\n";
     print_prologue(sig, args_fn, kw);
+    int spilled_names = 0;
     for (const ir::Symbol* k : reference_order(f)) {
       const ir::FuncDef& kd = in_.reference_defs.at(k);
       ir::Labels layout = kd.dims;
       for (ir::Label l : reduction_labels(kd))
         layout = ir::union_labels(layout, {l});
-      ReferenceExpr ref(layout);
+      std::vector<std::string> spilled;
+      ReferenceExpr ref(layout, spilled, spilled_names);
       std::vector<std::string> dims;
       for (ir::Label l : kd.dims)
         dims.push_back(quote(l->py_name));
       out_ += "    layout = " + ref.layout_text() + "\n";
-      out_ += "    " + k->py_name + " = _dt_result(" + ref.emit(*kd.value) + ", layout, " +
-              tuple_of(dims) + ", " + shape_of(kd.dims) + ")\n";
+      std::string value = ref.emit(*kd.value);
+      for (const std::string& s : spilled)
+        out_ += "    " + s + "\n";
+      out_ += "    " + k->py_name + " = _dt_result(" + value + ", layout, " + tuple_of(dims) +
+              ", " + shape_of(kd.dims) + ")\n";
     }
     out_ += "    return " + name + ".to(dtype)\n";
 
     // Random inputs. A label that indexes the same input dimension as an earlier one (rms_norm's
     // k and y) is tied to it: its size defaults to the earlier label's.
-    std::map<ir::Label, ir::Label> tied;
-    for (size_t i = 0; i < sig.labels.size(); ++i)
-      for (size_t j = 0; j < i && !tied.count(sig.labels[i]); ++j)
-        for (const auto& use : sig.uses[sig.labels[i]])
-          if (std::find(sig.uses[sig.labels[j]].begin(), sig.uses[sig.labels[j]].end(), use) !=
-              sig.uses[sig.labels[j]].end()) {
-            tied[sig.labels[i]] = tied.count(sig.labels[j]) ? tied[sig.labels[j]] : sig.labels[j];
-            break;
-          }
+    std::map<ir::Label, ir::Label> tied = sig.tied;
     std::vector<std::string> label_names, free_names;
     std::string free_tuple;
     std::map<ir::Label, int> example;
@@ -585,7 +764,7 @@ private:
         out_ += "    if int(sizes.get(" + quote(l->name) + ", " + tied[l]->py_name +
                 ")) != " + tied[l]->py_name + ":\n        raise ValueError(\"" + l->name +
                 " indexes the same input dimension as " + tied[l]->name +
-                "; give them one size\")\n";
+                "; give them one size\")\n    " + l->py_name + " = " + tied[l]->py_name + "\n";
     out_ += "    generator = torch.Generator().manual_seed(seed)\n";
     std::vector<std::string> results;
     for (const ir::Symbol* in : sig.inputs) {

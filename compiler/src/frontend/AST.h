@@ -42,6 +42,7 @@ struct Expr {
   std::string text;          // Number: literal text; Name/Index/Call: the name; Unary/Binary: op
   bool is_integer = false;   // Number: written without '.' or exponent
   std::vector<ExprPtr> args; // Index: labels (Name exprs); Call: arguments; Unary/Binary: operands
+  int height = 1;            // nodes on the longest path down from here, this one included
   Expr(ExprKind k, Loc l, std::string t = {}) : kind(k), loc(l), text(std::move(t)) {}
 };
 

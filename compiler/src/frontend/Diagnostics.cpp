@@ -73,8 +73,19 @@ std::string DiagnosticEngine::render() const {
     std::string shown;
     for (char c : text)
       shown += (c == '\t') ? ' ' : (static_cast<unsigned char>(c) < 32 ? '?' : c);
-    out += "  " + shown + "\n  ";
     int col = std::max(1, std::min<int>(d.loc.col, static_cast<int>(shown.size()) + 1));
+    // A long line (a generated sum of thousands of terms) is shown as a window around the caret.
+    constexpr int kWidth = 100;
+    if (static_cast<int>(shown.size()) > kWidth) {
+      int start = std::max(0, col - 1 - kWidth / 2);
+      int end = std::min<int>(shown.size(), start + kWidth);
+      std::string window = shown.substr(start, end - start);
+      if (start > 0) window = "..." + window;
+      if (end < static_cast<int>(shown.size())) window += "...";
+      col = col - start + (start > 0 ? 3 : 0);
+      shown = window;
+    }
+    out += "  " + shown + "\n  ";
     out += std::string(col - 1, ' ') + "^\n";
   }
   return out;

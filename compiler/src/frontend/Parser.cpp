@@ -1,5 +1,7 @@
 #include "frontend/Parser.h"
 
+#include "ir/IR.h"
+
 #include <charconv>
 #include <set>
 
@@ -7,6 +9,7 @@ namespace dtc {
 namespace {
 
 constexpr int kMaxExprDepth = 200;
+using ir::kMaxExprHeight; // shared with fusion, which checks it again after inlining
 
 class Parser {
 public:
@@ -250,9 +253,16 @@ private:
       const Token& op = advance();
       ast::ExprPtr rhs = expr(prec, depth + 1);
       auto node = std::make_unique<ast::Expr>(ast::ExprKind::Binary, op.loc, op.text);
+      node->height = 1 + std::max(lhs->height, rhs->height);
       node->args.push_back(std::move(lhs));
       node->args.push_back(std::move(rhs));
       lhs = std::move(node);
+      if (lhs->height > kMaxExprHeight) {
+        report(op.loc, "expression has more than " + std::to_string(kMaxExprHeight) +
+                           " nested operations; split it into several Funcs (a sum of many "
+                           "terms into partial sums, say)");
+        throw SyntaxError{};
+      }
     }
     return lhs;
   }
@@ -264,6 +274,7 @@ private:
       const Token& op = advance();
       auto node = std::make_unique<ast::Expr>(ast::ExprKind::Unary, op.loc, op.text);
       node->args.push_back(unary(depth + 1));
+      node->height = 1 + node->args.back()->height;
       return node;
     }
     return primary(depth + 1);
@@ -297,14 +308,16 @@ private:
         } while (accept(Tok::Comma));
       }
       expect(Tok::RBracket, "to close the index");
+      node->height = 2;
       return node;
     }
     if (accept(Tok::LParen)) {
       auto node = std::make_unique<ast::Expr>(ast::ExprKind::Call, t.loc, t.text);
       if (!at(Tok::RParen)) {
-        do
+        do {
           node->args.push_back(expr(0, depth + 1));
-        while (accept(Tok::Comma));
+          node->height = std::max(node->height, 1 + node->args.back()->height);
+        } while (accept(Tok::Comma));
       }
       expect(Tok::RParen, "to close the call to `" + t.text + "`");
       return node;

@@ -87,12 +87,21 @@ std::string helper_source(std::string_view name) {
                    "    return 0.5 * (e + 1.0 / e)\n"},
       {"_dt_tan", "def _dt_tan(v):\n"
                   "    return tl.sin(v) / tl.cos(v)\n"},
-      {"_dt_pow", "def _dt_pow(v, e):\n"
-                  "    # |v|^e, negated for a negative base raised to an odd integer.\n"
-                  "    magnitude = tl.exp2(e * tl.log2(tl.abs(v)))\n"
-                  "    negate = (v < 0) & (tl.floor(e) == e) & (tl.floor(e * 0.5) != e * 0.5)\n"
-                  "    result = tl.where(negate, -magnitude, magnitude)\n"
-                  "    return tl.where(e == 0, 1.0, result)\n"},
+      {"_dt_pow",
+       "def _dt_pow(v, e):\n"
+       "    # pow as IEEE 754 and torch define it: |v|^e, negated for a negative base\n"
+       "    # raised to an odd integer, NaN for a negative base raised to a non-integer;\n"
+       "    # v^0 and 1^e are 1. (Nested where, not &: e may be a scalar.)\n"
+       "    magnitude = tl.exp2(e * tl.log2(tl.abs(v)))\n"
+       "    odd = tl.floor(e * 0.5) != e * 0.5\n"
+       "    signed = tl.where(odd, -magnitude, magnitude)\n"
+       "    negative = tl.where(tl.floor(e) == e, signed, float(\"nan\"))\n"
+       "    result = tl.where(v < 0, negative, magnitude)\n"
+       "    return tl.where((e == 0) | (v == 1.0), 1.0, result)\n"},
+      {"_dt_pow_frac",
+       "def _dt_pow_frac(v, e):\n"
+       "    # v^e for a non-integer constant e: NaN for a negative base (IEEE pow).\n"
+       "    return tl.where(v < 0, float(\"nan\"), tl.exp2(e * tl.log2(tl.abs(v))))\n"},
       {"_dt_log1p",
        "def _dt_log1p(v):\n"
        "    # Series near 0, where log(1 + v) loses the low bits of v.\n"

@@ -47,7 +47,8 @@ class Folder : public ir::IRMutator {
         r = 0;
         break;
       }
-      if (std::isfinite(r)) return std::make_shared<ir::Const>(e.loc, r, is_int);
+      // IEEE arithmetic, as the kernel and torch compute it: 1 / 0 is inf, 0 % 0 is NaN.
+      return std::make_shared<ir::Const>(e.loc, r, is_int && std::isfinite(r));
     }
     if (a == e.a && b == e.b) return self;
     return std::make_shared<ir::Binary>(e.loc, e.op, a, b, ir::union_labels(a->dims, b->dims));
@@ -74,9 +75,11 @@ class Folder : public ir::IRMutator {
       if (auto* c = lit(call->args[0]))
         for (const auto& [name, fn] : unary)
           if (call->fn == name) {
-            double r = fn(c->value);
-            if (std::isfinite(r)) return std::make_shared<ir::Const>(e.loc, r, false);
+            return std::make_shared<ir::Const>(e.loc, fn(c->value), false);
           }
+    if (call->fn == "pow")
+      if (auto* b = lit(call->args[0]), *x = lit(call->args[1]); b && x)
+        return std::make_shared<ir::Const>(e.loc, std::pow(b->value, x->value), false);
     return folded;
   }
 };

@@ -1,5 +1,8 @@
 #include "ir/IR.h"
 
+#include <algorithm>
+#include <unordered_map>
+
 #include "ir/IRVisitor.h"
 
 #include <cmath>
@@ -159,6 +162,28 @@ ExprPtr IRMutator::visit(const Reshape& e, const ExprPtr& self) {
   return a == e.a ? self : std::make_shared<Reshape>(e.loc, a, e.shape);
 }
 
+int height(const Expr& root) {
+  std::unordered_map<const Expr*, int> memo;
+  std::vector<std::pair<const Expr*, bool>> stack{{&root, false}};
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    stack.pop_back();
+    if (memo.count(e)) continue;
+    std::vector<const Expr*> kids = children(*e);
+    if (!expanded) {
+      stack.push_back({e, true});
+      for (const Expr* k : kids)
+        if (!memo.count(k)) stack.push_back({k, false});
+      continue;
+    }
+    int h = 0;
+    for (const Expr* k : kids)
+      h = std::max(h, memo.at(k));
+    memo[e] = h + 1;
+  }
+  return memo.at(&root);
+}
+
 std::vector<const Expr*> children(const Expr& e) {
   struct Kids : IRVisitor {
     std::vector<const Expr*> kids;
@@ -178,6 +203,7 @@ std::vector<const Expr*> children(const Expr& e) {
 
 std::string python_float(double v) {
   if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "float(\"-inf\")";
+  if (std::isnan(v)) return "float(\"nan\")";
   std::ostringstream os;
   os.precision(17);
   os << v;
@@ -189,7 +215,8 @@ std::string python_float(double v) {
 namespace {
 
 std::string number_text(double v, bool is_int) {
-  if (is_int && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  if (is_int && std::isfinite(v) && std::fabs(v) < 1e15)
+    return std::to_string(static_cast<long long>(v));
   return python_float(v);
 }
 

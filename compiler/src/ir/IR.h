@@ -194,6 +194,14 @@ bool contains(const Labels& labels, Label l);
 /// The direct operands of an expression node, in order.
 std::vector<const Expr*> children(const Expr& e);
 
+/// Nodes on the longest path from `e` down to a leaf, `e` included. Iterative, so it is safe on
+/// expressions of any depth; shared subexpressions are measured once.
+int height(const Expr& e);
+
+/// The longest chain of operations the compiler accepts in one expression, before and after
+/// fusion inlines producers: passes walk expressions recursively.
+constexpr int kMaxExprHeight = 1000;
+
 /// A float as a Python literal that reads back exactly (`0.5`, `2.0`, `1e-30`, `float("inf")`).
 std::string python_float(double v);
 

@@ -88,6 +88,44 @@ private:
   DiagnosticEngine& diags_;
 };
 
+/// A producer computed into a temporary at level `at` holds, for one iteration of `at`, only the
+/// entries at the consumer's current outer coordinates. Every read of it must index its
+/// dimensions up to `at` with the consumer's own labels for them; `o[x, y] = t[y, x]` fused at
+/// x would read rows of `t` that this iteration never computed.
+void check_materialized_reads(const ir::Program& program, const ir::Symbol* g,
+                              const ir::ExprPtr& value, const ir::Symbol* f, ir::Label at,
+                              const Loc& fuse_loc, DiagnosticEngine& diags) {
+  const ir::Labels& fdims = program.def(f).dims;
+  size_t pos = std::find(fdims.begin(), fdims.end(), at) - fdims.begin();
+  struct Reads : ir::IRVisitor {
+    const ir::Symbol* f;
+    std::vector<const ir::Access*> out;
+    void visit(const ir::Access& e) override {
+      if (e.tensor == f) out.push_back(&e);
+    }
+  } reads;
+  reads.f = f;
+  value->accept(reads);
+  for (const ir::Access* a : reads.out) {
+    for (size_t i = 0; i <= pos && i < a->index.size(); ++i) {
+      if (a->index[i] == fdims[i]) continue;
+      std::string outer;
+      for (size_t j = 0; j <= pos; ++j)
+        outer += (j ? ", " : "") + fdims[j]->name;
+      diags.error(fuse_loc,
+                  "`" + f->name + "` is fused into `" + g->name + "` at `" + at->name +
+                      "` and computed into a temporary one `" + at->name + "` at a time, but `" +
+                      g->name + "` reads `" + ir::to_dt(*a) + "`, which needs `" + f->name +
+                      "` at other values of `" + fdims[i]->name +
+                      "`; fuse only where the consumer reads the "
+                      "producer with the same outer labels (" +
+                      outer + "), fully tensorize the dimensions inside `" + at->name +
+                      "` so that `" + f->name + "` is computed inline, or drop the fuse_at");
+      return;
+    }
+  }
+}
+
 } // namespace
 
 void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags) {
@@ -125,20 +163,36 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
   // Inline producers before their consumers: a fused producer may itself have producers fused
   // into it (chains of fusions, thesis listing 4.4).
   std::map<const ir::Symbol*, ir::ExprPtr> values;
-  std::function<ir::ExprPtr(const ir::Symbol*)> resolve = [&](const ir::Symbol* f) {
-    if (values.count(f)) return values[f];
+  bool too_deep = false;
+  std::function<void(const ir::Symbol*)> resolve = [&](const ir::Symbol* f) {
+    if (values.count(f) || too_deep) return;
     for (const ir::Symbol* d : program.def(f).deps)
       if (program.funcs.count(d)) resolve(d);
+    if (too_deep) return;
     Inliner inliner(program, inline_into[f], values, diags);
     values[f] = inliner.mutate(program.def(f).value);
-    return values[f];
+    if (int h = ir::height(*values[f]); h > ir::kMaxExprHeight && !inline_into[f].empty()) {
+      // Stop before chains of fusions grow further (each inlining copies the producer).
+      const ir::Symbol* first = *inline_into[f].begin();
+      diags.error(schedule.of(first).fuse_at->loc,
+                  "fusing " + std::to_string(inline_into[f].size()) + " Funcs into `" + f->name +
+                      "` makes its expression " + std::to_string(h) +
+                      " operations deep, more than the " + std::to_string(ir::kMaxExprHeight) +
+                      " the compiler accepts; fuse fewer of them (a chain of fusions can be "
+                      "broken into several kernels)");
+      too_deep = true;
+    }
   };
   for (auto& [f, def] : program.funcs)
     resolve(f);
+  if (too_deep) return;
   for (auto& [f, def] : program.funcs) {
     def.value = values[f];
     def.deps = schedule.deps_of(program, f);
   }
+  for (const auto& [g, def] : program.funcs)
+    for (const auto& [f, at] : schedule.of(g).materialized)
+      check_materialized_reads(program, g, def.value, f, at, schedule.of(f).fuse_at->loc, diags);
 }
 
 } // namespace dtc

@@ -32,7 +32,12 @@ struct Value {
   std::string text;
   int prec = kAtom;
   bool is_bool = false;
+  int depth = 0; // operations nested in `text` (a name or literal is 0)
 };
+
+// Python's parser allows 200 nested parentheses and Triton's code generator recurses through
+// the expression: a value nested deeper than this is bound to a name first.
+constexpr int kMaxValueDepth = 12;
 
 std::string paren(const Value& v, int min_prec) {
   return v.prec < min_prec ? "(" + v.text + ")" : v.text;
@@ -520,7 +525,8 @@ private:
   }
 
   // Dimensions of a materialized Func that this kernel reads beyond its own block: those indexed
-  // by a label that an enclosing reduction binds. The temporary must hold them whole.
+  // by a label that an enclosing reduction binds, or by a label other than the dimension's own
+  // (`t[x, z]` for t[x, y]). The temporary must hold them whole.
   std::set<Label> read_across(const ir::Symbol* f) const {
     std::set<Label> out;
     const ir::Labels& fdims = prog_.def(f).dims;
@@ -529,7 +535,7 @@ private:
       if (auto* a = e.as<ir::Access>()) {
         if (a->tensor == f)
           for (size_t i = 0; i < a->index.size(); ++i)
-            if (ir::contains(bound, a->index[i])) out.insert(fdims[i]);
+            if (ir::contains(bound, a->index[i]) || a->index[i] != fdims[i]) out.insert(fdims[i]);
         return;
       }
       ir::Labels inner = bound;
@@ -659,7 +665,7 @@ private:
       auto& u = static_cast<const ir::Unary&>(e);
       Value a = lower(*u.a, body);
       if (u.op == ir::UnOp::Plus) return a;
-      return {"-" + paren(a, kUnary), kUnary};
+      return shallow({"-" + paren(a, kUnary), kUnary, false, a.depth + 1}, body);
     }
     case ir::ExprKind::Binary:
       return binary(static_cast<const ir::Binary&>(e), body);
@@ -696,9 +702,9 @@ private:
                                                                  : kMul;
     // Comparisons never chain in the generated code: Python would read `a < b < c` as a chain.
     int left_min = p == kCompare ? kCompare + 1 : p;
-    Value v{paren(x, left_min) + " " + ir::op_text(b.op) + " " + paren(y, p + 1), p};
-    v.is_bool = ir::is_comparison(b.op);
-    return v;
+    Value v{paren(x, left_min) + " " + ir::op_text(b.op) + " " + paren(y, p + 1), p,
+            ir::is_comparison(b.op), std::max(x.depth, y.depth) + 1};
+    return shallow(v, body);
   }
 
   Value call(const ir::Call& c, std::vector<StmtPtr>& body) {
@@ -708,6 +714,16 @@ private:
       if (auto* k = c.args[1]->as<ir::Const>()) {
         double n = k->value;
         if (n == std::floor(n) && std::fabs(n) <= 8) return integer_power(*c.args[0], int(n), body);
+        // A non-integer constant: no sign to work out, NaN for a negative base.
+        if (std::isfinite(n) && n != std::floor(n)) {
+          Value base = lower(*c.args[0], body);
+          if (n == 0.5)
+            return shallow({"tl.sqrt(" + base.text + ")", kAtom, false, base.depth + 1}, body);
+          kernel_.helpers.insert("_dt_pow_frac");
+          return shallow({"_dt_pow_frac(" + base.text + ", " + ir::python_float(n) + ")", kAtom,
+                          false, base.depth + 1},
+                         body);
+        }
       }
     }
     std::string pattern = b->triton;
@@ -717,14 +733,24 @@ private:
     // plain call, where commas already delimit them.
     bool plain_call = pattern.find(" != ") == std::string::npos && pattern.front() != '(';
     std::vector<std::string> args;
+    int depth = 0;
     for (const ir::ExprPtr& a : c.args) {
       Value v = lower(*a, body);
+      depth = std::max(depth, v.depth);
       // Sizes are integers; Triton's math functions take floating point.
       if (a->as<ir::Len>()) v = {"tl.cast(" + v.text + ", tl.float32)"};
       args.push_back(plain_call ? v.text : paren(v, kAtom));
     }
     if (b->helper) kernel_.helpers.insert(b->helper);
-    return {substitute(pattern, args), kAtom};
+    return shallow({substitute(pattern, args), kAtom, false, depth + 1}, body);
+  }
+
+  // Binds a value nested too deeply for Python and Triton's code generator to a name.
+  Value shallow(Value v, std::vector<StmtPtr>& body) {
+    if (v.depth <= kMaxValueDepth) return v;
+    std::string name = fresh("v");
+    body.push_back(Stmt::assign(name, v.text));
+    return {name, kAtom, v.is_bool, 0};
   }
 
   static bool lower_is_bool(const ir::Expr& e) {
@@ -743,8 +769,8 @@ private:
     std::string product = operand;
     for (int i = 1; i < std::abs(n); ++i)
       product += " * " + operand;
-    if (n < 0) return {"1.0 / (" + product + ")", kMul};
-    return {product, std::abs(n) == 1 ? kAtom : kMul};
+    if (n < 0) return {"1.0 / (" + product + ")", kMul, false, std::abs(n)};
+    return {product, std::abs(n) == 1 ? kAtom : kMul, false, std::abs(n) - 1};
   }
 
   // ---- rdot as tl.dot ------------------------------------------------------------------------
@@ -773,7 +799,9 @@ private:
   std::string tile_launch(Label l) const {
     // tl.dot needs at least 16 along each dimension; masks cover the difference.
     if (dot_labels_.count(l)) return "max(16, triton.next_power_of_2(" + l->py_name + "))";
-    return "triton.next_power_of_2(" + l->py_name + ")";
+    // An empty dimension still needs a one-lane tile (tl.arange(0, 0) is invalid); its mask is
+    // all false, so an empty reduction yields its identity.
+    return "max(1, triton.next_power_of_2(" + l->py_name + "))";
   }
 
   // A layout-shaped operand varying along {p, q} as a 2-D [p, q] tensor.
@@ -824,6 +852,14 @@ private:
 
   Value matmul(const ir::Dot& d, std::vector<StmtPtr>& body) {
     DotAxes ax = *dot_axes(d);
+    // tl.dot yields an [i, j] matrix; the layout may hold j before i (`c[n, m] = rdot(A[m, k],
+    // B[k, n], k)`). Then compute the transposed product b^T a^T, whose operands load in the
+    // order tl.dot wants at no cost, instead of transposing the result.
+    ir::ExprPtr lhs = d.a, rhs = d.b;
+    if (axis_of(ax.i) > axis_of(ax.j)) {
+      std::swap(lhs, rhs);
+      std::swap(ax.i, ax.j);
+    }
     check_dot_sizes(d, ax);
     kernel_.dot_precision = fs_.precision.value_or("tf32");
     Label r = d.rvar;
@@ -867,8 +903,8 @@ private:
       inner->push_back(Stmt::assign(name, as_matrix(v, p, q)));
       return name;
     };
-    std::string a = operand(d.a, ax.i, r);
-    std::string b = operand(d.b, r, ax.j);
+    std::string a = operand(lhs, ax.i, r);
+    std::string b = operand(rhs, r, ax.j);
     if (!full_r) cache_.pop_back();
     std::string result = fresh(prefix + r->py_name + "_dot");
     std::string shape = shape_of({ax.i, ax.j});

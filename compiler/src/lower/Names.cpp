@@ -23,7 +23,7 @@ static const std::set<std::string>& reserved() {
       // modules and module-level names of the generated code
       "tl", "triton", "torch", "math", "reference", "make_inputs", "SCHEDULE", "pid", "grid",
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
-      "SIZE_KEYWORDS", "DOT_PRECISION"};
+      "SIZE_KEYWORDS", "DOT_PRECISION", "out"};
   return words;
 }
 

@@ -130,12 +130,35 @@ static std::string closest_primitive(const std::string& name) {
 /// it, directly or through a chain) and what it then depends on. Both follow from the set of
 /// fusions alone, whatever order they were applied in.
 static void settle_fusions(const ir::Program& program, Schedule& schedule) {
-  std::function<bool(const ir::Symbol*, const ir::Symbol*)> computed_in = [&](const ir::Symbol* f,
-                                                                              const ir::Symbol* g) {
-    auto it = schedule.funcs.find(f);
-    if (it == schedule.funcs.end() || !it->second.fuse_at) return false;
-    const ir::Symbol* into = it->second.fuse_at->into;
-    return into == g || computed_in(into, g);
+  // f is computed in g's kernel when g is an ancestor of f in the forest of fusions (an edge from
+  // each fused Func to the Func it is fused into). Euler-tour intervals answer that in O(1), so
+  // long chains of fusions stay linear.
+  std::map<const ir::Symbol*, std::vector<const ir::Symbol*>> fused_into;
+  for (const auto& [f, fs] : schedule.funcs)
+    if (fs.fuse_at) fused_into[fs.fuse_at->into].push_back(f);
+  std::map<const ir::Symbol*, std::pair<int, int>> span;
+  int clock = 0;
+  for (const auto& [root, fs] : schedule.funcs) {
+    if (fs.fuse_at) continue;
+    std::vector<std::pair<const ir::Symbol*, size_t>> stack{{root, 0}};
+    span[root].first = clock++;
+    while (!stack.empty()) {
+      auto& [f, next] = stack.back();
+      const auto& kids = fused_into[f];
+      if (next < kids.size()) {
+        const ir::Symbol* kid = kids[next++];
+        span[kid].first = clock++;
+        stack.push_back({kid, 0});
+      } else {
+        span[f].second = clock++;
+        stack.pop_back();
+      }
+    }
+  }
+  auto computed_in = [&](const ir::Symbol* f, const ir::Symbol* g) {
+    auto fi = span.find(f), gi = span.find(g);
+    if (fi == span.end() || gi == span.end() || f == g) return false;
+    return gi->second.first < fi->second.first && fi->second.second < gi->second.second;
   };
   for (const auto& [g, def] : program.funcs) {
     std::vector<const ir::Symbol*> fused, deps;

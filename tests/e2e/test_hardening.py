@@ -1,0 +1,304 @@
+"""Programs nobody tuned for: each class of silent wrong answer, crash or unimportable module once
+found in the compiler, checked against torch written by hand here (not the module's reference,
+which the same compiler prints). The module's reference is checked against the same oracle."""
+import itertools
+import math
+
+import pytest
+import torch
+
+from conftest import load_module, run_dtc
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def build(tmp_path, source, schedule=None, name="prog"):
+    src = tmp_path / f"{name}.dt"
+    src.write_text(source)
+    out = tmp_path / f"{name}.py"
+    args = [src, "-o", out] + (["--schedule", schedule] if schedule else [])
+    result = run_dtc(*args)
+    assert result.returncode == 0, result.stderr
+    return load_module(out)
+
+
+def rejected(tmp_path, source, schedule=None):
+    """Compiles a program that must be rejected with a diagnostic (exit 1, no crash)."""
+    src = tmp_path / "bad.dt"
+    src.write_text(source)
+    args = [src, "--check"] + (["--schedule", schedule] if schedule else [])
+    result = run_dtc(*args)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert "internal" not in result.stderr and "report this" not in result.stderr
+    return result.stderr
+
+
+def close(got, want, rtol=1e-4, atol=1e-4):
+    assert got.shape == want.shape, (got.shape, want.shape)
+    torch.testing.assert_close(got.double(), want.double(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. rdot on tl.dot follows the labels, whatever their order.
+
+RDOT_SCHEDULES = {
+    "tl.dot whole": "c.tensorize(m:0, n:0, k:0)",
+    "tl.dot blocked": "c.block(m:16, n:16); c.tensorize(m:0, n:0, k:16)",
+    "multiply-sum": "c.tensorize(m:0, k:0)",
+}
+
+
+@pytest.mark.parametrize("out_mn", [True, False], ids=["c[m,n]", "c[n,m]"])
+@pytest.mark.parametrize("a_mk", [True, False], ids=["A[m,k]", "A[k,m]"])
+@pytest.mark.parametrize("b_kn", [True, False], ids=["B[k,n]", "B[n,k]"])
+@pytest.mark.parametrize("a_first", [True, False], ids=["rdot(A,B)", "rdot(B,A)"])
+def test_rdot_label_orders(tmp_path, out_mn, a_mk, b_kn, a_first):
+    a = "A[m, k]" if a_mk else "A[k, m]"
+    b = "B[k, n]" if b_kn else "B[n, k]"
+    out = "c[m, n]" if out_mn else "c[n, m]"
+    operands = f"{a}, {b}" if a_first else f"{b}, {a}"
+    source = f"Func c; In A, B; Var m, n; RVar k;\n{out} = rdot({operands}, k);\nc.compile();\n"
+    m_, n_, k_ = 17, 20, 18
+    gen = torch.Generator().manual_seed(1)
+    A = torch.randn((m_, k_) if a_mk else (k_, m_), generator=gen)
+    B = torch.randn((k_, n_) if b_kn else (n_, k_), generator=gen)
+    product = (A.double() if a_mk else A.double().t()) @ (B.double() if b_kn else B.double().t())
+    want = product if out_mn else product.t()
+    for label, schedule in RDOT_SCHEDULES.items():
+        module = build(tmp_path, source, schedule, name="c_" + label.replace(" ", "_").replace("-", "_"))
+        close(module.c(A, B), want, rtol=1e-2, atol=1e-2)  # TF32 products on tl.dot
+        close(module.reference(A, B), want)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. fuse_at through reads whose labels are in another order.
+
+def test_fuse_at_transposed_read_rejected(tmp_path):
+    err = rejected(tmp_path, "Func t, o; In A; Var x, y;\nt[x, y] = exp(A[x, y]);\n"
+                             "o[x, y] = t[y, x];\nt.fuse_at(o, x);\no.compile();\n")
+    assert "bad.dt:4:1: error: `t` is fused into `o` at `x`" in err and "t[y, x]" in err
+
+
+def test_fuse_at_read_along_reduction_label_rejected(tmp_path):
+    err = rejected(tmp_path, "Func t, o; In A; Var x, y; RVar k;\nt[x, y] = exp(A[x, y]);\n"
+                             "o[x] = rsum(t[k, x], k);\no.tensorize(k:0);\nt.fuse_at(o, x);\n"
+                             "o.compile();\n")
+    assert "t[k, x]" in err
+
+
+def test_fuse_at_transposed_read_inlined_is_right(tmp_path):
+    # Fully tensorized inside the fuse level: t is inlined, which is right for any read.
+    module = build(tmp_path, "Func t, o; In A; Var x, y;\nt[x, y] = exp(A[x, y]);\n"
+                             "o[x, y] = t[y, x];\nt.fuse_at(o, x);\no.tensorize(y:0);\no.compile();\n")
+    A = torch.randn(5, 5)
+    close(module.o(A), A.double().exp().t())
+
+
+@pytest.mark.parametrize("schedule", [
+    "", "o.block(y:2, z:4)", "o.block(y:2, z:4); o.tensorize(z:2)",
+    "o.block(x:2, y:2, z:4); o.tensorize(y:2)"])
+def test_fuse_at_inner_dimension_read_with_other_label(tmp_path, schedule):
+    # t's inner dimension y is read with z: the temporary must hold it whole.
+    source = ("Func t, o; In A; Var x, y, z;\nt[x, y] = exp(A[x, y]);\n"
+              "o[x, y, z] = t[x, z] + A[x, y];\no.compile();\n")
+    module = build(tmp_path, source, (schedule + "; " if schedule else "") + "t.fuse_at(o, x)")
+    A = torch.randn(5, 6)
+    want = A.double().exp()[:, None, :] + A.double()[:, :, None]
+    close(module.o(A), want)
+    close(module.reference(A), want)
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. Labels that index a Func are size-checked like labels that index an input.
+
+TRANSPOSED_SUM = ("Func t, o; In A; Var x, y; RVar k;\nt[x, y] = exp(A[x, y]);\n"
+                  "o[x] = rsum(t[k, x], k);\no.compile();\n")
+
+
+def test_func_index_sizes_checked(tmp_path):
+    module = build(tmp_path, TRANSPOSED_SUM)
+    A = torch.randn(5, 5)
+    close(module.o(A), A.double().exp().sum(0))
+    for fn in (module.o, module.reference):
+        with pytest.raises(ValueError, match=r"size of k disagrees: A.shape\[0\] is 5 but k=9"):
+            fn(A, k=9)
+        with pytest.raises(ValueError, match=r"A.shape\[1\] is 3 but A.shape\[0\] is 5 "
+                                             r"\(tied by t\[k, x\] reading t\[x, y\]\)"):
+            fn(torch.randn(5, 3))
+    A, = module.make_inputs({"x": 4})
+    assert A.shape == (4, 4)
+
+
+def test_func_index_sizes_checked_with_fusion(tmp_path):
+    module = build(tmp_path, TRANSPOSED_SUM, "o.tensorize(k:0, y:0); t.fuse_at(o, x)")
+    A = torch.randn(6, 6)
+    close(module.o(A), A.double().exp().sum(0))
+    with pytest.raises(ValueError, match="disagrees"):
+        module.o(torch.randn(6, 4))
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. make_inputs when one input dimension carries two labels.
+
+def test_make_inputs_two_labels_one_dimension(tmp_path):
+    module = build(tmp_path, "Func s, f; In X; Var x, y; RVar k;\ns[x] = rsum(X[x, k], k);\n"
+                             "f[x, y] = X[x, y] / s[x];\nf.compile();\n")
+    X, = module.make_inputs({"x": 5, "y": 7})
+    assert X.shape == (5, 7)
+    close(module.f(X), X.double() / X.double().sum(1, keepdim=True))
+
+
+def test_make_inputs_symmetric_read(tmp_path):
+    module = build(tmp_path, "Func s; In A; Var x, y;\ns[x, y] = A[x, y] + A[y, x];\ns.compile();\n")
+    A, = module.make_inputs({"x": 6})
+    assert A.shape == (6, 6)
+    close(module.s(A), A.double() + A.double().t())
+
+
+@pytest.mark.parametrize("schedule", [None, "ln.tensorize(c:0); mu.fuse_at(ln, r); var.fuse_at(ln, r); mu.tensorize(j:0); var.tensorize(i:0)"])
+def test_layer_norm_with_mean_and_variance_funcs(tmp_path, schedule):
+    module = build(tmp_path, "Func mu, var, ln; In X; Var r, c; RVar j, i;\n"
+                             "mu[r] = rsum(X[r, j], j) / len(j);\n"
+                             "var[r] = rsum(pow(X[r, i] - mu[r], 2), i) / len(i);\n"
+                             "ln[r, c] = (X[r, c] - mu[r]) / sqrt(var[r] + 0.00001);\n"
+                             "ln.compile();\n", schedule)
+    X, = module.make_inputs({"r": 5, "c": 9})
+    assert X.shape == (5, 9)
+    want = torch.nn.functional.layer_norm(X.double(), (9,), eps=1e-5)
+    close(module.ln(X), want)
+    close(module.reference(X), want)
+    with pytest.raises(ValueError, match="j indexes the same input dimension as c"):
+        module.make_inputs({"r": 5, "c": 9, "j": 3})
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. pow as torch computes it: NaN for a negative base and a non-integer exponent.
+
+POW = ("Func f; In A; SIn e; Var x, y;\n"
+       "f[x, y] = pow(A[x, y], 2.5) + pow(A[x, y], 0.5) + pow(A[x, y], e) + pow(A[x, y], 11)"
+       " + pow(A[x, y], -9) + pow(A[x, y], A[y, x]) + pow(-2, 3);\nf.compile();\n")
+
+
+@pytest.mark.parametrize("schedule", [None, "f.tensorize(x:0, y:0)",
+                                      "f.block(x:2, y:4); f.tensorize(y:4)"])
+def test_pow_non_integer_exponents(tmp_path, schedule):
+    module = build(tmp_path, POW, schedule)
+    A = torch.randn(6, 6, generator=torch.Generator().manual_seed(3))
+    A[0, 0], A[1, 1], A[2, 2], A[3, 3] = 0.0, 1.0, -1.0, 2.0
+    a = A.double()
+    for e in (1.5, 2.0, 3.0, 0.0, -1.5):
+        want = (a.pow(2.5) + a.pow(0.5) + a.pow(e) + a.pow(11) + a.pow(-9) + a.pow(a.t()) - 8)
+        got = module.f(A, e)
+        assert torch.equal(got.isnan(), want.isnan())
+        finite = want.isfinite()
+        torch.testing.assert_close(got.double()[finite], want[finite], rtol=1e-4, atol=1e-4)
+        assert torch.equal(module.reference(A, e).isnan(), want.isnan())
+
+
+# ----------------------------------------------------------------------------------------------
+# 6. Literal division by zero is IEEE arithmetic.
+
+def test_literal_division_by_zero(tmp_path):
+    module = build(tmp_path, "Func p, n, z, l; In A; Var x;\np[x] = A[x] * 0 + 1 / 0;\n"
+                             "n[x] = A[x] * 0 - 1 / 0;\nz[x] = A[x] * 0 + 0 % 0;\n"
+                             "l[x] = A[x] * 0 + log(0) + 0 / 0 * 0;\n"
+                             "p.compile(); n.compile(); z.compile(); l.compile();\n")
+    A = torch.randn(4)
+    for name, want in (("p", math.inf), ("n", -math.inf), ("z", math.nan), ("l", math.nan)):
+        for fn in (getattr(module, name), getattr(module, "reference_" + name)):
+            close(fn(A), torch.full((4,), want, dtype=torch.float64))
+
+
+# ----------------------------------------------------------------------------------------------
+# 7. Empty reductions yield the identity: 0 for rsum and rdot, -inf for rmax, inf for rmin.
+
+EMPTY = ("Func s, mx, mn, d; In A, B; Var x, y; RVar k;\ns[x] = rsum(A[x, k], k);\n"
+         "mx[x] = rmax(A[x, k], k);\nmn[x] = rmin(A[x, k], k);\nd[x, y] = rdot(A[x, k], B[k, y], k);\n"
+         "s.compile(); mx.compile(); mn.compile(); d.compile();\n")
+
+
+@pytest.mark.parametrize("schedule", [
+    None,
+    "s.tensorize(k:0); mx.tensorize(k:0); mn.tensorize(k:0); d.tensorize(x:0, y:0, k:0)",
+    "s.block(k:4); s.atomic(k); mx.block(k:2); mx.tensorize(k:0); mn.block(k:4); "
+    "d.block(x:16, y:16); d.tensorize(x:0, y:0, k:16)",
+])
+@pytest.mark.parametrize("k", [0, 3])
+def test_empty_reductions(tmp_path, schedule, k):
+    module = build(tmp_path, EMPTY, schedule)
+    A, B = torch.randn(5, k), torch.randn(k, 6)
+    a = A.double()
+    cases = {"s": a.sum(1), "d": a @ B.double(),
+             "mx": a.amax(1) if k else torch.full((5,), -math.inf, dtype=torch.float64),
+             "mn": a.amin(1) if k else torch.full((5,), math.inf, dtype=torch.float64)}
+    for name, want in cases.items():
+        args = (A, B) if name == "d" else (A,)
+        close(getattr(module, name)(*args), want, rtol=1e-2, atol=1e-2)
+        close(getattr(module, "reference_" + name)(*args), want)
+
+
+# ----------------------------------------------------------------------------------------------
+# 8. Long expressions: what dtc accepts imports and runs; past the limits, a diagnostic.
+
+def chain_of_fusions(n):
+    lines = ["Func " + ", ".join(f"t{i}" for i in range(n)) + ";", "In A; Var x;",
+             "t0[x] = exp(A[x]);"]
+    lines += [f"t{i}[x] = 0.5 * t{i - 1}[x] + 1;" for i in range(1, n)]
+    lines += [f"t{i}.fuse_at(t{i + 1}, x);" for i in range(n - 1)]
+    return "\n".join(lines + [f"t{n - 1}.compile();", ""])
+
+
+def test_long_flat_sum_imports_and_runs(tmp_path):
+    module = build(tmp_path, "Func f; In A; Var x;\nf[x] = " + " + ".join(["A[x]"] * 999)
+                   + ";\nf.compile();\n")
+    A = torch.randn(5)
+    close(module.f(A), 999 * A.double(), rtol=1e-4, atol=1e-3)
+    close(module.reference(A), 999 * A.double(), rtol=1e-4, atol=1e-3)
+
+
+def test_long_chain_of_fusions_imports_and_runs(tmp_path):
+    module = build(tmp_path, chain_of_fusions(250))
+    A = torch.randn(5)
+    want = A.double().exp()
+    for _ in range(249):
+        want = 0.5 * want + 1
+    close(module.t249(A), want)
+    close(module.reference(A), want)
+
+
+def test_too_long_expressions_are_diagnostics(tmp_path):
+    err = rejected(tmp_path, "Func f; In A; Var x;\nf[x] = " + " + ".join(["A[x]"] * 8000)
+                   + ";\nf.compile();\n")
+    assert "more than 1000 nested operations" in err
+    err = rejected(tmp_path, chain_of_fusions(3000))
+    assert "operations deep, more than the 1000" in err
+
+
+# ----------------------------------------------------------------------------------------------
+# 9. The command line refuses what it cannot mean.
+
+@pytest.mark.parametrize("args, message", [
+    (["DIR"], "is a directory"),
+    (["FILE", "--schedule", "f.block(x:2)", "--schedule", "f.block(x:4)"],
+     "`--schedule` is given more than once"),
+    (["FILE", "--schedule=f.block(x:2)", "--schedule=f.block(x:4)"], "more than once"),
+    (["FILE", "-o", "a.py", "-o", "b.py"], "`--output` is given more than once"),
+    (["FILE", "--check", "--canonical"], "--check excludes --canonical"),
+    (["FILE", "--emit=ir", "--canonical"], "excludes"),
+    (["FILE", "--check", "--check"], "more than once"),
+])
+def test_cli_rejects_ambiguous_commands(tmp_path, args, message):
+    src = tmp_path / "f.dt"
+    src.write_text("Func f; In A; Var x;\nf[x] = A[x];\nf.compile();\n")
+    args = [str(src) if a == "FILE" else str(tmp_path) if a == "DIR" else a for a in args]
+    result = run_dtc(*args)
+    assert result.returncode == 2, result
+    assert message in result.stderr
+    assert not (tmp_path / "a.py").exists() and not (tmp_path / "b.py").exists()
+
+
+def test_cli_empty_file_is_an_empty_program(tmp_path):
+    src = tmp_path / "empty.dt"
+    src.write_text("")
+    result = run_dtc(src, "--check")
+    assert result.returncode == 0 and "no Func is compiled" in result.stderr
