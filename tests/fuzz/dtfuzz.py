@@ -55,9 +55,12 @@ RAISES = "kernel raises"
 KERNEL_CRASH = "kernel crash"         # the process running the module died or hung
 WRONG = "wrong result"
 MAKE_INPUTS = "make_inputs raises"
+SIZES = "disagreeing sizes accepted"  # labels that must be equal, given unequal: no ValueError
 REFERENCE = "reference disagrees"
+PROGRAM_REJECTED = "program rejected"  # a generated (legal) program rejected without schedule
 UNTAME = "untame"                     # the generated program is numerically wild: redrawn
-FAILURES = [DTC_CRASH, INTERNAL, IMPORT, RAISES, KERNEL_CRASH, WRONG, MAKE_INPUTS, REFERENCE]
+FAILURES = [DTC_CRASH, INTERNAL, IMPORT, RAISES, KERNEL_CRASH, WRONG, MAKE_INPUTS, REFERENCE,
+            SIZES]
 
 # ------------------------------------------------------------------------------------------------
 # Programs. Expressions are nested lists (JSON-friendly):
@@ -114,16 +117,18 @@ class Case:
     dtype: str = "float32"
     seed: int = 0                     # inputs' seed
     wild: bool = False                # non-finite values are expected (raw pow, 1/0)
+    check_sizes: bool = False         # also pass disagreeing sizes: ValueError expected
 
     def to_json(self):
         return {"program": self.program.to_json(), "schedule": list(self.schedule),
                 "sizes": dict(self.sizes), "dtype": self.dtype, "seed": self.seed,
-                "wild": self.wild}
+                "wild": self.wild, "check_sizes": self.check_sizes}
 
     @staticmethod
     def from_json(d):
         return Case(Program.from_json(d["program"]), list(d["schedule"]), dict(d["sizes"]),
-                    d.get("dtype", "float32"), d.get("seed", 0), d.get("wild", False))
+                    d.get("dtype", "float32"), d.get("seed", 0), d.get("wild", False),
+                    d.get("check_sizes", False))
 
 
 def expr_labels(e, prog):
@@ -303,10 +308,11 @@ def func_deps(prog, name):
     return out
 
 
-def used_inputs(prog):
+def used_inputs(prog, funcs=None):
+    funcs = funcs or prog.compiled
     names = set()
-    for f in [prog.func(c) for c in prog.compiled] + [prog.func(d) for c in prog.compiled
-                                                      for d in func_deps(prog, c)]:
+    for f in [prog.func(c) for c in funcs] + [prog.func(d) for c in funcs
+                                              for d in func_deps(prog, c)]:
         for n in walk(f[2]):
             if n[0] == "acc" and n[1] in prog.inputs:
                 names.add(n[1])
@@ -403,16 +409,9 @@ def _to_layout(t, labs, layout):
     return t.reshape(shape)
 
 
-def _align(vals):
-    layout = []
-    for _, labs in vals:
-        layout = _union(layout, labs)
-    return [_to_layout(t, labs, layout) for t, labs in vals], layout
-
-
 def _bf(name, args):
-    f64 = torch.float64
     a = args
+    f64 = a[0].dtype
     if name == "abs":
         return a[0].abs()
     if name == "ceil":
@@ -491,12 +490,19 @@ def _bf(name, args):
 
 
 class Evaluator:
-    """Evaluates a Program on float64 inputs. `stats` records the largest finite intermediate
-    magnitude and whether any intermediate is not finite."""
+    """Evaluates a Program on float64 inputs. Every value is (tensor, labels, uncertain): the
+    last a boolean tensor marking elements that depend on a near-tie (a comparison of nearly
+    equal values, floor/ceil/% near a step, sign near 0), which float32 may decide either way;
+    those elements are not compared. `max_abs` is the largest finite intermediate magnitude and
+    `nonfinite` says whether any intermediate is not finite."""
 
-    def __init__(self, prog, sizes, inputs, scalars):
+    TIE = 1e-4
+
+    def __init__(self, prog, sizes, inputs, scalars, dtype=torch.float64):
         self.prog, self.sizes, self.inputs, self.scalars = prog, sizes, inputs, scalars
+        self.dtype = dtype
         self.values = {}
+        self.uncertain = {}
         self.max_abs = 0.0
         self.nonfinite = False
 
@@ -515,79 +521,119 @@ class Evaluator:
             if f is None:
                 raise EvalError(f"unknown Func {name}")
             _, dims, e = f
-            t, labs = self.ev(e)
+            t, labs, u = self.ev(e)
             if not set(labs) <= set(dims):
                 raise EvalError(f"{name} varies along {labs}, not within {dims}")
-            t = _to_layout(t, labs, dims).expand([self.sizes[d] for d in dims])
-            self.values[name] = t.contiguous()
+            shape = [self.sizes[d] for d in dims]
+            self.values[name] = _to_layout(t, labs, dims).expand(shape).contiguous()
+            self.uncertain[name] = _to_layout(u, labs, dims).expand(shape).contiguous()
         return self.values[name]
 
     def ev(self, e):
-        t, labs = self._ev(e)
+        t, labs, u = self._ev(e)
         self._note(t)
-        return t, labs
+        u = u.expand(t.shape) if u.shape != t.shape else u
+        return t, labs, u
+
+    def _tie(self, a, b):
+        return (a - b).abs() <= self.TIE * (a.abs() + b.abs()) + 1e-6
 
     def _ev(self, e):
-        f64 = torch.float64
+        f64 = self.dtype
         kind = e[0]
+        no = torch.tensor(False)
         if kind == "num":
-            return torch.tensor(float(e[1]), dtype=f64), []
+            return torch.tensor(float(e[1]), dtype=f64), [], no
         if kind == "sin":
-            return torch.tensor(float(self.scalars[e[1]]), dtype=f64), []
+            return torch.tensor(float(self.scalars[e[1]]), dtype=f64), [], no
         if kind == "len":
-            return torch.tensor(float(self.sizes[e[1]]), dtype=f64), []
+            return torch.tensor(float(self.sizes[e[1]]), dtype=f64), [], no
         if kind == "acc":
             name, labs = e[1], list(e[2])
-            t = self.inputs[name] if name in self.inputs else self.func(name)
+            if name in self.inputs:
+                t, u = self.inputs[name], torch.zeros(self.inputs[name].shape, dtype=torch.bool)
+            else:
+                t, u = self.func(name), self.uncertain[name]
             want = [self.sizes[l] for l in labs]
             if list(t.shape) != want:
                 raise EvalError(f"{name}{labs}: shape {list(t.shape)} but sizes {want}")
-            return t, labs
+            return t, labs, u
         if kind == "neg":
-            t, labs = self.ev(e[1])
-            return -t, labs
+            t, labs, u = self.ev(e[1])
+            return -t, labs, u
         if kind == "bin":
-            (a, b), layout = _align([self.ev(e[2]), self.ev(e[3])])
+            (a, b, ua, ub), layout = _align2([self.ev(e[2]), self.ev(e[3])])
+            u = ua | ub
             op = e[1]
             if op == "+":
-                return a + b, layout
+                return a + b, layout, u
             if op == "-":
-                return a - b, layout
+                return a - b, layout, u
             if op == "*":
-                return a * b, layout
+                return a * b, layout, u
             if op == "/":
-                return a / b, layout
+                return a / b, layout, u
             if op == "%":
-                return torch.fmod(a, b), layout
+                r = torch.fmod(a, b)
+                near = self.TIE * a.abs() + 1e-6          # a near a multiple of b
+                return r, layout, u | (r.abs() <= near) | ((r.abs() - b.abs()).abs() <= near)
             cmp = {"<": torch.lt, "<=": torch.le, ">": torch.gt, ">=": torch.ge, "==": torch.eq,
                    "!=": torch.ne}[op]
-            return cmp(a, b).to(f64), layout
+            tie = self._tie(a, b)
+            if op in ("==", "!="):          # exact equality is decided alike when both are exact
+                tie = tie & (a != b)
+            return cmp(a, b).to(f64), layout, u | tie
         if kind == "call":
-            args, layout = _align([self.ev(a) for a in e[2]])
+            vals = [self.ev(a) for a in e[2]]
+            aligned, layout = _align2(vals)
+            n = len(vals)
+            args, us = aligned[:n], aligned[n:]
             t = _bf(e[1], args)
             shape = torch.broadcast_shapes(*[a.shape for a in args]) if args else ()
-            return t.expand(shape), layout
+            u = us[0]
+            for x in us[1:]:
+                u = u | x
+            v = args[0]
+            if e[1] in ("floor", "ceil"):
+                u = u | self._tie(v, torch.round(v))
+            elif e[1] == "sign":
+                u = u | (v.abs() <= 1e-5)
+            elif e[1] == "where":
+                u = u | (v.abs() <= 1e-6) & (v != 0)
+            return t.expand(shape), layout, u.expand(shape)
         if kind in ("red", "dot"):
             k = e[-1]
             if kind == "red":
-                t, labs = self.ev(e[2])
+                t, labs, u = self.ev(e[2])
                 op = e[1]
             else:
-                (a, b), labs = _align([self.ev(e[1]), self.ev(e[2])])
-                t, op = a * b, "rsum"
+                (a, b, ua, ub), labs = _align2([self.ev(e[1]), self.ev(e[2])])
+                t, u, op = a * b, ua | ub, "rsum"
             if k not in labs:
                 raise EvalError(f"reduction over {k} of a value that does not vary along it")
             axis = labs.index(k)
-            t = t.expand([self.sizes[l] for l in labs]) if labs else t
+            shape = [self.sizes[l] for l in labs]
+            t, u = (t.expand(shape), u.expand(shape)) if labs else (t, u)
             rest = [l for l in labs if l != k]
+            ur = u.any(axis)
             if op == "rsum":
-                return t.sum(axis), rest
+                return t.sum(axis), rest, ur
             if t.shape[axis] == 0:
                 shape = [s for i, s in enumerate(t.shape) if i != axis]
                 inf = float("-inf") if op == "rmax" else float("inf")
-                return torch.full(shape, inf, dtype=f64), rest
-            return (t.amax(axis) if op == "rmax" else t.amin(axis)), rest
+                return torch.full(shape, inf, dtype=f64), rest, ur
+            return (t.amax(axis) if op == "rmax" else t.amin(axis)), rest, ur
         raise EvalError(f"unknown node {kind}")
+
+
+def _align2(vals):
+    """Aligns (tensor, labels, uncertain) triples: the tensors, then the masks, and the layout."""
+    layout = []
+    for _, labs, _ in vals:
+        layout = _union(layout, labs)
+    ts = [_to_layout(t, labs, layout) for t, labs, _ in vals]
+    us = [_to_layout(u, labs, layout) for _, labs, u in vals]
+    return ts + us, layout
 
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
@@ -603,18 +649,19 @@ def make_case_inputs(case):
     return inputs, scalars
 
 
-def evaluate(case, funcs=None, perturb=None):
-    """Expected values of `funcs` (default: the compiled Funcs) in float64, and the evaluator."""
+def evaluate(case, funcs=None, perturb=None, dtype=torch.float64):
+    """Expected values of `funcs` (default: the compiled Funcs) in float64, and the evaluator.
+    With dtype=torch.float32 every intermediate is rounded as a float32 kernel would."""
     inputs, scalars = make_case_inputs(case)
-    inputs = {n: t.double() for n, t in inputs.items()}
+    inputs = {n: t.to(dtype) for n, t in inputs.items()}
     if perturb is not None:
         g = torch.Generator().manual_seed(perturb)
         inputs = {n: t * (1 + 1e-6 * torch.randn(t.shape, generator=g, dtype=torch.float64))
                   for n, t in inputs.items()}
         scalars = {s: v * (1 + 1e-6 * float(torch.randn((), generator=g)))
                    for s, v in scalars.items()}
-    ev = Evaluator(case.program, case.sizes, inputs, scalars)
-    out = {f: ev.func(f) for f in (funcs or case.program.compiled)}
+    ev = Evaluator(case.program, case.sizes, inputs, scalars, dtype)
+    out = {f: ev.func(f).double() for f in (funcs or case.program.compiled)}
     return out, ev
 
 
@@ -1105,10 +1152,39 @@ def _child(conn, module_path, case_json, funcs):
                 r["ref"] = ref.detach().double().numpy().copy()
             except Exception:  # noqa: BLE001
                 r["ref_raises"] = traceback.format_exc()[-2000:]
+            if case.check_sizes and "got" in r:
+                r["sizes"] = _check_disagreeing_sizes(case, module, py, args, kw_map)
             res[f] = r
         conn.send(res)
     except BaseException:  # noqa: BLE001
         conn.send({"child": traceback.format_exc()[-3000:]})
+
+
+def _check_disagreeing_sizes(case, module, py, args, kw_map):
+    """Gives two labels that must have one size (same input axis, or a Func read with them)
+    different sizes by keyword. Returns a description when a call accepts it."""
+    find = size_classes(case.program)
+    classes = {}
+    for l in kw_map:
+        if l in case.program.labels:
+            classes.setdefault(find(("L", l)), []).append(l)
+    out = []
+    for labs in classes.values():
+        if len(labs) < 2:
+            continue
+        kw = {kw_map[l]: s for l, s in case.sizes.items() if l in kw_map}
+        kw[kw_map[labs[-1]]] = case.sizes[labs[-1]] + 1
+        for what in (py, f"reference_{py}"):
+            try:
+                getattr(module, what)(*args, **kw)
+                out.append(f"{what}(..., {labs[-1]}={kw[kw_map[labs[-1]]]}) with "
+                           f"{labs[0]}={case.sizes[labs[0]]}: no ValueError")
+            except ValueError:
+                pass
+            except Exception as e:  # noqa: BLE001
+                out.append(f"{what}(..., {labs[-1]}={kw[kw_map[labs[-1]]]}) with "
+                           f"{labs[0]}={case.sizes[labs[0]]}: {type(e).__name__}, not ValueError")
+    return "\n".join(out)
 
 
 _FORK = None
@@ -1146,7 +1222,7 @@ def tolerances(case):
     return (1e-4, 1e-5) if case.dtype == "float32" else (2e-3, 2e-3)
 
 
-def compare(case, f, got, expected, scale_ref=None):
+def compare(case, f, got, expected, uncertain=None):
     """None when `got` matches `expected`, else a description with the largest error."""
     got = torch.as_tensor(got, dtype=torch.float64)
     if tuple(got.shape) != tuple(expected.shape):
@@ -1154,6 +1230,8 @@ def compare(case, f, got, expected, scale_ref=None):
     rtol, atol = tolerances(case)
     exp_r = expected.to(DTYPES[case.dtype]).double()       # the output is rounded once
     bad = _mismatch(got, exp_r, rtol, atol, None)
+    if uncertain is not None:
+        bad &= ~uncertain
     if not bool(bad.any()):
         return None
     # Discontinuities and cancellations: allow what a 1e-6 relative change of the inputs moves.
@@ -1163,6 +1241,17 @@ def compare(case, f, got, expected, scale_ref=None):
         d = (pert[f].to(DTYPES[case.dtype]).double() - exp_r).abs()
         sens = torch.maximum(sens, torch.nan_to_num(d, nan=float("inf"), posinf=float("inf")))
     bad = _mismatch(got, exp_r, rtol, atol, sens)
+    if uncertain is not None:
+        bad &= ~uncertain
+    if not bool(bad.any()):
+        return None
+    # Comparisons and rounding functions of values that float32 rounds differently (tanh(9) is
+    # 1.0 in float32): also accept, element by element, the evaluator run in float32.
+    try:
+        f32, _ = evaluate(case, [f], dtype=torch.float32)
+        bad &= _mismatch(got, f32[f].to(DTYPES[case.dtype]).double(), rtol, atol, None)
+    except Exception:  # noqa: BLE001
+        pass
     if not bool(bad.any()):
         return None
     idx = bad.nonzero()[0].tolist()
@@ -1211,7 +1300,7 @@ def run_case(case, workdir, timeout=120):
         return Result(IMPORT, data["import"], normalize_exception(data["import"]), timings=timings)
     if "child" in data:
         return Result(RAISES, data["child"], normalize_exception(data["child"]), timings=timings)
-    expected, _ = evaluate(case, funcs)
+    expected, ev = evaluate(case, funcs)
     main, extra = None, []
     for f in funcs:
         r = data[f]
@@ -1222,17 +1311,19 @@ def run_case(case, workdir, timeout=120):
             main = main or Result(RAISES, f"{f}: {r['raises']}", normalize_exception(r["raises"]))
         else:
             want_dtype = case.dtype if any(
-                n in case.program.inputs for n in used_inputs(case.program)) else "float32"
+                n in case.program.inputs for n in used_inputs(case.program, [f])) else "float32"
             if r["got_dtype"] != want_dtype:
                 main = main or Result(WRONG, f"{f}: dtype {r['got_dtype']}", "dtype")
-            msg = compare(case, f, r["got"], expected[f])
+            msg = compare(case, f, r["got"], expected[f], ev.uncertain[f])
             if msg:
                 main = main or Result(WRONG, f"{f}: {msg}", "wrong")
+        if r.get("sizes"):
+            extra.append((SIZES, f"{f}: {r['sizes']}", "sizes"))
         if "ref_raises" in r:
             extra.append((REFERENCE, f"{f}: reference raises: {r['ref_raises']}",
                           "raises " + normalize_exception(r["ref_raises"])))
         elif "ref" in r:
-            msg = compare(case, f, r["ref"], expected[f])
+            msg = compare(case, f, r["ref"], expected[f], ev.uncertain[f])
             if msg:
                 extra.append((REFERENCE, f"{f}: {msg}", "wrong"))
     main = main or Result(OK)
@@ -1261,7 +1352,7 @@ def generate_program_and_sizes(rng, zero_sizes=0.02, wild=0.1, tries=40):
                 by_class[c] = draw_size(rng, zero)
             sizes[l] = by_class[c]
         case = Case(prog, [], sizes, "float32" if rng.random() < 0.85 else "float16",
-                    rng.randrange(1 << 30), gen.used_wild)
+                    rng.randrange(1 << 30), gen.used_wild, rng.random() < 0.2)
         if untame(case):
             continue
         return case
@@ -1397,7 +1488,7 @@ def cleanup(case):
             continue
         sched.append(s)
     sizes = {l: s for l, s in case.sizes.items() if l in prog.labels}
-    return Case(prog, sched, sizes, case.dtype, case.seed, case.wild)
+    return Case(prog, sched, sizes, case.dtype, case.seed, case.wild, case.check_sizes)
 
 
 def _candidates(case):
@@ -1408,15 +1499,27 @@ def _candidates(case):
         if f[0] not in prog.compiled:
             p = prog.copy()
             p.compiled = [f[0]]
-            yield "compile " + f[0], Case(p, case.schedule, case.sizes, case.dtype, case.seed,
-                                          case.wild)
+            yield "compile " + f[0], dataclasses.replace(case, program=p)
     if len(prog.compiled) > 1:
         for c in prog.compiled:
             p = prog.copy()
             p.compiled = [c]
-            yield "compile only " + c, Case(p, case.schedule, case.sizes, case.dtype, case.seed,
-                                            case.wild)
-    # 2. Drop schedule statements, then arguments of statements.
+            yield "compile only " + c, dataclasses.replace(case, program=p)
+    # 2. Inline a Func into the Funcs that read it (labels renamed), so it can be dropped.
+    for g in prog.funcs:
+        if g[0] in prog.compiled:
+            continue
+        p = prog.copy()
+        ok = True
+        for f in p.funcs:
+            if f[0] != g[0]:
+                f[2] = _inline(f[2], g)
+                if f[2] is None:
+                    ok = False
+                    break
+        if ok:
+            yield "inline " + g[0], dataclasses.replace(case, program=p)
+    # 3. Drop schedule statements, then arguments of statements.
     for i in range(len(case.schedule)):
         yield "drop " + case.schedule[i], dataclasses.replace(
             case, schedule=case.schedule[:i] + case.schedule[i + 1:])
@@ -1430,7 +1533,7 @@ def _candidates(case):
                     case, schedule=case.schedule[:i] + [f"{m.group(1)}.{m.group(2)}("
                                                         + ", ".join(rest) + ")"]
                     + case.schedule[i + 1:])
-    # 3. Replace subexpressions: by a literal, by one of their operands, a reduction by its
+    # 4. Replace subexpressions: by a literal, by one of their operands, a reduction by its
     #    operand. Largest subexpressions first.
     for fi, (name, dims, e) in enumerate(prog.funcs):
         paths = sorted(_paths(e), key=lambda pe: -_size(pe[1]))
@@ -1445,15 +1548,18 @@ def _candidates(case):
                     if len(h) == len(sub[2]):
                         options.append(["acc", n, list(sub[2])])
                         break
+            if sub[0] == "bin" and sub[1] != "+":
+                options.append(["bin", "+", sub[2], sub[3]])
+            if sub[0] == "red" and sub[1] != "rsum":
+                options.append(["red", "rsum", sub[2], sub[3]])
             if sub[0] == "num" and sub[1] not in ("1", "2", "0"):
                 options += [["num", "2"], ["num", "0"]]
             for new in options:
                 p = prog.copy()
                 p.funcs[fi][2] = _replace_at(e, path, new)
                 if check_program(p) is None:
-                    yield f"replace in {name}", Case(p, case.schedule, case.sizes, case.dtype,
-                                                     case.seed, case.wild)
-    # 4. Shrink sizes (one size class at a time).
+                    yield f"replace in {name}", dataclasses.replace(case, program=p)
+    # 5. Shrink sizes (one size class at a time).
     find = size_classes(prog)
     classes = {}
     for l, s in case.sizes.items():
@@ -1466,9 +1572,55 @@ def _candidates(case):
                 for l in labs:
                     sizes[l] = new
                 yield f"size {labs[0]}={new}", dataclasses.replace(case, sizes=sizes)
-    # 5. float32 instead of float16.
+    if case.check_sizes:
+        yield "no size check", dataclasses.replace(case, check_sizes=False)
+    # 6. float32 instead of float16.
     if case.dtype != "float32":
         yield "float32", dataclasses.replace(case, dtype="float32")
+
+
+def _rename(e, m):
+    kind = e[0]
+    if kind == "acc":
+        return ["acc", e[1], [m.get(l, l) for l in e[2]]]
+    if kind == "len":
+        return ["len", m.get(e[1], e[1])]
+    if kind == "neg":
+        return ["neg", _rename(e[1], m)]
+    if kind == "bin":
+        return ["bin", e[1], _rename(e[2], m), _rename(e[3], m)]
+    if kind == "call":
+        return ["call", e[1], [_rename(a, m) for a in e[2]]]
+    if kind == "red":
+        return ["red", e[1], _rename(e[2], m), m.get(e[3], e[3])]
+    if kind == "dot":
+        return ["dot", _rename(e[1], m), _rename(e[2], m), m.get(e[3], e[3])]
+    return e
+
+
+def _inline(e, g, _ok=None):
+    """e with every access to Func g replaced by g's definition (labels renamed); None when a
+    renamed label would be captured by a reduction inside g."""
+    name, dims, body = g
+    bound = {n[-1] for n in walk(body) if n[0] in ("red", "dot")} - set(dims)
+    if e[0] == "acc" and e[1] == name:
+        m = dict(zip(dims, e[2]))
+        if any(v in bound for v in m.values()):
+            return None
+        return _rename(body, m)
+    kids = children(e)
+    if not kids:
+        return e
+    new = [_inline(c, g) for c in kids]
+    if any(c is None for c in new):
+        return None
+    out = list(e)
+    if e[0] == "call":
+        out[2] = new
+    else:
+        for i, idx in enumerate({"neg": [1], "bin": [2, 3], "red": [2], "dot": [1, 2]}[e[0]]):
+            out[idx] = new[i]
+    return out
 
 
 def reduce_case(case, result, target, workdir, budget_s=120, max_tries=2000, log=None,
@@ -1624,8 +1776,14 @@ def fuzz(seed=0, minutes=None, max_cases=None, out_dir=None, reduce_budget_s=90,
         stats.run_s += res.timings.get("run", 0)
         stats.outcomes[res.outcome] += 1
         if res.outcome == REJECTED:
-            stats.rejections[res.signature] += 1
-            stats.rejection_examples.setdefault(res.signature, (case.to_json(), res.detail))
+            # Generated programs are legal: a rejection must come from the schedule.
+            bare, _ = compile_case(dataclasses.replace(case, schedule=[]), workdir)
+            key = res.signature if bare is None else "PROGRAM REJECTED: " + res.signature
+            if bare is not None and bare.outcome == REJECTED:
+                stats.outcomes[REJECTED] -= 1
+                stats.outcomes[PROGRAM_REJECTED] += 1
+            stats.rejections[key] += 1
+            stats.rejection_examples.setdefault(key, (case.to_json(), res.detail))
         for o, _, _ in res.extra:
             stats.extra[o] += 1
         targets = []
