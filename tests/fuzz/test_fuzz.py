@@ -3,7 +3,8 @@ reducer on a synthetic failure, its generator against dtc, and a bounded fuzzing
 
 The bounded run uses a fixed seed and a fixed number of cases (about a minute on two cores).
 It fails, listing the reduced reproducers, when anything other than a correct result or an
-ordinary rejection happens. Run it longer by hand (docs/testing.md):
+ordinary rejection happens. Run it longer by hand (docs/architecture.md, "The differential
+fuzzer"):
 
     .venv/bin/python tests/fuzz/dtfuzz.py --minutes 20 --seed 1 --out out/dtfuzz
 """
@@ -186,7 +187,7 @@ def test_bounded_fuzzing_run(tmp_path):
     torch.set_num_threads(1)
     logs = []
     stats = dtfuzz.fuzz(seed=SEED, max_cases=N_CASES, out_dir=tmp_path / "out",
-                        reduce_budget_s=20, max_reduced_per_class=3, log=logs.append,
+                        reduce_budget_s=10, max_reduced_per_class=3, log=logs.append,
                         workdir=tmp_path)
     assert stats.cases == N_CASES
     assert stats.outcomes[dtfuzz.OK] >= N_CASES // 3, stats.summary()
