@@ -711,6 +711,8 @@ class Gen:
         self.prog.compiled = [self.prog.funcs[-1][0]]
         if len(self.prog.funcs) > 1 and rng.random() < 0.15:
             self.prog.compiled.insert(0, rng.choice(self.prog.funcs[:-1])[0])
+        if rng.random() < 0.1:
+            self.prog = risky_names(self.prog, rng)
         return self.prog
 
     # -- leaves
@@ -919,6 +921,57 @@ class Gen:
 BLOCKS = [1, 2, 3, 4, 5, 7, 8, 16]
 POW2 = [1, 2, 4, 8, 16]
 SPLIT_IDS = ["xi", "yi", "q", "lo", "hi", "part"]
+
+
+# Names that the generated Python must rename: keywords, builtins, module-level names, names
+# derived from other symbols (docs/language.md, "Names in the generated Python").
+RISKY = {"label": ["type", "id", "pid", "grid", "match", "x_size", "lambda_"],
+         "In": ["sum", "lambda", "tl", "torch", "math", "f0_ptr", "SCHEDULE"],
+         "SIn": ["max", "input", "os", "triton"],
+         "Func": ["reference", "make_inputs", "dtype", "device", "range", "I0_kernel"]}
+
+
+def risky_names(prog, rng):
+    """The program with some symbols renamed to names the generated Python must rename."""
+    m = {}
+    for kind, names in (("label", list(prog.labels)), ("In", list(prog.inputs)),
+                        ("SIn", list(prog.sins)), ("Func", [f[0] for f in prog.funcs])):
+        pool = [n for n in RISKY[kind] if n not in m.values()]
+        rng.shuffle(pool)
+        for n in names:
+            if pool and rng.random() < 0.5:
+                m[n] = pool.pop()
+    if not m:
+        return prog
+
+    def ren(e):
+        kind = e[0]
+        if kind in ("acc", "sin", "len"):
+            e = list(e)
+            e[1] = m.get(e[1], e[1])
+        if kind == "acc":
+            e[2] = [m.get(l, l) for l in e[2]]
+            return e
+        if kind in ("red", "dot"):
+            e = list(e)
+            e[-1] = m.get(e[-1], e[-1])
+        if kind == "neg":
+            return ["neg", ren(e[1])]
+        if kind == "bin":
+            return ["bin", e[1], ren(e[2]), ren(e[3])]
+        if kind == "call":
+            return ["call", e[1], [ren(a) for a in e[2]]]
+        if kind == "red":
+            return ["red", e[1], ren(e[2]), e[3]]
+        if kind == "dot":
+            return ["dot", ren(e[1]), ren(e[2]), e[3]]
+        return e
+
+    return Program({m.get(l, l): k for l, k in prog.labels.items()},
+                   {m.get(n, n): [m.get(l, l) for l in h] for n, h in prog.inputs.items()},
+                   [m.get(n, n) for n in prog.sins],
+                   [[m.get(f, f), [m.get(l, l) for l in d], ren(e)] for f, d, e in prog.funcs],
+                   [m.get(c, c) for c in prog.compiled])
 
 
 def reduced_rvars(e, prog):
