@@ -11,8 +11,12 @@ import pytest
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-CONFORMANCE = SHARED / "conformance"
+# The thesis programs, kept in the repository so that a clone alone runs every test.
+CONFORMANCE = ROOT / "tests" / "conformance"
+# The shared copy beside the checkout (or at $DTX_SHARED_CONFORMANCE), when there is one: an extra
+# check (tests/e2e/test_shared_conformance.py).
+SHARED_CONFORMANCE = pathlib.Path(os.environ.get("DTX_SHARED_CONFORMANCE",
+                                                 ROOT.parent / "shared" / "conformance"))
 DTC = pathlib.Path(os.environ.get("DTC", ROOT / "build" / "compiler" / "dtc"))
 
 
@@ -60,20 +64,56 @@ def tolerance(dtype):
             torch.bfloat16: (5e-2, 5e-2)}[dtype]
 
 
-def check_module(module, sizes, dtype, seed=0):
-    """Runs the module's first compiled Func on random inputs and compares with its reference."""
+def _scale(want):
+    """Reductions sum in another order than torch: absolute error grows with the magnitudes
+    involved, so the absolute tolerance is scaled by the result's largest value."""
+    return max(1.0, want.float().abs().nan_to_num(0.0, 0.0, 0.0).max().item()) if want.numel() else 1.0
+
+
+def oracle_tolerance(module, dtype):
+    """(rtol, atol) against a float64 oracle: the dtype's tolerance. On a GPU, float32 products
+    that run on tl.dot with TF32 round their operands to 10-bit mantissas and get a looser one;
+    the Triton interpreter computes tl.dot in float32 (np.matmul), so it gets float32's."""
+    import torch
+    if (dtype == torch.float32 and getattr(module, "DOT_PRECISION", None) == "tf32"
+            and os.environ.get("TRITON_INTERPRET") != "1"):
+        return (1e-2, 1e-2)
+    return tolerance(dtype)
+
+
+def assert_matches_oracle(got, oracle_value, module, dtype, what="kernel"):
+    """`got` (a kernel's or the reference's output, in `dtype`) against a hand-written oracle's
+    float64 value (tests/oracles.py)."""
+    import torch
+    assert got.dtype == dtype, f"{what} returned {got.dtype}, expected {dtype}"
+    assert tuple(got.shape) == tuple(oracle_value.shape), \
+        f"{what} returned shape {tuple(got.shape)}, the oracle {tuple(oracle_value.shape)}"
+    rtol, atol = oracle_tolerance(module, dtype)
+    try:
+        torch.testing.assert_close(got.detach().cpu().double(), oracle_value, rtol=rtol,
+                                   atol=atol * _scale(oracle_value), equal_nan=True)
+    except AssertionError as e:
+        raise AssertionError(f"{what} disagrees with the hand-written oracle: {e}") from None
+
+
+def check_module(module, sizes, dtype, seed=0, oracle=None):
+    """Runs the module's first compiled Func on random inputs and compares with its reference and,
+    when given, with `oracle` (a hand-written function of tests/oracles.py: (args, sizes) ->
+    float64 output), which also checks the reference."""
     import torch
     args = module.make_inputs(sizes, dtype=dtype, seed=seed)
     kwargs = {module.SIZE_KEYWORDS[k]: v for k, v in sizes.items() if k in module.SIZE_KEYWORDS}
+    expected = oracle(args, sizes) if oracle is not None else None  # before the kernel runs
     got = module.COMPILED and getattr(module, module.COMPILED[0])(*args, **kwargs)
     want = module.reference(*args, **kwargs)
     assert got.dtype == dtype and want.dtype == dtype
     assert got.shape == want.shape
     rtol, atol = tolerance(dtype)
-    # Reductions sum in another order than torch: absolute error grows with the magnitudes
-    # involved, so scale the absolute tolerance by the result's largest value.
-    scale = max(1.0, want.float().abs().nan_to_num(0.0, 0.0, 0.0).max().item()) if want.numel() else 1.0
-    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol * scale, equal_nan=True)
+    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol * _scale(want),
+                               equal_nan=True)
+    if oracle is not None:
+        assert_matches_oracle(want, expected, module, dtype, what="the module's reference")
+        assert_matches_oracle(got, expected, module, dtype, what="kernel")
 
 
 @pytest.fixture(scope="session")

@@ -151,7 +151,7 @@ TEST(CompilerApi, PythonNameClashesAreRenamed) {
   dtc::CompileResult r = compile_as(source, dtc::Emit::Python);
   ASSERT_TRUE(r.ok) << r.diagnostics;
   const std::string& m = r.output;
-  EXPECT_TRUE(contains(m, "def range_(tl_, torch_, x_size_, *, x=None, y=None):")) << m;
+  EXPECT_TRUE(contains(m, "def range_(tl_, torch_, x_size_, *, x=None, y=None, out=None):")) << m;
   EXPECT_TRUE(contains(m, "def range__kernel(")) << m;
   EXPECT_TRUE(contains(m, "def lambda__kernel(")) << m;
   EXPECT_TRUE(contains(m, "lambda_ = ")) << m;

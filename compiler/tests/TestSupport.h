@@ -8,9 +8,9 @@
 
 namespace dtc::testing {
 
-/// The text of a conformance program (shared/conformance/FILE).
+/// The text of a conformance program (tests/conformance/FILE, in the repository).
 inline std::string conformance(const std::string& file) {
-  std::ifstream in(std::string(DTX_SHARED_DIR) + "/conformance/" + file);
+  std::ifstream in(std::string(DTX_CONFORMANCE_DIR) + "/" + file);
   EXPECT_TRUE(in) << "cannot read " << file;
   std::stringstream text;
   text << in.rdbuf();

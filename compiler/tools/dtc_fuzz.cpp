@@ -36,6 +36,11 @@ int main(int argc, char** argv) {
         ss << in.rdbuf();
         seeds.push_back(ss.str());
       }
+  if (!dir.empty() && seeds.empty()) {
+    // A fuzz run over a missing corpus would look green while testing almost nothing.
+    std::cerr << "dtc_fuzz: no .dt files in `" << dir << "`\n";
+    return 2;
+  }
   if (seeds.empty()) seeds.push_back("Func f; In A; Var x; f[x] = A[x] * 2; f.compile();");
   static const char* tokens[] = {
       "Func",      "In",  "SIn", "Var", "RVar",  "f",     "A",         "x",    "y",       "k",

@@ -108,6 +108,38 @@ def test_fuse_at_inner_dimension_read_with_other_label(tmp_path, schedule):
     close(module.reference(A), want)
 
 
+TWO_PRODUCERS = ("Func f, h, g; In A, B; Var x, y, z;\nf[x, y, z] = exp(A[x, z]) + B[y];\n"
+                 "h[x, y, z] = f[x, y, z] * 2;\ng[x, y, z] = h[x, y, z] + 1;\ng.compile();\n")
+
+
+@pytest.mark.parametrize("schedule", [
+    "g.tensorize(z:0); f.fuse_at(g, y); h.fuse_at(g, x)",  # f inline inside h's temporary
+    "g.block(y:2); g.tensorize(z:0); f.fuse_at(g, y); h.fuse_at(g, x)",
+    "f.fuse_at(g, x); h.fuse_at(g, x)",  # two temporaries, the reader after its producer
+    "f.fuse_at(g, x); h.fuse_at(g, y)",
+    "f.fuse_at(h, y); h.fuse_at(g, x)",
+    "f.fuse_at(h, x); h.fuse_at(g, x)",
+])
+def test_producers_computed_in_one_kernel(tmp_path, schedule):
+    module = build(tmp_path, TWO_PRODUCERS, schedule)
+    A, B = torch.randn(3, 4), torch.randn(5)
+    want = (A.double().exp()[:, None, :] + B.double()[None, :, None]) * 2 + 1
+    close(module.g(A, B), want)
+
+
+def test_producer_temporary_read_before_it_is_computed_rejected(tmp_path):
+    # h fills its temporary once per x, reading f, which is computed only once per y inside.
+    err = rejected(tmp_path, TWO_PRODUCERS, "f.fuse_at(g, y); h.fuse_at(g, x)")
+    assert "`h` is computed into a temporary at `x`, outside `y`" in err
+
+
+def test_producer_reads_other_temporary_transposed_rejected(tmp_path):
+    err = rejected(tmp_path, "Func f, h, g; In A; Var x, y;\nf[x, y] = exp(A[x, y]);\n"
+                             "h[x, y] = f[y, x] * 2 + A[x, y];\ng[x, y] = h[x, y] + 1;\n"
+                             "f.fuse_at(g, x);\nh.fuse_at(g, x);\ng.compile();\n")
+    assert "but `h` reads `f[y, x]`" in err
+
+
 # ----------------------------------------------------------------------------------------------
 # 3. Labels that index a Func are size-checked like labels that index an input.
 
@@ -302,3 +334,37 @@ def test_cli_empty_file_is_an_empty_program(tmp_path):
     src.write_text("")
     result = run_dtc(src, "--check")
     assert result.returncode == 0 and "no Func is compiled" in result.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# Found by the differential fuzzer (tests/fuzz): comparisons used as numbers, and len() of a
+# label that nothing else uses.
+
+COMPARISONS = ("Func f0, f1; In I0; Var u; RVar m, x, r;\nf0[u, m, x] = -(1 >= I0[m]);\n"
+               "f1[r, x] = 1 - (1 < I0[r]) + rsum(I0[r] > 0, r) + exp(I0[r] < 0.5)"
+               " + where(I0[r] > 0, 1, 2) + where(I0[r], 3, 4);\nf0.compile(); f1.compile();\n")
+
+
+@pytest.mark.parametrize("schedule", [None, "f0.tensorize(m:0, x:0); f1.tensorize(r:0, x:0)",
+                                      "f1.block(r:2); f1.tensorize(r:0)"])
+def test_comparisons_count_as_zero_or_one(tmp_path, schedule):
+    module = build(tmp_path, COMPARISONS, schedule)
+    I0 = torch.randn(5)
+    I0[0] = 0.0
+    a = I0.double()
+    want0 = (-(1 >= a).double())[None, :, None].expand(2, 5, 3)
+    want1 = (1 - (1 < a).double() + (a > 0).double().sum() + (a < 0.5).double().exp()
+             + torch.where(a > 0, 1.0, 2.0) + torch.where(a != 0, 3.0, 4.0))[:, None].expand(5, 3)
+    for fn0, fn1 in ((module.f0, module.f1), (module.reference_f0, module.reference_f1)):
+        close(fn0(I0, u=2, x=3), want0)
+        close(fn1(I0, x=3), want1)
+
+
+def test_len_of_a_label_nothing_else_uses(tmp_path):
+    module = build(tmp_path, "Func f; In A; Var y; RVar m;\nf[m] = len(y) + A[m];\nf.compile();\n")
+    A = torch.randn(5)
+    for fn in (module.f, module.reference):
+        close(fn(A, y=7), A.double() + 7)
+        with pytest.raises(ValueError, match=r"the size of y cannot be inferred"):
+            fn(A)
+    assert module.SIZE_KEYWORDS == {"y": "y", "m": "m"}

@@ -7,7 +7,9 @@ import textwrap
 import pytest
 import torch
 
-from conftest import CONFORMANCE, DTC, check_module, compile_dt, load_module, run_dtc
+from conftest import (CONFORMANCE, DTC, assert_matches_oracle, check_module, compile_dt, load_module,
+                      run_dtc)
+from oracles import ORACLES
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0")
 
@@ -175,6 +177,7 @@ def test_column_major_inputs(tmp_path, stem):
     want = module.reference(*args, **kwargs)
     rtol, atol = (1e-2, 1e-2) if module.DOT_PRECISION == "tf32" else tolerance(torch.float32)
     torch.testing.assert_close(got, want, rtol=rtol, atol=atol * max(1.0, want.abs().max().item()))
+    assert_matches_oracle(got, ORACLES[stem](args, sizes), module, torch.float32)
 
 
 def test_rms_norm_tied_sizes(rms_norm):
@@ -286,7 +289,7 @@ def test_cli_output_file_and_stdout(tmp_path):
     assert out.read_text() == stdout.stdout
     assert run_dtc(src, "--emit=python").stdout == stdout.stdout
     module = load_module(out)
-    check_module(module, {"x": 3, "y": 4}, torch.float32)
+    check_module(module, {"x": 3, "y": 4}, torch.float32, oracle=ORACLES["fma"])
 
 
 def test_cli_check(tmp_path):
@@ -330,7 +333,7 @@ def test_cli_canonical_and_schedule_override(tmp_path):
     module = compile_dt(tmp_path, src, schedule=new)
     assert module.COMPILED == ("relu_out",)
     assert module.SCHEDULE == "relu_out.block(x:4);relu_out.tensorize(y:0)"
-    check_module(module, {"x": 9, "y": 5}, torch.float32)
+    check_module(module, {"x": 9, "y": 5}, torch.float32, oracle=ORACLES["l3_11_relu_map"])
     # an empty schedule is the default schedule
     assert run_dtc(src, "--canonical", "--schedule", "").stdout.strip() == ""
     # an illegal schedule is an error (exit 1) that points into the schedule text

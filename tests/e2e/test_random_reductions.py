@@ -1,6 +1,7 @@
 """Random schedules (block, tensorize, map, fuse_at, split and atomic reductions, launch
 parameters) for the reduction and fusion conformance programs, run under the Triton
-interpreter against each module's PyTorch reference."""
+interpreter against each module's PyTorch reference and the hand-written oracle of the program
+(tests/oracles.py)."""
 import random
 import zlib
 
@@ -8,6 +9,7 @@ import pytest
 import torch
 
 from conftest import CONFORMANCE, check_module, load_module, run_dtc
+from oracles import ORACLES
 from schedule_gen import ALGORITHMS, random_schedule, random_sizes
 
 FLOAT32_PER_ALGORITHM = 100
@@ -40,7 +42,7 @@ def test_random_schedules_match_reference(name, dtype, tmp_path):
     for i, (path, schedule, sizes) in enumerate(schedules):
         module = load_module(path)
         try:
-            check_module(module, sizes, dtype, seed=i)
+            check_module(module, sizes, dtype, seed=i, oracle=ORACLES[name])
         except Exception as error:  # name the schedule that failed
             raise AssertionError(f"schedule {schedule!r} at {sizes}: {error}") from error
         # The canonical text is a fixed point: compiling it again gives the same text.

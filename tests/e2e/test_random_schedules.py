@@ -8,7 +8,8 @@ random order, sometimes split over several calls. Every schedule must
 
   * have a canonical text (`dtc --canonical --schedule S`) that round-trips (feeding the canonical
     text back gives it again) and equals the generated module's SCHEDULE;
-  * compile, and compute what the module's PyTorch reference computes at the random shape.
+  * compile, and compute what the module's PyTorch reference and the hand-written oracle of the
+    algorithm (tests/oracles.py) compute at the random shape.
 
 Shapes stay small and most schedules tensorize (a cost model caps the number of interpreted loop
 iterations) so that the Triton interpreter keeps the whole file within a few minutes.
@@ -31,6 +32,7 @@ if __name__ == "__main__":  # child process of isolated_results
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from conftest import CONFORMANCE, check_module, compile_dt, run_dtc
+from oracles import ORACLES, oracle_for
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0")
 
@@ -342,7 +344,7 @@ def run_case(workdir, case, dtype, index):
     module = compile_dt(workdir, CONFORMANCE / case.file, schedule=schedule)
     assert module.SCHEDULE == canon, context
     try:
-        check_module(module, sizes, DTYPES[dtype], seed=index)
+        check_module(module, sizes, DTYPES[dtype], seed=index, oracle=oracle_for(case.file))
     except AssertionError as e:
         raise AssertionError(f"{e}{context}\n  canonical: {canon}") from None
 
@@ -429,7 +431,7 @@ def test_canonical_is_order_independent():
 ])
 def test_map_inner_split(tmp_path, schedule, sizes):
     module = compile_dt(tmp_path, CONFORMANCE / "l3_05_relu.dt", schedule=schedule)
-    check_module(module, sizes, torch.float32)
+    check_module(module, sizes, torch.float32, oracle=ORACLES["l3_05_relu"])
 
 
 # Legal schedules that dtc rejected with an internal error ("kernel verification failed ...
@@ -443,7 +445,7 @@ def test_map_inner_split(tmp_path, schedule, sizes):
 ])
 def test_whole_dimension_tile_beside_func_input(tmp_path, schedule):
     module = compile_dt(tmp_path, CONFORMANCE / "l3_03_softmax.dt", schedule=schedule)
-    check_module(module, {"x": 5, "y": 7}, torch.float32)
+    check_module(module, {"x": 5, "y": 7}, torch.float32, oracle=ORACLES["l3_03_softmax"])
 
 
 def test_split_reduction_with_map_split(tmp_path):
@@ -459,8 +461,9 @@ def test_split_reduction_with_map_split(tmp_path):
         "import sys, torch\n"
         f"sys.path.insert(0, {str(pathlib.Path(__file__).resolve().parent.parent)!r})\n"
         "from conftest import load_module, check_module\n"
+        "from oracles import ORACLES\n"
         f"check_module(load_module(__import__('pathlib').Path({str(module_path)!r})),"
-        " {'x': 39, 'k': 27}, torch.float32)\n")
+        " {'x': 39, 'k': 27}, torch.float32, oracle=ORACLES['l3_17_sum'])\n")
     child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                            timeout=300, env={**os.environ, "TRITON_INTERPRET": "1"})
     assert child.returncode == 0, child.stderr[-3000:]

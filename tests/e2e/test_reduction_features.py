@@ -1,12 +1,13 @@
 """The code shapes of thesis 3.3.1.5 and 3.3.2 (fusion with and without a temporary, split and
 atomic reductions, tl.dot and its precision) checked in the emitted module, and each module run
-under the Triton interpreter against its reference."""
+under the Triton interpreter against its reference and a hand-written oracle (tests/oracles.py)."""
 import pathlib
 
 import pytest
 import torch
 
 from conftest import CONFORMANCE, check_module, file_sizes, load_module, run_dtc
+from oracles import EXTRA, ORACLES
 
 
 def compile_text(tmp_path, source_file, schedule=None):
@@ -17,10 +18,10 @@ def compile_text(tmp_path, source_file, schedule=None):
     return out.read_text(), load_module(out)
 
 
-def run_sizes(module, sizes):
+def run_sizes(module, sizes, oracle):
     for dtype in (torch.float32, torch.float16):
-        check_module(module, sizes, dtype)
-        check_module(module, {k: v + 3 for k, v in sizes.items()}, dtype)
+        check_module(module, sizes, dtype, oracle=oracle)
+        check_module(module, {k: v + 3 for k, v in sizes.items()}, dtype, oracle=oracle)
 
 
 def test_partial_fusion_uses_a_global_temporary(tmp_path):
@@ -30,7 +31,8 @@ def test_partial_fusion_uses_a_global_temporary(tmp_path):
     assert "tl.store(tmp_fuse_ptr" in text and "tl.load(tmp_fuse_ptr" in text
     assert "tl.debug_barrier()" in text
     assert "def tmp_kernel" not in text  # no kernel of its own
-    run_sizes(module, file_sizes(CONFORMANCE / "l3_14_swish_fuse_x.dt"))
+    run_sizes(module, file_sizes(CONFORMANCE / "l3_14_swish_fuse_x.dt"),
+              ORACLES["l3_14_swish_fuse_x"])
 
 
 @pytest.mark.parametrize("name", ["l3_13_swish_fuse_y", "l3_15_swish_fuse_x_tensorized"])
@@ -39,7 +41,7 @@ def test_full_fusion_needs_no_temporary(tmp_path, name):
     text, module = compile_text(tmp_path, CONFORMANCE / f"{name}.dt")
     assert "tmp_fuse" not in text and "def tmp_kernel" not in text
     assert "tl.sigmoid(beta * A)" in text
-    run_sizes(module, file_sizes(CONFORMANCE / f"{name}.dt"))
+    run_sizes(module, file_sizes(CONFORMANCE / f"{name}.dt"), ORACLES[name])
 
 
 def test_unfused_chain_launches_kernels_in_dependency_order(tmp_path):
@@ -49,7 +51,7 @@ def test_unfused_chain_launches_kernels_in_dependency_order(tmp_path):
     order = [wrapper.index(k + "[") for k in ("exp_A_kernel", "sum_exp_A_kernel", "softmax_out_kernel")]
     assert order == sorted(order)
     assert "exp_A = torch.empty((x, y), dtype=torch.float32" in wrapper
-    run_sizes(module, file_sizes(CONFORMANCE / "l3_03_softmax.dt"))
+    run_sizes(module, file_sizes(CONFORMANCE / "l3_03_softmax.dt"), ORACLES["l3_03_softmax"])
 
 
 def test_fused_row_reduction_runs_once_per_row_block(tmp_path):
@@ -58,7 +60,7 @@ def test_fused_row_reduction_runs_once_per_row_block(tmp_path):
     assert "def _sum_kernel" not in text
     kernel = text[text.index("def _softmax_kernel"):text.index("def _dt_args")]
     assert kernel.count("tl.sum(") == 1
-    run_sizes(module, file_sizes(CONFORMANCE / "l4_02_softmax.dt"))
+    run_sizes(module, file_sizes(CONFORMANCE / "l4_02_softmax.dt"), ORACLES["l4_02_softmax"])
 
 
 def test_split_reduction_is_two_kernels(tmp_path):
@@ -67,7 +69,7 @@ def test_split_reduction_is_two_kernels(tmp_path):
     assert "def sum_out_partial_kernel" in text and "def sum_out_kernel" in text
     assert "k_parts = triton.cdiv(k, 32)" in text
     assert text.index("sum_out_partial_kernel[") < text.index("    sum_out_kernel[")
-    run_sizes(module, {"x": 4, "k": 128})
+    run_sizes(module, {"x": 4, "k": 128}, ORACLES["l3_20_sum_block_reduction"])
 
 
 @pytest.mark.parametrize("op,atomic", [("rsum", "add"), ("rmax", "max"), ("rmin", "min")])
@@ -78,7 +80,7 @@ def test_atomic_reduction(tmp_path, op, atomic):
     text, module = compile_text(tmp_path, source)
     assert f"tl.atomic_{atomic}(" in text and "def r_partial_kernel" not in text
     assert "r = torch.full((x,)" in text
-    run_sizes(module, {"x": 5, "k": 45})
+    run_sizes(module, {"x": 5, "k": 45}, EXTRA[op])
 
 
 def test_rdot_uses_tl_dot_with_the_chosen_precision(tmp_path):
@@ -88,7 +90,7 @@ def test_rdot_uses_tl_dot_with_the_chosen_precision(tmp_path):
     canonical = run_dtc(source, "--canonical").stdout.strip()
     text, module = compile_text(tmp_path, source, canonical + "; C.precision(ieee)")
     assert 'input_precision="ieee"' in text and module.DOT_PRECISION == "ieee"
-    run_sizes(module, {"m": 33, "n": 20, "k": 50})
+    run_sizes(module, {"m": 33, "n": 20, "k": 50}, EXTRA["matmul"])
 
 
 def test_rdot_without_tensorization_is_a_loop(tmp_path):
@@ -97,7 +99,7 @@ def test_rdot_without_tensorization_is_a_loop(tmp_path):
                       "c.compile();\n")
     text, module = compile_text(tmp_path, source)
     assert "tl.dot(" not in text and module.DOT_PRECISION is None
-    run_sizes(module, {"m": 3, "n": 4, "k": 5})
+    run_sizes(module, {"m": 3, "n": 4, "k": 5}, EXTRA["matmul"])
 
 
 def test_program_id_in_an_expression(tmp_path):

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DTC="${1:-build/compiler/dtc}"
-CONF=../shared/conformance
+CONF=tests/conformance
 mkdir -p .gpu
 for f in "$CONF"/*.dt; do "$DTC" "$f" -o ".gpu/$(basename "$f" .dt).py"; done
 # Realistic schedules for the kernels whose printed schedule is sequential.
@@ -22,4 +22,9 @@ for f in "$CONF"/*.dt; do "$DTC" "$f" -o ".gpu/$(basename "$f" .dt).py"; done
 "$DTC" tests/gpu/matmul.dt -o .gpu/matmul_tf32.py
 "$DTC" tests/gpu/matmul.dt -o .gpu/matmul_ieee.py \
   --schedule "$("$DTC" tests/gpu/matmul.dt --canonical); C.precision(ieee)"
+# The measurement worker's GPU run (gpu_worker.py): geglu, and a matmul tile too large for
+# shared memory.
+"$DTC" examples/geglu.dt -o .gpu/geglu.py
+"$DTC" tests/gpu/matmul.dt -o .gpu/matmul_huge.py \
+  --schedule "C.block(m:256, n:256); C.tensorize(m:0, n:0, k:128); C.num_warps(8); C.num_stages(8)"
 ls .gpu

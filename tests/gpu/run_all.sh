@@ -17,3 +17,4 @@ $C --size 256 $G/l4_03_2mm.py $G/attention_stages2.py
 $C --sizes m=128,n=64,k=64,l=64 $G/l4_04_attention.py
 $C --size 1024 --dtypes float32 $G/l3_17_sum.py
 python3 tests/gpu/gpu_matmul.py $G/matmul_tf32.py $G/matmul_ieee.py --sizes 4096,8192
+python3 tests/gpu/gpu_worker.py $G

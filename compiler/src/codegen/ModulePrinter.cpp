@@ -273,6 +273,8 @@ public:
       return;
     }
     out = "(" + emit(*e.a) + " " + ir::op_text(e.op) + " " + emit(*e.b) + ")";
+    // A comparison counts as 0 or 1 in arithmetic; torch cannot negate or subtract bools.
+    if (ir::is_comparison(e.op)) out = "_dt_t" + out;
   }
   void visit(const ir::Call& e) override {
     std::vector<std::string> args;
@@ -452,11 +454,23 @@ private:
       sig.labels = ir::union_labels(sig.labels, {l});
     // The reference evaluates the algorithm as written, and a kernel may loop over the labels
     // of Funcs inlined into it (`t[x, y]` read as `t[k, x]`): their sizes are needed too.
+    // `len(y)` needs y's size even when nothing else uses y.
+    struct Lens : ir::IRVisitor {
+      ir::Labels out;
+      void visit(const ir::Len& e) override { out = ir::union_labels(out, {e.label}); }
+    } lens;
     for (const ir::Symbol* g : reference_order(c.func)) {
       const ir::FuncDef& written = in_.reference_defs.at(g);
       sig.labels = ir::union_labels(sig.labels, written.dims);
       sig.labels = ir::union_labels(sig.labels, reduction_labels(written));
+      written.value->accept(lens);
     }
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      prog_.def(k).value->accept(lens);
+      for (const auto& [m, at] : in_.schedule->of(k).materialized)
+        prog_.def(m).value->accept(lens);
+    }
+    sig.labels = ir::union_labels(sig.labels, lens.out);
     for (const ir::Symbol* k : c.kernel_funcs)
       sig.labels = ir::union_labels(sig.labels, schedulable_labels(prog_, in_.schedule->of(k)));
     // Sizes the compiler derives (split reductions) are computed, not passed.

@@ -88,15 +88,8 @@ private:
   DiagnosticEngine& diags_;
 };
 
-/// A producer computed into a temporary at level `at` holds, for one iteration of `at`, only the
-/// entries at the consumer's current outer coordinates. Every read of it must index its
-/// dimensions up to `at` with the consumer's own labels for them; `o[x, y] = t[y, x]` fused at
-/// x would read rows of `t` that this iteration never computed.
-void check_materialized_reads(const ir::Program& program, const ir::Symbol* g,
-                              const ir::ExprPtr& value, const ir::Symbol* f, ir::Label at,
-                              const Loc& fuse_loc, DiagnosticEngine& diags) {
-  const ir::Labels& fdims = program.def(f).dims;
-  size_t pos = std::find(fdims.begin(), fdims.end(), at) - fdims.begin();
+/// The reads of `f` in `value`.
+std::vector<const ir::Access*> reads_of(const ir::Symbol* f, const ir::ExprPtr& value) {
   struct Reads : ir::IRVisitor {
     const ir::Symbol* f;
     std::vector<const ir::Access*> out;
@@ -106,24 +99,78 @@ void check_materialized_reads(const ir::Program& program, const ir::Symbol* g,
   } reads;
   reads.f = f;
   value->accept(reads);
-  for (const ir::Access* a : reads.out) {
-    for (size_t i = 0; i <= pos && i < a->index.size(); ++i) {
-      if (a->index[i] == fdims[i]) continue;
-      std::string outer;
-      for (size_t j = 0; j <= pos; ++j)
-        outer += (j ? ", " : "") + fdims[j]->name;
-      diags.error(fuse_loc,
-                  "`" + f->name + "` is fused into `" + g->name + "` at `" + at->name +
-                      "` and computed into a temporary one `" + at->name + "` at a time, but `" +
-                      g->name + "` reads `" + ir::to_dt(*a) + "`, which needs `" + f->name +
-                      "` at other values of `" + fdims[i]->name +
-                      "`; fuse only where the consumer reads the "
-                      "producer with the same outer labels (" +
-                      outer + "), fully tensorize the dimensions inside `" + at->name +
-                      "` so that `" + f->name + "` is computed inline, or drop the fuse_at");
-      return;
+  return reads.out;
+}
+
+size_t position(const ir::Labels& dims, ir::Label l) {
+  return std::find(dims.begin(), dims.end(), l) - dims.begin();
+}
+
+/// Producers computed into temporaries in `g`'s kernel, checked and put in an order where each
+/// is computed before the ones that read it. A temporary filled at level `at` holds, for one
+/// iteration of `at`, only the entries at the consumer's current outer coordinates: every read
+/// of it (by `g` or by another producer computed in `g`'s kernel) must index its dimensions up
+/// to `at` with the consumer's own labels for them (`o[x, y] = t[y, x]` fused at x would read
+/// rows of `t` that this iteration never computed), and a producer that reads it must be
+/// computed at `at` or inside it.
+void settle_materialized(const ir::Program& program, const ir::Symbol* g, FuncSchedule& gs,
+                         const Schedule& schedule, DiagnosticEngine& diags) {
+  auto& list = gs.materialized;
+  if (list.empty()) return;
+  const ir::Labels& gdims = program.def(g).dims;
+  std::vector<std::pair<const ir::Symbol*, ir::Label>> readers{{g, nullptr}};
+  readers.insert(readers.end(), list.begin(), list.end());
+  for (const auto& [f, at] : list) {
+    const ir::Labels& fdims = program.def(f).dims;
+    size_t pos = position(fdims, at);
+    const Loc& loc = schedule.of(f).fuse_at->loc;
+    for (const auto& [reader, reader_at] : readers) {
+      if (reader == f) continue;
+      for (const ir::Access* a : reads_of(f, program.def(reader).value)) {
+        for (size_t i = 0; i <= pos && i < a->index.size(); ++i) {
+          if (a->index[i] == fdims[i]) continue;
+          std::string outer;
+          for (size_t j = 0; j <= pos; ++j)
+            outer += (j ? ", " : "") + fdims[j]->name;
+          diags.error(loc,
+                      "`" + f->name + "` is fused into `" + g->name + "` at `" + at->name +
+                          "` and computed into a temporary one `" + at->name +
+                          "` at a time, but `" + reader->name + "` reads `" + ir::to_dt(*a) +
+                          "`, which needs `" + f->name + "` at other values of `" + fdims[i]->name +
+                          "`; fuse only where the consumer reads the producer with the same "
+                          "outer labels (" +
+                          outer + "), fully tensorize the dimensions inside `" + at->name +
+                          "` so that `" + f->name + "` is computed inline, or drop the fuse_at");
+          return;
+        }
+        if (reader_at && position(gdims, reader_at) < position(gdims, at)) {
+          diags.error(loc, "`" + reader->name + "` is computed into a temporary at `" +
+                               reader_at->name + "`, outside `" + at->name + "` where `" + f->name +
+                               "`, which it reads, is computed; fuse `" + f->name + "` at `" +
+                               reader_at->name + "` or further out");
+          return;
+        }
+      }
     }
   }
+  // Producers first: a producer computed in the kernel may read another one.
+  std::vector<std::pair<const ir::Symbol*, ir::Label>> ordered;
+  std::set<const ir::Symbol*> placed;
+  while (ordered.size() < list.size()) {
+    size_t before = ordered.size();
+    for (const auto& [f, at] : list) {
+      if (placed.count(f)) continue;
+      bool ready = true;
+      for (const auto& [m, m_at] : list)
+        if (m != f && !placed.count(m) && !reads_of(m, program.def(f).value).empty()) ready = false;
+      if (ready) {
+        ordered.push_back({f, at});
+        placed.insert(f);
+      }
+    }
+    DTC_ASSERT(ordered.size() > before, "fused producers read each other in a cycle");
+  }
+  list = ordered;
 }
 
 } // namespace
@@ -162,6 +209,10 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
   }
   // Inline producers before their consumers: a fused producer may itself have producers fused
   // into it (chains of fusions, thesis listing 4.4).
+  std::map<const ir::Symbol*, const ir::Symbol*> owner; // materialized producer -> its kernel
+  for (const auto& [g, gs] : schedule.funcs)
+    for (const auto& [m, at] : gs.materialized)
+      owner[m] = g;
   std::map<const ir::Symbol*, ir::ExprPtr> values;
   bool too_deep = false;
   std::function<void(const ir::Symbol*)> resolve = [&](const ir::Symbol* f) {
@@ -169,7 +220,12 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     for (const ir::Symbol* d : program.def(f).deps)
       if (program.funcs.count(d)) resolve(d);
     if (too_deep) return;
-    Inliner inliner(program, inline_into[f], values, diags);
+    // A producer computed into a temporary in g's kernel reads, inline, what g's kernel
+    // computes inline (a Func fused into g that it reads has no kernel of its own).
+    std::set<const ir::Symbol*> inlined = inline_into[f];
+    if (auto it = owner.find(f); it != owner.end())
+      inlined.insert(inline_into[it->second].begin(), inline_into[it->second].end());
+    Inliner inliner(program, inlined, values, diags);
     values[f] = inliner.mutate(program.def(f).value);
     if (int h = ir::height(*values[f]); h > ir::kMaxExprHeight && !inline_into[f].empty()) {
       // Stop before chains of fusions grow further (each inlining copies the producer).
@@ -191,8 +247,7 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     def.deps = schedule.deps_of(program, f);
   }
   for (const auto& [g, def] : program.funcs)
-    for (const auto& [f, at] : schedule.of(g).materialized)
-      check_materialized_reads(program, g, def.value, f, at, schedule.of(f).fuse_at->loc, diags);
+    settle_materialized(program, g, schedule.of(g), schedule, diags);
 }
 
 } // namespace dtc

@@ -69,7 +69,7 @@ public:
     emit_program_mapping(*body);
     emit_aranges(*body);
     body = emit_output_loops(*body);
-    Value v = lower(*def_.value, *body);
+    Value v = numeric(lower(*def_.value, *body));
     bool scalar_store = true;
     for (Label l : def_.dims)
       scalar_store &= !tensorized(l);
@@ -509,7 +509,7 @@ private:
       cur = emit_dim(l, *cur, "", !ir::contains(def_.dims, l) || whole.count(l));
       pushed.push_back(l);
     }
-    Value v = lower(*fd.value, *cur);
+    Value v = numeric(lower(*fd.value, *cur));
     bool scalar = true;
     for (Label l : fd.dims)
       scalar &= bind_[l].back().mask.empty();
@@ -663,7 +663,7 @@ private:
       return load(static_cast<const ir::Access&>(e), body);
     case ir::ExprKind::Unary: {
       auto& u = static_cast<const ir::Unary&>(e);
-      Value a = lower(*u.a, body);
+      Value a = numeric(lower(*u.a, body));
       if (u.op == ir::UnOp::Plus) return a;
       return shallow({"-" + paren(a, kUnary), kUnary, false, a.depth + 1}, body);
     }
@@ -696,7 +696,7 @@ private:
   }
 
   Value binary(const ir::Binary& b, std::vector<StmtPtr>& body) {
-    Value x = lower(*b.a, body), y = lower(*b.b, body);
+    Value x = numeric(lower(*b.a, body)), y = numeric(lower(*b.b, body));
     int p = ir::is_comparison(b.op)                              ? kCompare
             : (b.op == ir::BinOp::Add || b.op == ir::BinOp::Sub) ? kAdd
                                                                  : kMul;
@@ -736,6 +736,8 @@ private:
     int depth = 0;
     for (const ir::ExprPtr& a : c.args) {
       Value v = lower(*a, body);
+      // where's condition stays a condition; every other argument is a number.
+      if (!(c.fn == "where" && &a == &c.args.front())) v = numeric(v);
       depth = std::max(depth, v.depth);
       // Sizes are integers; Triton's math functions take floating point.
       if (a->as<ir::Len>()) v = {"tl.cast(" + v.text + ", tl.float32)"};
@@ -743,6 +745,13 @@ private:
     }
     if (b->helper) kernel_.helpers.insert(b->helper);
     return shallow({substitute(pattern, args), kAtom, false, depth + 1}, body);
+  }
+
+  // A comparison counts as 0 or 1 where a number is wanted (Triton cannot negate or reduce an
+  // int1 tensor).
+  static Value numeric(Value v) {
+    if (!v.is_bool) return v;
+    return {paren(v, kAtom) + ".to(tl.float32)", kAtom, false, v.depth + 1};
   }
 
   // Binds a value nested too deeply for Python and Triton's code generator to a name.
@@ -894,7 +903,7 @@ private:
         if (std::string tile = load_tile(*access, p, q, *inner); !tile.empty()) return tile;
         v = load(*access, *inner, /*native=*/true).text; // masked with other=0 already
       } else {
-        v = lower(*e, *inner).text;
+        v = numeric(lower(*e, *inner)).text;
         if (!mask.empty()) v = "tl.where(" + mask + ", " + v + ", 0.0)";
       }
       auto* access = e->as<ir::Access>();
@@ -943,10 +952,10 @@ private:
     if (!full_r) cache_.emplace_back();
     std::string v;
     if (operands.size() == 2) {
-      Value a = lower(*operands[0], *inner), b = lower(*operands[1], *inner);
+      Value a = numeric(lower(*operands[0], *inner)), b = numeric(lower(*operands[1], *inner));
       v = paren(a, kMul) + " * " + paren(b, kMul + 1);
     } else {
-      v = lower(*operands[0], *inner).text;
+      v = numeric(lower(*operands[0], *inner)).text;
     }
     if (!full_r) cache_.pop_back();
     const std::string& mask = bind_[r].back().mask;

@@ -1,0 +1,75 @@
+#pragma once
+// The local measurement backend: Python worker processes (explorer/worker/dtx_worker.py) driven
+// over JSON lines (docs/worker-protocol.md).
+//
+// - N compile workers share one queue; one timing worker per GPU (CUDA_VISIBLE_DEVICES set to
+//   that GPU), or one on the Triton interpreter when there is no GPU. A Measure request goes to
+//   a compile worker first and then to a timing worker, so the process that owns a GPU never
+//   compiles: every worker of a pool shares one TRITON_CACHE_DIR.
+// - Bounded: at most `capacity` requests are in the pool at once; submit blocks beyond that.
+// - A request that gets no reply within its timeout kills its worker (`timeout`); a worker that
+//   dies during a request costs that request only (`crashed`); either way a new worker is
+//   started for the requests queued behind. A worker that reports a CUDA error is replaced.
+// - No orphans: each worker runs in its own process group with PR_SET_PDEATHSIG=SIGKILL (it dies
+//   with the pool thread that started it, hence with the parent process even under SIGKILL),
+//   and shutdown kills every group.
+#include "dtx/Measurement.h"
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dtx {
+
+struct PoolOptions {
+  std::filesystem::path python;        // default: default_worker_python()
+  std::filesystem::path worker_script; // default: default_worker_script()
+  std::vector<std::string> extra_args; // appended to the worker's command line
+  int compile_workers = 1;             // 0: Measure requests go straight to a timing worker
+  /// GPU indices, one timing worker each; empty: one timing worker without a GPU (interpreter).
+  std::vector<int> gpus;
+  std::filesystem::path triton_cache_dir; // empty: a fresh directory, removed on shutdown
+  std::size_t capacity = 64;              // requests in the pool at once
+  double startup_timeout_s = 300;         // a worker must say hello within this time
+  bool eager_start = true;                // start the workers with the pool, not on demand
+  std::size_t stderr_tail_bytes = 4096;
+  /// Receives each line a worker writes on standard error and the pool's own events
+  /// ("worker started", restarts). Called from pool threads.
+  std::function<void(const std::string& worker, const std::string& line)> log;
+};
+
+/// The project's `.venv/bin/python` (or $DTX_WORKER_PYTHON).
+std::filesystem::path default_worker_python();
+/// explorer/worker/dtx_worker.py of the source tree (or $DTX_WORKER_SCRIPT).
+std::filesystem::path default_worker_script();
+/// The GPUs visible to this process: $CUDA_VISIBLE_DEVICES if set (an empty value: none),
+/// otherwise the /dev/nvidiaN device files.
+std::vector<int> visible_gpus();
+
+class WorkerPool final : public MeasurementBackend {
+public:
+  explicit WorkerPool(PoolOptions options);
+  ~WorkerPool() override;
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  std::future<Result> submit(Request request, ResultCallback callback = {}) override;
+  std::optional<std::future<Result>> try_submit(Request request,
+                                                ResultCallback callback = {}) override;
+  void shutdown() override;
+  std::vector<WorkerInfo> timing_workers() const override;
+
+  /// Process ids of the live workers (for tests and diagnostics).
+  std::vector<long> worker_pids() const;
+  /// Requests in the pool (queued or running).
+  std::size_t in_flight() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace dtx

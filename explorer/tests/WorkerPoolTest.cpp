@@ -1,0 +1,166 @@
+// The pool against tests/fake_worker.py (protocol 1 without torch): routing through the compile
+// stage, back-pressure, timeouts, crashes, restarts, and no process left behind.
+#include "dtx/WorkerPool.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <mutex>
+#include <thread>
+
+using namespace dtx;
+
+namespace {
+
+PoolOptions fake_options(int compile_workers = 1) {
+  PoolOptions o;
+  o.python = DTX_TEST_PYTHON3;
+  o.worker_script = std::string(DTX_EXPLORER_TEST_DIR) + "/fake_worker.py";
+  o.compile_workers = compile_workers;
+  o.startup_timeout_s = 30;
+  return o;
+}
+
+Request fake(const std::string& func, double timeout_s = 20, int delay_ms = 0) {
+  Request r;
+  r.module_source = "# module";
+  r.func = func;
+  r.sizes = {{"delay_ms", delay_ms}};
+  r.times.bench = BenchSettings{};
+  r.timeout_s = timeout_s;
+  return r;
+}
+
+bool alive(long pid) {
+  return ::kill(static_cast<pid_t>(pid), 0) == 0;
+}
+
+} // namespace
+
+TEST(WorkerPool, MeasureGoesThroughCompileWorkerThenTiming) {
+  WorkerPool pool(fake_options());
+  Result r = pool.submit(fake("ok")).get();
+  EXPECT_EQ(r.status, Status::Ok) << r.message;
+  EXPECT_NE(r.message.find("timing"), std::string::npos) << r.message;
+  ASSERT_TRUE(r.ahead_compile_s);
+  EXPECT_DOUBLE_EQ(*r.ahead_compile_s, 0.5);
+  ASSERT_TRUE(r.bench);
+  ASSERT_TRUE(r.worker);
+  EXPECT_EQ(r.worker->role, "timing");
+  EXPECT_EQ(r.worker->raw["cache"], r.worker->raw["cache"]); // shared dir set
+  EXPECT_FALSE(r.worker->raw["cache"].get<std::string>().empty());
+  auto timing = pool.timing_workers();
+  ASSERT_EQ(timing.size(), 1u);
+  EXPECT_FALSE(timing[0].comparable);
+}
+
+TEST(WorkerPool, WithoutCompileWorkersTimingDoesAll) {
+  WorkerPool pool(fake_options(0));
+  Result r = pool.submit(fake("ok")).get();
+  EXPECT_EQ(r.status, Status::Ok);
+  EXPECT_FALSE(r.ahead_compile_s);
+  Request c = fake("ok");
+  c.kind = RequestKind::Compile;
+  EXPECT_EQ(pool.submit(c).get().status, Status::Ok);
+}
+
+TEST(WorkerPool, EveryStatusAndNothingQueuedIsLost) {
+  WorkerPool pool(fake_options(2));
+  std::vector<std::pair<std::string, std::future<Result>>> futures;
+  std::vector<std::string> funcs = {"ok", "sleep", "ok", "kill", "ok", "exit",
+                                    "ok", "raise", "ok", "cuda", "ok", "ok"};
+  for (const auto& f : funcs)
+    futures.emplace_back(f, pool.submit(fake(f, 2.0)));
+  for (auto& [func, fut] : futures) {
+    Result r = fut.get();
+    if (func == "ok") {
+      EXPECT_EQ(r.status, Status::Ok) << r.message;
+    }
+    if (func == "sleep") {
+      EXPECT_EQ(r.status, Status::Timeout) << r.message;
+    }
+    if (func == "kill") {
+      EXPECT_EQ(r.status, Status::Crashed);
+      EXPECT_NE(r.message.find("signal 9"), std::string::npos) << r.message;
+      EXPECT_NE(r.stderr_tail.find("request"), std::string::npos) << r.stderr_tail;
+    }
+    if (func == "exit") {
+      EXPECT_EQ(r.status, Status::Crashed);
+      EXPECT_NE(r.message.find("status 3"), std::string::npos) << r.message;
+    }
+    if (func == "raise" || func == "cuda") {
+      EXPECT_EQ(r.status, Status::RuntimeError);
+    }
+  }
+  EXPECT_EQ(pool.in_flight(), 0u);
+}
+
+TEST(WorkerPool, BackPressure) {
+  PoolOptions o = fake_options(0);
+  o.capacity = 2;
+  WorkerPool pool(std::move(o));
+  auto a = pool.submit(fake("ok", 20, 500));
+  auto b = pool.submit(fake("ok", 20, 500));
+  EXPECT_FALSE(pool.try_submit(fake("ok")));
+  auto start = std::chrono::steady_clock::now();
+  auto c = pool.submit(fake("ok")); // blocks until one of the first two is done
+  EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+  EXPECT_EQ(a.get().status, Status::Ok);
+  EXPECT_EQ(b.get().status, Status::Ok);
+  EXPECT_EQ(c.get().status, Status::Ok);
+}
+
+TEST(WorkerPool, CallbackRunsBeforeTheFuture) {
+  WorkerPool pool(fake_options(0));
+  std::mutex m;
+  std::vector<std::string> seen;
+  auto f = pool.submit(fake("ok"), [&](const Result& r) {
+    std::lock_guard lock(m);
+    seen.push_back(std::string(status_name(r.status)));
+  });
+  f.get();
+  std::lock_guard lock(m);
+  EXPECT_EQ(seen, std::vector<std::string>{"ok"});
+}
+
+TEST(WorkerPool, BadPythonIsReportedNotHung) {
+  PoolOptions o = fake_options(0);
+  o.python = "/nonexistent/python";
+  WorkerPool pool(std::move(o));
+  Result r = pool.submit(fake("ok")).get();
+  EXPECT_EQ(r.status, Status::Crashed);
+  EXPECT_NE(r.message.find("did not start"), std::string::npos) << r.message;
+}
+
+TEST(WorkerPool, WorkerThatNeverSaysHelloTimesOut) {
+  ::setenv("FAKE_WORKER_NO_HELLO", "1", 1);
+  PoolOptions o = fake_options(0);
+  o.startup_timeout_s = 1;
+  o.eager_start = false;
+  WorkerPool pool(std::move(o));
+  Result r = pool.submit(fake("ok")).get();
+  ::unsetenv("FAKE_WORKER_NO_HELLO");
+  EXPECT_EQ(r.status, Status::Crashed);
+  EXPECT_NE(r.message.find("no hello"), std::string::npos) << r.message;
+}
+
+TEST(WorkerPool, ShutdownKillsWorkersAndFailsQueued) {
+  std::vector<long> pids;
+  std::future<Result> running, queued;
+  {
+    WorkerPool pool(fake_options(1));
+    running = pool.submit(fake("sleep", 60));
+    queued = pool.submit(fake("ok"));
+    for (int i = 0; i < 100 && pool.worker_pids().size() < 2; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pids = pool.worker_pids();
+    ASSERT_EQ(pids.size(), 2u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    pool.shutdown();
+    EXPECT_EQ(pool.submit(fake("ok")).get().status, Status::Crashed);
+  }
+  EXPECT_EQ(running.get().status, Status::Crashed);
+  EXPECT_EQ(queued.get().status, Status::Crashed);
+  for (long pid : pids)
+    EXPECT_FALSE(alive(pid)) << pid;
+}

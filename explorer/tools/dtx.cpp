@@ -1,0 +1,289 @@
+// dtx: the explorer's command line. `dtx measure` compiles schedules of a DT program with the
+// dtc library and checks and times them (and baselines) through the worker pool.
+#include "dtx/Measure.h"
+#include "dtx/WorkerPool.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <unistd.h>
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::map<std::string, std::int64_t> parse_shape(const std::string& text) {
+  std::map<std::string, std::int64_t> sizes;
+  for (const auto& item : split(text, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw CLI::ValidationError("--shape", "`" + item + "` is not LABEL=SIZE");
+    try {
+      std::size_t used = 0;
+      long long v = std::stoll(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1 || v < 0) throw std::invalid_argument("size");
+      sizes[item.substr(0, eq)] = v;
+    } catch (const std::exception&) {
+      throw CLI::ValidationError("--shape", "`" + item + "`: the size is not a whole number");
+    }
+  }
+  if (sizes.empty()) throw CLI::ValidationError("--shape", "give LABEL=SIZE,...");
+  return sizes;
+}
+
+dtx::BaselineSpec parse_baseline(const std::string& text) {
+  dtx::BaselineSpec b;
+  if (text == "reference") {
+    b.reference = true;
+    return b;
+  }
+  auto parts = split(text, ':');
+  if (parts.size() == 3 && parts[2] == "compile") {
+    b.torch_compile = true;
+    parts.pop_back();
+  }
+  if (parts.size() != 2)
+    throw CLI::ValidationError("--baseline",
+                               "`" + text + "` is not FILE.py:FUNCTION[:compile] or reference");
+  std::error_code ec;
+  auto path = std::filesystem::absolute(parts[0], ec);
+  if (!std::filesystem::is_regular_file(path))
+    throw CLI::ValidationError("--baseline", "cannot read `" + parts[0] + "`");
+  b.file = path.string();
+  b.function = parts[1];
+  return b;
+}
+
+std::vector<std::string> read_schedules(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw CLI::ValidationError("--schedules", "cannot read `" + path + "`");
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    auto last = line.find_last_not_of(" \t\r");
+    out.push_back(line.substr(first, last - first + 1));
+  }
+  return out;
+}
+
+std::string fmt_ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+int measure(const std::string& file, const std::string& shape, const std::string& dtype,
+            const std::vector<std::string>& schedule_args, const std::string& schedules_file,
+            const std::vector<std::string>& baseline_args,
+            const std::vector<std::string>& module_args, const std::string& times_arg,
+            CLI::App& sub) {
+  dtx::MeasureConfig config;
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream source;
+  source << in.rdbuf();
+  if (!in) {
+    std::cerr << "dtx: cannot read `" << file << "`\n";
+    return kUsageError;
+  }
+  config.source = source.str();
+  config.file_name = file;
+  config.sizes = parse_shape(shape);
+  config.dtype = dtype;
+  config.schedules = schedules_file.empty() ? schedule_args : read_schedules(schedules_file);
+  for (const auto& b : baseline_args)
+    config.baselines.push_back(parse_baseline(b));
+  for (const auto& m : module_args) {
+    std::ifstream module_in(m, std::ios::binary);
+    std::stringstream text;
+    text << module_in.rdbuf();
+    if (!module_in) throw CLI::ValidationError("--module", "cannot read `" + m + "`");
+    config.modules.emplace_back(std::filesystem::path(m).filename().string(), text.str());
+  }
+
+  std::string protocol = sub.get_option("--protocol")->as<std::string>();
+  if (protocol == "thesis") dtx::apply_thesis_protocol(config);
+  std::vector<std::string> kinds = split(times_arg, ',');
+  for (const auto& k : kinds) {
+    if (k == "bench" && !config.times.bench)
+      config.times.bench = dtx::BenchSettings{};
+    else if (k == "gpu")
+      config.times.gpu = dtx::GpuSettings{};
+    else if (k == "host")
+      config.times.host = dtx::HostSettings{};
+    else if (k != "bench")
+      throw CLI::ValidationError("--times", "`" + k + "` is not bench, gpu or host");
+  }
+  if (kinds.empty()) throw CLI::ValidationError("--times", "name at least one time");
+  if (protocol != "thesis") config.rank_by = kinds.front();
+  if (!config.times.bench && protocol == "thesis") config.times.bench = dtx::BenchSettings{};
+  if (auto* o = sub.get_option("--warmup"); o->count()) {
+    if (!config.times.bench) config.times.bench = dtx::BenchSettings{};
+    config.times.bench->warmup_ms = o->as<double>();
+  }
+  if (auto* o = sub.get_option("--rep"); o->count()) {
+    if (!config.times.bench) config.times.bench = dtx::BenchSettings{};
+    config.times.bench->rep_ms = o->as<double>();
+    if (config.times.gpu) config.times.gpu->rep_ms = o->as<double>();
+  }
+  if (auto* o = sub.get_option("--host-calls"); o->count() && config.times.host)
+    config.times.host->calls = o->as<int>();
+  if (auto* o = sub.get_option("--rounds"); o->count()) {
+    config.rounds = o->as<int>();
+    if (config.rounds > 1) config.shuffle = true;
+  }
+  if (auto* o = sub.get_option("--rank-by"); o->count()) config.rank_by = o->as<std::string>();
+  config.order_seed = sub.get_option("--order-seed")->as<unsigned>();
+  config.seed = sub.get_option("--seed")->as<int>();
+  config.timeout_s = sub.get_option("--timeout")->as<double>();
+  config.func = sub.get_option("--func")->as<std::string>();
+
+  dtx::PoolOptions pool_options;
+  pool_options.compile_workers = sub.get_option("--compile-workers")->as<int>();
+  if (auto* o = sub.get_option("--python"); o->count()) pool_options.python = o->as<std::string>();
+  if (auto* o = sub.get_option("--worker"); o->count())
+    pool_options.worker_script = o->as<std::string>();
+  if (auto* o = sub.get_option("--gpus"); o->count()) {
+    for (const auto& g : split(o->as<std::string>(), ','))
+      pool_options.gpus.push_back(std::stoi(g));
+  } else {
+    pool_options.gpus = dtx::visible_gpus();
+  }
+  pool_options.startup_timeout_s = sub.get_option("--startup-timeout")->as<double>();
+  bool verbose = sub.get_option("--verbose")->count() > 0;
+  bool json = sub.get_option("--json")->count() > 0;
+  std::mutex log_mutex;
+  pool_options.log = [&](const std::string& who, const std::string& line) {
+    // The pool's own events; a worker's standard error only with --verbose.
+    bool event = false;
+    for (const char* prefix : {"started pid", "hello:", "worker ", "request ", "CUDA error"})
+      event = event || line.rfind(prefix, 0) == 0;
+    if (!verbose && !event) return;
+    std::lock_guard lock(log_mutex);
+    std::cerr << "dtx: [" << who << "] " << line << "\n";
+  };
+
+  std::cerr << "dtx: starting " << pool_options.compile_workers << " compile worker(s) and "
+            << std::max<std::size_t>(1, pool_options.gpus.size()) << " timing worker(s)"
+            << (pool_options.gpus.empty() ? " on the Triton interpreter (no GPU)" : "") << "\n";
+  dtx::WorkerPool pool(std::move(pool_options));
+  auto progress = [&](std::size_t done, std::size_t total, const dtx::Entry& e,
+                      const dtx::Result& r) {
+    std::ostringstream line;
+    line << "[" << done << "/" << total << "] " << (e.baseline ? "[baseline] " : "")
+         << (e.schedule.empty() ? e.label : e.schedule) << ": " << dtx::status_name(r.status);
+    if (r.bench) line << " bench " << fmt_ms(r.bench->median_ms) << " ms";
+    if (r.gpu) line << " gpu " << fmt_ms(r.gpu->median_ms) << " ms";
+    if (r.host) line << " host " << fmt_ms(r.host->per_call_us) << " us";
+    if (r.status != dtx::Status::Ok && !r.message.empty())
+      line << " (" << r.message.substr(0, r.message.find('\n')) << ")";
+    std::lock_guard lock(log_mutex);
+    std::cerr << line.str() << "\n";
+  };
+  dtx::Report report;
+  try {
+    report = dtx::run_measure(config, pool, progress);
+  } catch (const std::exception& e) {
+    std::cerr << e.what();
+    if (std::string(e.what()).back() != '\n') std::cerr << "\n";
+    return 1;
+  }
+  pool.shutdown();
+  for (const auto& e : report.entries)
+    if (e.status == "rejected")
+      std::cerr << "dtx: schedule `" << e.label << "` rejected:\n" << e.message;
+  if (json)
+    std::cout << dtx::to_json(report).dump(2) << "\n";
+  else
+    std::cout << dtx::format_table(report);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtx: explores Decoupled Triton schedules: compiles, checks and times kernels.",
+               "dtx"};
+  app.require_subcommand(1);
+  CLI::App* sub = app.add_subcommand(
+      "measure", "compile each schedule of FILE.dt, check and time the kernels and the "
+                 "baselines, print them ranked");
+  std::string file, shape, dtype = "float16", schedules_file, times = "bench", protocol = "single";
+  std::vector<std::string> schedules, baselines, modules;
+  sub->add_option("FILE", file, "the DT program")->required()->check(CLI::ExistingFile);
+  sub->add_option("--shape", shape, "sizes by DT label: x=4096,y=4096")->required();
+  sub->add_option("--dtype", dtype, "float32, float16 (default) or bfloat16")
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
+  auto* sched = sub->add_option("--schedule", schedules,
+                                "a replacement schedule (repeatable); default: the file's own")
+                    ->option_text("TEXT");
+  auto* sched_file = sub->add_option("--schedules", schedules_file,
+                                     "a file of schedules, one per line (`#` comments)")
+                         ->check(CLI::ExistingFile);
+  sched->excludes(sched_file);
+  sub->add_option("--module", modules,
+                  "a generated (perhaps edited) module to measure as it is; "
+                  "repeatable")
+      ->check(CLI::ExistingFile)
+      ->option_text("FILE.py");
+  sub->add_option("--baseline", baselines,
+                  "a baseline: FILE.py:FUNCTION[:compile] (`:compile` under torch.compile) "
+                  "or `reference` (the module's PyTorch reference); repeatable")
+      ->option_text("SPEC");
+  sub->add_option("--func", "the compiled Func to measure (default: the first)")->default_str("");
+  sub->add_option("--times", times, "times to take: bench,gpu,host (default bench)");
+  sub->add_option("--rank-by", "rank by bench, gpu or host (default: the first of --times)")
+      ->check(CLI::IsMember({"bench", "gpu", "host"}));
+  sub->add_option("--protocol", protocol,
+                  "single (one round) or thesis (do_bench 25/100 ms, 5 rounds in a fresh "
+                  "random order each, mean of the rounds' medians)")
+      ->check(CLI::IsMember({"single", "thesis"}));
+  sub->add_option("--rounds", "rounds (each times everything once, in a fresh random order)")
+      ->check(CLI::Range(1, 1000));
+  sub->add_option("--order-seed", "seed of the rounds' random orders")->default_val(0);
+  sub->add_option("--seed", "seed of the inputs")->default_val(0);
+  sub->add_option("--warmup", "do_bench warm-up in ms (default 25)")->check(CLI::PositiveNumber);
+  sub->add_option("--rep", "do_bench repetitions in ms (default 100)")->check(CLI::PositiveNumber);
+  sub->add_option("--host-calls", "calls timed back to back for `host`")
+      ->check(CLI::PositiveNumber);
+  bool json_flag = false, verbose_flag = false;
+  sub->add_flag("--json", json_flag, "print the report as JSON");
+  sub->add_option("--compile-workers", "compile workers (default 1)")
+      ->default_val(1)
+      ->check(CLI::Range(0, 256));
+  sub->add_option("--gpus", "GPU indices, one timing worker each (default: all visible)");
+  sub->add_option("--timeout", "seconds per request and stage before the worker is killed")
+      ->default_val(300)
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--startup-timeout", "seconds a worker may take to start")
+      ->default_val(300)
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--python", "the workers' Python (default: the project's .venv/bin/python)");
+  sub->add_option("--worker", "the worker script (default: explorer/worker/dtx_worker.py)");
+  sub->add_flag("-v,--verbose", verbose_flag, "log the workers' standard error");
+  for (CLI::Option* opt : sub->get_options())
+    if (opt->get_name() != "--schedule" && opt->get_name() != "--baseline" &&
+        opt->get_name() != "--module")
+      opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+
+  try {
+    app.parse(argc, argv);
+    return measure(file, shape, dtype, schedules, schedules_file, baselines, modules, times, *sub);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kUsageError;
+  }
+}

@@ -1,0 +1,758 @@
+#!/usr/bin/env python3
+"""The measurement worker: checks and times dtc-generated modules for the explorer's pool.
+
+    python explorer/worker/dtx_worker.py --role timing|compile [--device-index N]
+
+Speaks the JSON-lines protocol of docs/worker-protocol.md (version 1) on standard input and
+standard output: one request per input line, one result per request, a hello line first.
+Standard error is free-form log text. Nothing but protocol lines reaches standard output: the
+process's file descriptor 1 is pointed at standard error at start (and 0 at /dev/null), so a
+`print` or a read of stdin in a generated module, a baseline or a library cannot touch the
+protocol streams.
+
+Exit status: 0 after end of input or a `shutdown` request; 3 after a CUDA error, once its
+`runtime_error` result is written (the CUDA context is poisoned and the pool must start a new
+worker); 2 on a bad command line.
+
+Uses only the standard library, torch and triton.
+"""
+import argparse
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import pathlib
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+PROTOCOL = 1
+EXIT_CUDA_ERROR = 3
+DEFAULT_WARMUP_MS = 25.0
+DEFAULT_REP_MS = 100.0
+DEFAULT_GPU_REP_MS = 100.0
+DEFAULT_HOST_CALLS = 1000
+QUANTILES = (0.2, 0.5, 0.8)
+
+# (rtol, atol) per dtype, and for float32 results of modules using tl.dot per DOT_PRECISION.
+TOLERANCES = {"float32": (1e-4, 1e-5), "float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}
+DOT_TOLERANCES = {"tf32": (1e-2, 1e-2), "tf32x3": (1e-4, 1e-4), "ieee": (1e-4, 1e-4)}
+# The whole result's relative L2 error ||got - want|| / ||want||: per-element tolerances scaled
+# for reductions let a kernel that is off by 1% everywhere pass on a large output; this does
+# not. Correct kernels land far below (float16 GeGLU 4096^2 on an H100: 5e-6; TF32 matmul:
+# 8e-4).
+L2_TOLERANCES = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}
+DOT_L2_TOLERANCES = {"tf32": 1e-2, "tf32x3": 1e-5, "ieee": 1e-5}
+
+# Filled in by main() once the device is known and torch/triton are imported.
+torch = None
+triton = None
+CUDA = False
+DEVICE = None
+
+
+def log(*parts):
+    print("dtx_worker:", *parts, file=sys.stderr, flush=True)
+
+
+class Failure(Exception):
+    """Ends a request with a status other than ok."""
+
+    def __init__(self, status, message, check=None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.check = check
+
+
+def one_line(text, limit=2000):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def describe(exc):
+    text = str(exc)
+    return one_line(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+def json_safe(value):
+    """`value` with NaN and infinities replaced by None: the protocol is strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams
+
+
+class Protocol:
+    """The protocol's two streams, moved off file descriptors 0 and 1."""
+
+    def __init__(self):
+        sys.stdout.flush()
+        out_fd = os.dup(1)
+        in_fd = os.dup(0)
+        os.dup2(2, 1)  # anything written to fd 1 from now on (C code included) goes to stderr
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        sys.stdout = sys.stderr
+        sys.stdin = open(os.devnull, "r")
+        self.out = os.fdopen(out_fd, "wb", buffering=0)
+        self.inp = os.fdopen(in_fd, "rb")
+
+    def send(self, message):
+        line = json.dumps(json_safe(message), allow_nan=False, separators=(",", ":")) + "\n"
+        try:
+            self.out.write(line.encode("utf-8"))
+        except (BrokenPipeError, OSError) as e:
+            log(f"cannot write to the pool ({e}); exiting")
+            os._exit(1)
+
+    def lines(self):
+        while True:
+            raw = self.inp.readline()
+            if not raw:
+                return
+            yield raw
+
+
+# ---------------------------------------------------------------------------------------------
+# Device
+
+
+def device_info():
+    if not CUDA:
+        return {"kind": "cpu-interpreter", "name": "cpu-interpreter"}
+    props = torch.cuda.get_device_properties(DEVICE)
+    return {"kind": "cuda", "name": props.name, "sm_count": props.multi_processor_count,
+            "memory_bytes": int(props.total_memory),
+            "capability": f"{props.major}.{props.minor}", "cuda": torch.version.cuda,
+            "driver": driver_version()}
+
+
+def driver_version():
+    try:
+        run = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+        if run.returncode == 0 and run.stdout.strip():
+            return run.stdout.strip().splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        text = pathlib.Path("/proc/driver/nvidia/version").read_text()
+        match = re.search(r"Kernel Module(?: for [^ ]+)?\s+([0-9][0-9.]*)", text)
+        if match:
+            return match.group(1)
+    except OSError:
+        pass
+    return None
+
+
+def synchronize():
+    if CUDA:
+        torch.cuda.synchronize(DEVICE)
+
+
+CUDA_ERROR_PATTERN = re.compile(
+    r"CUDA error|CUDA_ERROR|cudaError|Triton Error \[CUDA\]|illegal memory access|"
+    r"illegal instruction|misaligned address|device-side assert|unspecified launch failure|"
+    r"an illegal|uncorrectable ECC", re.IGNORECASE)
+
+
+def cuda_context_lost(exc):
+    """Whether `exc` left the CUDA context unusable (an illegal memory access and the like)."""
+    if not CUDA:
+        return False
+    accelerator_error = getattr(torch, "AcceleratorError", None)
+    if accelerator_error is not None and isinstance(exc, accelerator_error):
+        return True
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return False
+    if CUDA_ERROR_PATTERN.search(f"{type(exc).__name__}: {exc}"):
+        return True
+    try:
+        torch.cuda.synchronize(DEVICE)
+    except Exception:  # noqa: BLE001  (any failure here means the context is gone)
+        return True
+    return False
+
+
+def classify(exc, what):
+    """The Failure for an exception raised while `what` ran."""
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import InterpreterError, OutOfResources
+    try:
+        from triton.runtime.errors import PTXASError
+    except ImportError:  # pragma: no cover
+        PTXASError = CompilationError
+    if isinstance(exc, OutOfResources):
+        return Failure("out_of_resources", describe(exc))
+    if isinstance(exc, (CompilationError, PTXASError)):
+        return Failure("compile_error", f"{what}: {describe(exc)}")
+    if isinstance(exc, InterpreterError):
+        # The interpreter runs a kernel's Python: an error in it is the interpreter's analogue
+        # of Triton failing to compile the kernel.
+        return Failure("compile_error", f"{what}: kernel failed in the Triton interpreter: "
+                                        f"{describe(exc)}")
+    return Failure("runtime_error", f"{what}: {describe(exc)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Modules
+
+
+class Modules:
+    """Generated modules by SHA-256 of their source, and baseline files by path."""
+
+    def __init__(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="dtx_worker_"))
+        self.by_hash = {}
+        self.baselines = {}
+        self.compiled_baselines = {}
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def get(self, spec):
+        """(module, import seconds, 0 when cached) for a request's `module` object."""
+        if not isinstance(spec, dict):
+            raise Failure("runtime_error", "`module` must be an object with `source` and `sha256`")
+        source, sha = spec.get("source"), spec.get("sha256")
+        if not isinstance(source, str) or not isinstance(sha, str):
+            raise Failure("runtime_error", "`module` needs `source` and `sha256` strings")
+        actual = hashlib.sha256(source.encode("utf-8")).hexdigest()
+        if actual != sha.lower():
+            raise Failure("runtime_error", f"module sha256 mismatch: the request says {sha} but "
+                                           f"the source hashes to {actual}")
+        if actual in self.by_hash:
+            return self.by_hash[actual], 0.0
+        name = f"dtx_module_{actual[:24]}"
+        path = self.dir / f"{name}.py"
+        path.write_text(source, encoding="utf-8")
+        start = time.perf_counter()
+        module = import_path(name, path, "the module does not import")
+        seconds = time.perf_counter() - start
+        self.by_hash[actual] = module
+        return module, seconds
+
+    def baseline(self, spec, module, func):
+        """The callable a `baseline` object names, taking the positional inputs."""
+        if not isinstance(spec, dict):
+            raise Failure("runtime_error", "`baseline` must be an object")
+        if spec.get("reference") is True:
+            reference = lookup(module, f"reference_{func}")
+            return reference, True
+        path, function = spec.get("file"), spec.get("function")
+        if not isinstance(path, str) or not isinstance(function, str):
+            raise Failure("runtime_error", "`baseline` needs `file` and `function` strings, or "
+                                           "`reference: true`")
+        torch_compile = spec.get("torch_compile", False)
+        if not isinstance(torch_compile, bool):
+            raise Failure("runtime_error", "`baseline.torch_compile` must be true or false")
+        file = pathlib.Path(path)
+        try:
+            stamp = file.stat().st_mtime_ns
+        except OSError as e:
+            raise Failure("runtime_error", f"baseline file {path}: {describe(e)}") from None
+        key = (str(file.resolve()), stamp)
+        if key not in self.baselines:
+            tag = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+            self.baselines[key] = import_path(f"dtx_baseline_{tag}", file,
+                                              f"baseline file {path} does not import")
+        fn = getattr(self.baselines[key], function, None)
+        if not callable(fn):
+            raise Failure("runtime_error", f"baseline file {path} has no function `{function}`")
+        if torch_compile:
+            ckey = (key, function)
+            if ckey not in self.compiled_baselines:
+                try:
+                    self.compiled_baselines[ckey] = torch.compile(fn)
+                except (Exception, SystemExit) as e:  # noqa: BLE001
+                    raise Failure("runtime_error", f"torch.compile({function}): {describe(e)}") \
+                        from None
+            fn = self.compiled_baselines[ckey]
+        return fn, False
+
+
+def import_path(name, path, what):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as e:  # noqa: BLE001  (any failure to import)
+        sys.modules.pop(name, None)
+        log(f"{what}:\n{traceback.format_exc()}")
+        raise Failure("compile_error", f"{what}: {describe(e)}") from None
+    return module
+
+
+def lookup(module, name):
+    value = getattr(module, name, None)
+    if value is None:
+        raise Failure("runtime_error", f"the module has no `{name}`")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The check
+
+
+def tolerances(dtype_name, dot_precision):
+    if dtype_name == "float32" and dot_precision in DOT_TOLERANCES:
+        return DOT_TOLERANCES[dot_precision]
+    return TOLERANCES[dtype_name]
+
+
+def l2_tolerance(dtype_name, dot_precision):
+    if dtype_name == "float32" and dot_precision in DOT_L2_TOLERANCES:
+        return DOT_L2_TOLERANCES[dot_precision]
+    return L2_TOLERANCES[dtype_name]
+
+
+def compare(got, want, rtol, atol):
+    """The check object for `got` against the reference `want`, and a one-line message for the
+    first bad element ('' when none). `unwritten` counts NaN where the reference is not NaN;
+    `mismatched` counts the other elements that fail, so an element is in at most one."""
+    check = {"max_abs": 0.0, "max_rel": 0.0, "rel_l2": 0.0, "mismatched": 0, "unwritten": 0,
+             "rtol": rtol, "atol": atol}
+    if not isinstance(got, torch.Tensor):
+        check["mismatched"] = want.numel()
+        return check, f"the result is a {type(got).__name__}, not a tensor"
+    if tuple(got.shape) != tuple(want.shape):
+        check["mismatched"] = want.numel()
+        return check, f"result shape {tuple(got.shape)} differs from the reference's " \
+                      f"{tuple(want.shape)}"
+    if want.numel() == 0:
+        return check, ""
+    g = got.detach().to(device=want.device, dtype=torch.float64)
+    w = want.detach().to(torch.float64)
+    w_nan, g_nan = torch.isnan(w), torch.isnan(g)
+    w_inf = torch.isinf(w)
+    finite = torch.isfinite(w) & torch.isfinite(g)
+    w_finite = torch.isfinite(w)
+    scale = max(1.0, w.abs()[w_finite].max().item()) if bool(w_finite.any()) else 1.0
+    diff = (g - w).abs()
+    within = diff <= atol * scale + rtol * w.abs()
+    good = torch.where(w_nan, g_nan, torch.where(w_inf, g == w, torch.isfinite(g) & within))
+    unwritten = g_nan & ~w_nan
+    mismatched = ~good & ~unwritten
+    check["unwritten"] = int(unwritten.sum().item())
+    check["mismatched"] = int(mismatched.sum().item())
+    if bool(finite.any()):
+        d, wf = diff[finite], w[finite].abs()
+        check["max_abs"] = d.max().item()
+        nonzero = wf > 0
+        check["max_rel"] = (d[nonzero] / wf[nonzero]).max().item() if bool(nonzero.any()) else 0.0
+        norm = wf.norm().item()
+        err = d.norm().item()
+        check["rel_l2"] = err / norm if norm > 0 else err
+    message = ""
+    bad = ~good
+    if bool(bad.any()):
+        flat = int(bad.flatten().nonzero()[0].item())
+        index = []
+        for size in reversed(want.shape):
+            index.append(flat % size)
+            flat //= size
+        index = tuple(reversed(index))
+        g_at, w_at = got[index].item(), want[index].item()
+        kind = "unwritten (NaN)" if bool(unwritten[index]) else "mismatched"
+        message = (f"{check['mismatched']} mismatched and {check['unwritten']} unwritten of "
+                   f"{want.numel()} elements; first at {list(index)}: {kind}, got {g_at!r}, "
+                   f"want {w_at!r} (rtol {rtol}, atol {atol} x scale {scale:.3g})")
+    return check, message
+
+
+# ---------------------------------------------------------------------------------------------
+# Times
+
+
+def summary(times_ms):
+    q20, median, q80 = quantiles(times_ms, QUANTILES)
+    return {"median_ms": median, "q20_ms": q20, "q80_ms": q80, "min_ms": min(times_ms),
+            "max_ms": max(times_ms), "samples": len(times_ms)}
+
+
+def quantiles(values, qs):
+    """Linear-interpolation quantiles, as triton.testing computes them."""
+    values = sorted(values)
+    n = len(values)
+    result = []
+    for q in qs:
+        point = q * (n - 1)
+        lower, upper = math.floor(point), math.ceil(point)
+        t = point - lower
+        result.append((1 - t) * values[lower] + t * values[upper])
+    return result
+
+
+def bench_interpreter(fn, warmup_ms, rep_ms):
+    """do_bench's procedure timed with the host clock: the interpreter has no device events."""
+    fn()
+    start = time.perf_counter()
+    for _ in range(5):
+        fn()
+    estimate_ms = (time.perf_counter() - start) * 1e3 / 5
+    n_warmup = max(1, int(warmup_ms / estimate_ms)) if estimate_ms > 0 else 1
+    n_repeat = max(1, int(rep_ms / estimate_ms)) if estimate_ms > 0 else 1000
+    for _ in range(n_warmup):
+        fn()
+    samples = []
+    for _ in range(n_repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return samples
+
+
+def number(options, key, default, kind):
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 \
+            or not math.isfinite(value):
+        raise Failure("runtime_error", f"`times.{kind}.{key}` must be a positive number")
+    return value
+
+
+def parse_times(spec):
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise Failure("runtime_error", "`times` must be an object")
+    parsed = {}
+    for kind, options in spec.items():
+        if options is None:
+            options = {}
+        if not isinstance(options, dict):
+            raise Failure("runtime_error", f"`times.{kind}` must be an object")
+        if kind == "bench":
+            parsed[kind] = (number(options, "warmup_ms", DEFAULT_WARMUP_MS, kind),
+                            number(options, "rep_ms", DEFAULT_REP_MS, kind))
+        elif kind == "gpu":
+            parsed[kind] = (number(options, "rep_ms", DEFAULT_GPU_REP_MS, kind),)
+        elif kind == "host":
+            calls = options.get("calls", DEFAULT_HOST_CALLS)
+            if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+                raise Failure("runtime_error", "`times.host.calls` must be a positive integer")
+            parsed[kind] = (calls,)
+        else:
+            raise Failure("runtime_error", f"unknown time `{kind}` (bench, gpu or host)")
+    return parsed
+
+
+def measure_times(fn, wanted, notes):
+    times = {}
+    if "bench" in wanted:
+        warmup_ms, rep_ms = wanted["bench"]
+        if CUDA:
+            samples = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
+        else:
+            samples = bench_interpreter(fn, warmup_ms, rep_ms)
+        times["bench"] = summary(samples)
+    if "gpu" in wanted:
+        if CUDA:
+            (rep_ms,) = wanted["gpu"]
+            samples = triton.testing.do_bench_cudagraph(fn, rep=rep_ms, return_mode="all")
+            times["gpu"] = summary(samples)
+        else:
+            notes.append("gpu not measured on the interpreter")
+    if "host" in wanted:
+        (calls,) = wanted["host"]
+        fn()
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        synchronize()
+        times["host"] = {"per_call_us": (time.perf_counter() - start) * 1e6 / calls,
+                         "calls": calls}
+    if times and not CUDA:
+        notes.append("times are the Triton interpreter's on the CPU, not comparable with GPU "
+                     "times")
+    return times
+
+
+class CompileClock:
+    """Seconds Triton spends in `compile` (cache hits included), through its listener hook."""
+
+    def __init__(self):
+        self.micros = 0       # in compiles that missed the cache
+        self.misses = 0
+        self.hits = 0
+        try:
+            import triton.knobs as knobs
+            knobs.compilation.listener = self
+        except (ImportError, AttributeError):  # pragma: no cover  (older triton)
+            pass
+
+    def __call__(self, *, times, cache_hit=False, **_):
+        if cache_hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+            self.micros += times.total
+
+    def mark(self):
+        return (self.micros, self.misses, self.hits)
+
+    def since(self, mark):
+        """compile_s (seconds compiling kernels the cache lacked), compiled (their number) and
+        cache_hits (kernels loaded from TRITON_CACHE_DIR) since `mark`."""
+        micros, misses, hits = mark
+        return {"compile_s": (self.micros - micros) / 1e6, "compiled": self.misses - misses,
+                "cache_hits": self.hits - hits}
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+
+DTYPE_NAMES = ("float32", "float16", "bfloat16")
+
+
+class Worker:
+    def __init__(self, role):
+        self.role = role
+        self.modules = Modules()
+        self.compile_clock = CompileClock()
+
+    def handle(self, request):
+        """The result for one parsed request (a dict), or None for shutdown."""
+        kind = request.get("type")
+        if kind == "shutdown":
+            return None
+        if kind not in ("measure", "baseline", "compile"):
+            raise Failure("runtime_error", f"unknown request type {kind!r} "
+                                           "(measure, baseline, compile or shutdown)")
+        result = {"compile_s": 0.0, "import_s": 0.0}
+        module, result["import_s"] = self.modules.get(request.get("module"))
+        func = request.get("func")
+        compiled = tuple(getattr(module, "COMPILED", ()) or ())
+        if not isinstance(func, str) or func not in compiled:
+            raise Failure("runtime_error", f"`func` {func!r} is not a compiled Func of the module "
+                                           f"(COMPILED: {', '.join(compiled) or 'none'})")
+        wrapper = lookup(module, func)
+        reference = lookup(module, f"reference_{func}")
+        make_inputs = lookup(module, f"make_inputs_{func}")
+        keywords = lookup(module, f"SIZE_KEYWORDS_{func}")
+        sizes = request.get("sizes", {})
+        if not isinstance(sizes, dict) or not all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                for k, v in sizes.items()):
+            raise Failure("runtime_error", "`sizes` must map DT labels to non-negative integers")
+        dtype_name = request.get("dtype", "float32")
+        if dtype_name not in DTYPE_NAMES:
+            raise Failure("runtime_error", f"`dtype` must be one of {', '.join(DTYPE_NAMES)}, "
+                                           f"got {dtype_name!r}")
+        dtype = getattr(torch, dtype_name)
+        seed = request.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise Failure("runtime_error", "`seed` must be an integer")
+        check = request.get("check", False)
+        if not isinstance(check, bool):
+            raise Failure("runtime_error", "`check` must be true or false")
+        wanted = parse_times(request.get("times")) if kind != "compile" else {}
+        baseline, is_reference = None, False
+        if kind == "baseline":
+            baseline, is_reference = self.modules.baseline(request.get("baseline"), module, func)
+
+        kwargs = {keywords[label]: size for label, size in sizes.items() if label in keywords}
+        try:
+            torch.manual_seed(seed)
+            inputs = make_inputs(sizes, dtype=dtype, device=DEVICE, seed=seed)
+        except (Exception, SystemExit) as e:  # noqa: BLE001
+            raise classify(e, f"make_inputs_{func}") from e
+
+        rtol, atol = tolerances(dtype_name, getattr(module, "DOT_PRECISION", None))
+        l2_tol = l2_tolerance(dtype_name, getattr(module, "DOT_PRECISION", None))
+        if kind == "baseline":
+            what = "the reference" if is_reference else "the baseline"
+            fn = (lambda: baseline(*inputs, **kwargs)) if is_reference else \
+                (lambda: baseline(*inputs))
+        else:
+            what = f"wrapper {func}"
+            fn = lambda: wrapper(*inputs, **kwargs)  # noqa: E731
+
+        mark = self.compile_clock.mark()
+        start = time.perf_counter()
+        if check:
+            try:
+                want = reference(*inputs, **kwargs)
+            except (Exception, SystemExit) as e:  # noqa: BLE001
+                raise classify(e, f"reference_{func}") from e
+            try:
+                if kind == "baseline":
+                    got = fn()
+                else:
+                    got = torch.full(tuple(want.shape), float("nan"), dtype=want.dtype,
+                                     device=want.device)
+                    wrapper(*inputs, **kwargs, out=got)
+                synchronize()
+            except (Exception, SystemExit) as e:  # noqa: BLE001
+                raise classify(e, what) from e
+            first_run_s = time.perf_counter() - start
+            result["check"], message = compare(got, want, rtol, atol)
+            c = result["check"]
+            c["rel_l2_tol"] = l2_tol
+            if not message and c["rel_l2"] > l2_tol:
+                message = (f"relative L2 error {c['rel_l2']:.3g} over the whole result exceeds "
+                           f"{l2_tol:g}, though every element is within rtol {rtol}, atol "
+                           f"{atol} x scale")
+            if c["mismatched"] or c["unwritten"] or c["rel_l2"] > l2_tol:
+                raise Failure("wrong_result", message or "the check failed", c)
+        else:
+            try:
+                fn()
+                synchronize()
+            except (Exception, SystemExit) as e:  # noqa: BLE001
+                raise classify(e, what) from e
+            first_run_s = time.perf_counter() - start
+        result.update(self.compile_clock.since(mark))
+        if kind == "compile":
+            result["compile_s"] = first_run_s
+
+        notes = []
+        if wanted:
+            try:
+                result["times"] = measure_times(fn, wanted, notes)
+            except (Exception, SystemExit) as e:  # noqa: BLE001
+                raise classify(e, f"timing {what}") from e
+        result["status"] = "ok"
+        result["message"] = "; ".join(notes)
+        return result
+
+
+def serve(worker, protocol):
+    for raw in protocol.lines():
+        start = time.perf_counter()
+        request_id = None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            protocol.send(error_result(None, f"malformed request: not UTF-8 ({e})", start))
+            continue
+        if not text.strip():
+            continue
+        try:
+            request = json.loads(text)
+        except ValueError as e:
+            request_id = salvage_id(text)
+            protocol.send(error_result(request_id, f"malformed request: not JSON ({e})", start))
+            continue
+        if not isinstance(request, dict):
+            protocol.send(error_result(None, "malformed request: not a JSON object", start))
+            continue
+        request_id = request.get("id")
+        if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+            request_id = None
+        lost = False
+        try:
+            result = worker.handle(request)
+            if result is None:
+                log("shutdown requested")
+                return 0
+        except Failure as f:
+            result = {"status": f.status, "message": f.message}
+            if f.check is not None:
+                result["check"] = f.check
+            lost = f.status == "runtime_error" and f.__cause__ is not None \
+                and cuda_context_lost(f.__cause__)
+            if f.__cause__ is not None:
+                log("request", request_id, "failed:\n" + "".join(
+                    traceback.format_exception(f.__cause__)))
+        except (Exception, SystemExit) as e:  # noqa: BLE001  (a bug here must cost one request, not the worker)
+            log("request", request_id, "failed in the worker:\n" + traceback.format_exc())
+            result = {"status": "runtime_error", "message": f"worker error: {describe(e)}"}
+            lost = cuda_context_lost(e)
+        if lost:
+            result["message"] += " (CUDA context lost: the worker exits)"
+        protocol.send(finish(request_id, result, start))
+        if lost:
+            log(f"CUDA error; exiting with {EXIT_CUDA_ERROR}")
+            worker.modules.close()
+            os._exit(EXIT_CUDA_ERROR)
+    log("end of input")
+    return 0
+
+
+def salvage_id(text):
+    match = re.search(r'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)', text)
+    if not match:
+        return None
+    try:
+        return json.loads(match.group(1))
+    except ValueError:
+        return None
+
+
+def error_result(request_id, message, start):
+    return finish(request_id, {"status": "runtime_error", "message": one_line(message)}, start)
+
+
+def finish(request_id, result, start):
+    message = {"type": "result", "id": request_id, "status": result["status"],
+               "message": one_line(result.get("message", ""))}
+    for key in ("check", "times"):
+        if key in result:
+            message[key] = result[key]
+    message["compile_s"] = result.get("compile_s", 0.0)
+    message["compiled"] = result.get("compiled", 0)
+    message["cache_hits"] = result.get("cache_hits", 0)
+    message["import_s"] = result.get("import_s", 0.0)
+    message["wall_s"] = time.perf_counter() - start
+    return message
+
+
+def main(argv=None):
+    global torch, triton, CUDA, DEVICE
+    parser = argparse.ArgumentParser(description="dtx measurement worker (protocol version 1, "
+                                                 "docs/worker-protocol.md)")
+    parser.add_argument("--role", choices=("timing", "compile"), default="timing")
+    parser.add_argument("--device-index", type=int, default=0,
+                        help="CUDA device index among the visible devices (default 0)")
+    args = parser.parse_args(argv)
+
+    protocol = Protocol()
+    import torch as torch_module
+    torch = torch_module
+    CUDA = torch.cuda.is_available()
+    if CUDA:
+        if not 0 <= args.device_index < torch.cuda.device_count():
+            log(f"--device-index {args.device_index}: only {torch.cuda.device_count()} visible "
+                "CUDA device(s)")
+            return 2
+        DEVICE = torch.device("cuda", args.device_index)
+        torch.cuda.set_device(DEVICE)
+    else:
+        if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+            log("triton was imported before TRITON_INTERPRET=1 could be set")
+            return 2
+        os.environ["TRITON_INTERPRET"] = "1"
+        DEVICE = torch.device("cpu")
+    import triton as triton_module
+    import triton.testing  # noqa: F401
+    triton = triton_module
+
+    worker = Worker(args.role)
+    protocol.send({"type": "hello", "protocol": PROTOCOL, "role": args.role, "pid": os.getpid(),
+                   "python": platform.python_version(), "torch": torch.__version__,
+                   "triton": triton.__version__, "device": device_info(), "comparable": CUDA})
+    try:
+        return serve(worker, protocol)
+    finally:
+        worker.modules.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,344 @@
+"""The measurement worker (explorer/worker/dtx_worker.py) as the pool sees it: a subprocess
+speaking the JSON-lines protocol of docs/worker-protocol.md, here under the Triton interpreter.
+
+One worker serves most tests (starting one imports torch and triton, seconds); the tests of
+exit paths start their own."""
+import hashlib
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conftest import ROOT, run_dtc
+
+WORKER = ROOT / "explorer" / "worker" / "dtx_worker.py"
+PYTHON = os.environ.get("DTX_WORKER_PYTHON", sys.executable)
+REPLY_TIMEOUT_S = 120
+
+PROGRAM = """\
+Func f;
+In A, B;
+Var x, y;
+f[x, y] = A[x, y] * 2 + B[x, y];
+f.block(x:1, y:32);
+f.tensorize(x:0, y:0);
+f.map(x, y);
+f.compile();
+"""
+KERNEL_LINE = "f = A * 2.0 + B\n"       # the kernel's arithmetic, as dtc prints it
+LAUNCH = "f_kernel[("                    # the start of the launch grid in the wrapper
+SIZES = {"x": 4, "y": 40}                # 5 blocks of 32 along y: the last one masked
+TINY = {"bench": {"warmup_ms": 1, "rep_ms": 2}, "host": {"calls": 3}}
+
+
+class Worker:
+    """A worker subprocess with a thread that queues its standard output lines."""
+
+    def __init__(self, *args):
+        env = dict(os.environ)
+        env.pop("TRITON_INTERPRET", None)   # the worker must set it itself
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        self.proc = subprocess.Popen([PYTHON, str(WORKER), *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self.lines = queue.Queue()
+        self.stderr = []
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put, True),
+                         daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append, False),
+                         daemon=True).start()
+        self.hello = self.read()
+
+    @staticmethod
+    def _pump(stream, put, mark_end):
+        for line in stream:
+            put(line)
+        if mark_end:
+            put(None)
+
+    def read(self):
+        line = self.lines.get(timeout=REPLY_TIMEOUT_S)
+        assert line is not None, "the worker closed its standard output; stderr:\n" + \
+            b"".join(self.stderr).decode(errors="replace")[-3000:]
+        return json.loads(line)   # strict: any stray output would fail here
+
+    def send_raw(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, request):
+        self.send_raw((json.dumps(request) + "\n").encode())
+
+    def ask(self, request):
+        self.send(request)
+        reply = self.read()
+        assert reply["type"] == "result"
+        if "id" in request:
+            assert reply["id"] == request["id"]
+        return reply
+
+    def close_input(self):
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=60)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def module_of(source):
+    return {"source": source, "sha256": hashlib.sha256(source.encode()).hexdigest()}
+
+
+def request(kind, source, rid, **fields):
+    base = {"type": kind, "id": rid, "module": module_of(source), "func": "f", "sizes": SIZES,
+            "dtype": "float32", "seed": 0}
+    base.update(fields)
+    return base
+
+
+def edited(source, old, new):
+    assert source.count(old) == 1, f"{old!r} not found once in the generated module"
+    return source.replace(old, new)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, dtc_binary):
+    work = tmp_path_factory.mktemp("worker")
+    (work / "add.dt").write_text(PROGRAM)
+    result = run_dtc(work / "add.dt", "-o", work / "add.py")
+    assert result.returncode == 0, result.stderr
+    text = (work / "add.py").read_text()
+    assert KERNEL_LINE in text and LAUNCH in text
+    return text
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = Worker("--role", "timing")
+    yield w
+    w.kill()
+
+
+def test_hello(worker):
+    hello = worker.hello
+    assert hello["type"] == "hello" and hello["protocol"] == 1 and hello["role"] == "timing"
+    assert hello["pid"] == worker.proc.pid
+    assert hello["device"] == {"kind": "cpu-interpreter", "name": "cpu-interpreter"}
+    assert hello["comparable"] is False
+    for key in ("python", "torch", "triton"):
+        assert isinstance(hello[key], str) and hello[key]
+
+
+def test_correct_module_is_checked_and_timed(worker, source):
+    reply = worker.ask(request("measure", source, "ok", check=True,
+                               times=dict(TINY, gpu={"rep_ms": 1})))
+    assert reply["status"] == "ok", reply["message"]
+    check = reply["check"]
+    assert check["mismatched"] == 0 and check["unwritten"] == 0
+    assert check["max_abs"] <= 1e-5 and (check["rtol"], check["atol"]) == (1e-4, 1e-5)
+    bench = reply["times"]["bench"]
+    assert bench["samples"] >= 1
+    assert 0 < bench["min_ms"] <= bench["q20_ms"] <= bench["median_ms"] <= bench["q80_ms"] \
+        <= bench["max_ms"]
+    assert reply["times"]["host"]["calls"] == 3 and reply["times"]["host"]["per_call_us"] > 0
+    assert "gpu" not in reply["times"]          # not measured on the interpreter, and said so
+    assert "gpu not measured" in reply["message"] and "interpreter" in reply["message"]
+    for key in ("compile_s", "import_s", "wall_s"):
+        assert reply[key] >= 0
+
+
+def test_float16_tolerances_and_no_times_unless_asked(worker, source):
+    reply = worker.ask(request("measure", source, "f16", dtype="float16", check=True))
+    assert reply["status"] == "ok", reply["message"]
+    assert (reply["check"]["rtol"], reply["check"]["atol"]) == (1e-2, 1e-2)
+    assert "times" not in reply
+    reply = worker.ask(request("measure", source, "nocheck", times={"host": {"calls": 1}}))
+    assert reply["status"] == "ok" and "check" not in reply and "host" in reply["times"]
+
+
+def test_module_that_does_not_import(worker, source):
+    reply = worker.ask(request("measure", "import dtx_no_such_module\n" + source, "imp",
+                               check=True, times=TINY))
+    assert reply["status"] == "compile_error"
+    assert "dtx_no_such_module" in reply["message"] and "times" not in reply
+    reply = worker.ask(request("measure", source + "\ndef broken(:\n", "syntax", check=True))
+    assert reply["status"] == "compile_error" and "SyntaxError" in reply["message"]
+
+
+def test_kernel_that_fails_in_the_interpreter_is_a_compile_error(worker, source):
+    bad = edited(source, KERNEL_LINE, "f = A * 2.0 + dtx_undefined_name\n")
+    reply = worker.ask(request("measure", bad, "kernel", check=True, times=TINY))
+    assert reply["status"] == "compile_error", reply
+    assert "dtx_undefined_name" in reply["message"]
+
+
+def test_wrapper_that_raises(worker, source):
+    bad = source + "\n\ndef f(*args, **kwargs):\n    raise RuntimeError('the wrapper broke')\n"
+    reply = worker.ask(request("measure", bad, "raise", check=True, times=TINY))
+    assert reply["status"] == "runtime_error"
+    assert reply["message"].endswith("RuntimeError: the wrapper broke")
+    assert "times" not in reply
+    # The worker lives on, even after a wrapper that asks the interpreter to exit.
+    assert worker.ask(request("compile", source, "after"))["status"] == "ok"
+    exits = source + "\n\ndef f(*args, **kwargs):\n    raise SystemExit(7)\n"
+    reply = worker.ask(request("measure", exits, "exit", check=True))
+    assert reply["status"] == "runtime_error" and "SystemExit" in reply["message"]
+    assert worker.ask(request("compile", source, "after-exit"))["status"] == "ok"
+
+
+def test_wrong_values_are_caught_and_not_timed(worker, source):
+    bad = edited(source, KERNEL_LINE, "f = A * 2.0 + B + 0.01\n")
+    reply = worker.ask(request("measure", bad, "wrong", check=True, times=TINY))
+    assert reply["status"] == "wrong_result"
+    check = reply["check"]
+    assert check["mismatched"] == SIZES["x"] * SIZES["y"] and check["unwritten"] == 0
+    assert check["max_abs"] == pytest.approx(0.01, rel=1e-3)
+    assert "times" not in reply
+    assert "first at [0, 0]" in reply["message"]
+
+
+def test_small_error_everywhere_is_caught_by_the_relative_l2_error(worker, source):
+    # 0.5% off on every element: each is within float16's rtol of 1%, the whole result is not
+    # (its relative L2 error, 5e-3, exceeds float16's 1e-3).
+    bad = edited(source, KERNEL_LINE, "f = (A * 2.0 + B) * 1.005\n")
+    reply = worker.ask(request("measure", bad, "l2", dtype="float16", check=True, times=TINY))
+    assert reply["status"] == "wrong_result", reply
+    check = reply["check"]
+    assert check["mismatched"] == 0 and check["unwritten"] == 0
+    assert check["rel_l2"] == pytest.approx(5e-3, rel=0.2) and check["rel_l2_tol"] == 1e-3
+    assert "relative L2 error" in reply["message"] and "times" not in reply
+    good = worker.ask(request("measure", source, "l2-good", dtype="float16", check=True))
+    assert good["status"] == "ok" and good["check"]["rel_l2"] < 1e-3
+
+
+def test_unwritten_elements_are_caught(worker, source):
+    # Launch only the first program: one block of 32 of the 160 elements is stored.
+    bad = edited(source, LAUNCH, "f_kernel[(1,) if True else (")
+    reply = worker.ask(request("measure", bad, "unwritten", check=True, times=TINY))
+    assert reply["status"] == "wrong_result"
+    check = reply["check"]
+    assert check["unwritten"] == SIZES["x"] * SIZES["y"] - 32 and check["mismatched"] == 0
+    assert "unwritten" in reply["message"] and "times" not in reply
+
+
+def test_without_check_nothing_is_compared(worker, source):
+    # Without `check`, a wrong kernel is timed: the check is what guards the times.
+    bad = edited(source, KERNEL_LINE, "f = A * 2.0 + B + 0.01\n")
+    reply = worker.ask(request("measure", bad, "unchecked", times={"host": {"calls": 1}}))
+    assert reply["status"] == "ok" and "check" not in reply
+
+
+def test_baseline_from_file(worker, source, tmp_path):
+    baselines = tmp_path / "baselines.py"
+    baselines.write_text("def torch_f(A, B):\n    return A * 2 + B\n\n"
+                         "def wrong_f(A, B):\n    return A + B\n")
+    reply = worker.ask(request("baseline", source, "b1", check=True, times=TINY,
+                               baseline={"file": str(baselines), "function": "torch_f"}))
+    assert reply["status"] == "ok", reply["message"]
+    assert reply["check"]["mismatched"] == 0 and reply["times"]["bench"]["samples"] >= 1
+    reply = worker.ask(request("baseline", source, "b2", check=True, times=TINY,
+                               baseline={"file": str(baselines), "function": "wrong_f"}))
+    assert reply["status"] == "wrong_result" and reply["check"]["mismatched"] > 0
+    assert "times" not in reply
+    reply = worker.ask(request("baseline", source, "b3", times=TINY,
+                               baseline={"file": str(baselines), "function": "missing"}))
+    assert reply["status"] == "runtime_error" and "missing" in reply["message"]
+    reply = worker.ask(request("baseline", source, "b4", times=TINY,
+                               baseline={"file": str(tmp_path / "nope.py"), "function": "f"}))
+    assert reply["status"] == "runtime_error" and "nope.py" in reply["message"]
+
+
+def test_reference_baseline(worker, source):
+    reply = worker.ask(request("baseline", source, "ref", check=True, dtype="bfloat16",
+                               times=TINY, baseline={"reference": True}))
+    assert reply["status"] == "ok", reply["message"]
+    assert reply["check"]["max_abs"] == 0 and reply["check"]["rtol"] == 5e-2
+    assert reply["times"]["bench"]["median_ms"] > 0
+
+
+def test_compile_request(worker, source):
+    reply = worker.ask(request("compile", source, "c", dtype="float16"))
+    assert reply["status"] == "ok" and reply["compile_s"] > 0 and "times" not in reply
+
+
+def test_sha_mismatch(worker, source):
+    req = request("measure", source, "sha", check=True)
+    req["module"]["sha256"] = "0" * 64
+    reply = worker.ask(req)
+    assert reply["status"] == "runtime_error" and "sha256" in reply["message"]
+
+
+def test_malformed_requests(worker, source):
+    worker.send_raw(b"{not json\n")
+    reply = worker.read()
+    assert reply["status"] == "runtime_error" and reply["id"] is None
+    worker.send_raw(b'{"id": "m1", "type": "measure", \n')        # id readable, JSON not
+    reply = worker.read()
+    assert reply["status"] == "runtime_error" and reply["id"] == "m1"
+    worker.send_raw(b"[1, 2]\n")
+    assert worker.read()["status"] == "runtime_error"
+    worker.send_raw(b"\xff\xfe\n")
+    assert worker.read()["status"] == "runtime_error"
+    worker.send_raw(b"\n")                                          # blank lines are skipped
+    for bad, words in [({"type": "frobnicate"}, "unknown request type"),
+                       ({"type": "measure"}, "module"),
+                       (request("measure", source, 0, func="g"), "not a compiled Func"),
+                       (request("measure", source, 0, dtype="int8"), "dtype"),
+                       (request("measure", source, 0, sizes={"x": -1}), "sizes"),
+                       (request("measure", source, 0, sizes={"x": 4}), "sizes lacks y"),
+                       (request("measure", source, 0, times={"bench": {"rep_ms": 0}}), "rep_ms"),
+                       (request("measure", source, 0, times={"wall": {}}), "unknown time")]:
+        bad = dict(bad, id="m2")
+        reply = worker.ask(bad)
+        assert reply["status"] == "runtime_error" and words in reply["message"], (bad, reply)
+    assert worker.ask(request("compile", source, "alive"))["status"] == "ok"
+
+
+def test_module_output_does_not_reach_the_protocol(worker, source):
+    noisy = ("print('module import says hello')\n" + source +
+             "\n_f = f\n\ndef f(*a, **k):\n    print('wrapper says hello')\n"
+             "    import os\n    os.write(1, b'raw fd 1 write\\n')\n    return _f(*a, **k)\n")
+    reply = worker.ask(request("measure", noisy, "noise", check=True, times={"host": {"calls": 2}}))
+    assert reply["status"] == "ok", reply["message"]
+
+
+def test_modules_are_cached_by_hash(worker, source, tmp_path):
+    marker = tmp_path / "imports.txt"
+    counted = source + f"\nwith open({str(marker)!r}, 'a') as _m:\n    _m.write('x')\n"
+    first = worker.ask(request("measure", counted, "k1", check=True))
+    second = worker.ask(request("compile", counted, "k2"))
+    assert first["status"] == second["status"] == "ok"
+    assert marker.read_text() == "x"
+    assert first["import_s"] > 0 and second["import_s"] == 0.0
+    worker.ask(request("compile", counted + "\n# another text\n", "k3"))
+    assert marker.read_text() == "xx"
+
+
+def test_shutdown_exits_with_zero():
+    w = Worker("--role", "compile")
+    try:
+        assert w.hello["role"] == "compile"
+        w.send({"type": "shutdown"})
+        assert w.proc.wait(timeout=60) == 0
+        assert w.lines.get(timeout=10) is None     # no reply to shutdown
+    finally:
+        w.kill()
+
+
+def test_end_of_input_exits_with_zero():
+    w = Worker()
+    try:
+        assert w.close_input() == 0
+    finally:
+        w.kill()
+
+
+def test_bad_command_line():
+    run = subprocess.run([PYTHON, str(WORKER), "--role", "nonsense"], capture_output=True,
+                         timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 2 and run.stdout == b""
