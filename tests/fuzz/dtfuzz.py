@@ -58,7 +58,6 @@ MAKE_INPUTS = "make_inputs raises"
 SIZES = "disagreeing sizes accepted"  # labels that must be equal, given unequal: no ValueError
 REFERENCE = "reference disagrees"
 PROGRAM_REJECTED = "program rejected"  # a generated (legal) program rejected without schedule
-UNTAME = "untame"                     # the generated program is numerically wild: redrawn
 FAILURES = [DTC_CRASH, INTERNAL, IMPORT, RAISES, KERNEL_CRASH, WRONG, MAKE_INPUTS, REFERENCE,
             SIZES]
 
