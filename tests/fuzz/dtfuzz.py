@@ -495,8 +495,9 @@ def _bf(name, args):
 class Evaluator:
     """Evaluates a Program on float64 inputs. Every value is (tensor, labels, uncertain): the
     last a boolean tensor marking elements that depend on a near-tie (a comparison of nearly
-    equal values, floor/ceil/% near a step, sign near 0), which float32 may decide either way;
-    those elements are not compared. `max_abs` is the largest finite intermediate magnitude and
+    equal values, floor/ceil/% near a step, sign near 0), which float32 may decide either way,
+    or on a NaN in a max or min (tl.maximum may return either operand); those elements are not
+    compared. `max_abs` is the largest finite intermediate magnitude and
     `nonfinite` says whether any intermediate is not finite."""
 
     TIE = 1e-4
@@ -603,6 +604,10 @@ class Evaluator:
                 u = u | (v.abs() <= 1e-5)
             elif e[1] == "where":
                 u = u | (v.abs() <= 1e-6) & (v != 0)
+            elif e[1] in ("maximum", "minimum", "clamp", "relu"):
+                # NaN in a max or min: tl.maximum may return either operand; undecided.
+                for x in args:
+                    u = u | torch.isnan(x)
             return t.expand(shape), layout, u.expand(shape)
         if kind in ("red", "dot"):
             k = e[-1]
@@ -618,6 +623,8 @@ class Evaluator:
             shape = [self.sizes[l] for l in labs]
             t, u = (t.expand(shape), u.expand(shape)) if labs else (t, u)
             rest = [l for l in labs if l != k]
+            if op != "rsum":
+                u = u | torch.isnan(t)          # likewise a NaN in rmax / rmin
             ur = u.any(axis)
             if op == "rsum":
                 return t.sum(axis), rest, ur
