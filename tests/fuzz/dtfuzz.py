@@ -702,7 +702,11 @@ class Gen:
         for i in range(n_funcs):
             name = f"f{i}"
             dims = rng.sample(names, rng.randint(1, min(3, n_labels)))
-            if rng.random() < 0.12 and i == n_funcs - 1:
+            rv = self.rvars()
+            if i == n_funcs - 1 and rv and n_labels >= 3 and rng.random() < 0.2:
+                # a matrix product in some label order (tl.dot when scheduled for it)
+                k = rng.choice(rv)
+                dims = rng.sample([l for l in names if l != k], 2)
                 e = self.matmul(dims)
             elif rng.random() < 0.01:
                 e = self.long_sum(dims)
@@ -1126,6 +1130,7 @@ class Result:
     signature: str = ""               # what must stay the same while reducing
     extra: list = dataclasses.field(default_factory=list)   # further findings: (outcome, detail)
     timings: dict = dataclasses.field(default_factory=dict)
+    coverage: set = dataclasses.field(default_factory=set)  # code paths the module uses
 
     def classes(self):
         return {(self.outcome, self.signature)} | {(o, s) for o, _, s in self.extra}
@@ -1149,6 +1154,16 @@ def normalize_exception(text):
     text = re.sub(r"'[^']*'", "'_'", text)
     text = re.sub(r"\d+", "N", text)
     return text[:160]
+
+
+COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
+            "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
+            "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
+            "k-contiguous relayout": "_dt_k_contiguous("}
+
+
+def module_coverage(text):
+    return {name for name, marker in COVERAGE.items() if marker in text}
 
 
 def compile_case(case, workdir, timeout=60):
@@ -1360,6 +1375,7 @@ def run_case(case, workdir, timeout=120):
         res.timings = {"dtc": t1 - t0}
         return res
     try:
+        coverage = module_coverage(module_path.read_text())
         funcs = list(case.program.compiled)
         data = run_module(module_path, case, funcs, timeout)
     finally:
@@ -1404,6 +1420,7 @@ def run_case(case, workdir, timeout=120):
     main = main or Result(OK)
     main.extra = extra
     main.timings = timings
+    main.coverage = coverage
     return main
 
 
@@ -1793,6 +1810,7 @@ class Stats:
         self.rejections = collections.Counter()
         self.rejection_examples = {}
         self.extra = collections.Counter()
+        self.coverage = collections.Counter()     # among cases that ran: code paths used
         self.dtc_s = 0.0
         self.run_s = 0.0
         self.reduce_s = 0.0
@@ -1808,6 +1826,9 @@ class Stats:
                  f" (dtc {self.dtc_s:.0f} s, running {self.run_s:.0f} s, "
                  f"reducing {self.reduce_s:.0f} s)",
                  "outcomes: " + ", ".join(f"{k}: {v}" for k, v in self.outcomes.most_common())]
+        if self.coverage:
+            lines.append("cases using: " + ", ".join(
+                f"{k}: {v}" for k, v in self.coverage.most_common()))
         if self.extra:
             lines.append("further findings: " + ", ".join(
                 f"{k}: {v}" for k, v in self.extra.most_common()))
@@ -1852,6 +1873,7 @@ def fuzz(seed=0, minutes=None, max_cases=None, out_dir=None, reduce_budget_s=90,
         stats.dtc_s += res.timings.get("dtc", 0)
         stats.run_s += res.timings.get("run", 0)
         stats.outcomes[res.outcome] += 1
+        stats.coverage.update(res.coverage)
         if res.outcome == REJECTED:
             # Generated programs are legal: a rejection must come from the schedule.
             bare, _ = compile_case(dataclasses.replace(case, schedule=[]), workdir)
