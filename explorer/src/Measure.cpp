@@ -194,6 +194,11 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
       if (result.worker && report.devices.empty() && result.worker->role == "timing")
         report.devices.push_back(*result.worker);
       e.results.push_back(result);
+      if (done == 0) {
+        report.first_result_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        report.first_timed_s = result.timed_s;
+      }
       ++done;
       if (progress) progress(done, total, e, result);
     }
@@ -329,15 +334,30 @@ std::string format_table(const Report& report) {
   for (std::size_t i = 0; i < report.devices.size(); ++i)
     out << (i ? ", " : "") << report.devices[i].device_name;
   out << "\n";
-  double timing_compile = 0, ahead = 0;
+  double timing_compile = 0, ahead = 0, timed = 0;
+  int measured = 0;
   for (const Entry& e : report.entries)
     for (const Result& r : e.results) {
       timing_compile += r.compile_s;
       ahead += r.ahead_compile_s.value_or(0);
+      timed += r.timed_s;
+      measured += r.status == Status::Ok;
     }
   out << "compile time: " << fmt("%.3g", ahead) << " s in compile workers, "
       << fmt("%.3g", timing_compile) << " s in the timing worker(s); wall "
       << fmt("%.3g", report.wall_s) << " s\n";
+  // Throughput: what an exploration gets from this pool, after the first result (worker start-up
+  // and the first compile). Busy: the share of that time the timing worker(s) spent taking
+  // times, per timing worker.
+  double steady = report.wall_s - report.first_result_s;
+  if (measured > 1 && steady > 0) {
+    double per_worker = static_cast<double>(std::max<std::size_t>(1, report.devices.size()));
+    double busy = std::min(timed - report.first_timed_s, steady * per_worker);
+    out << "throughput: " << measured << " timed results; after the first (at "
+        << fmt("%.3g", report.first_result_s)
+        << " s): " << fmt("%.0f", (measured - 1) * 60 / steady) << " per minute, timing workers "
+        << fmt("%.0f", 100 * busy / steady / per_worker) << "% busy taking times\n";
+  }
   if (!report.comparable)
     out << "note: measured under the Triton interpreter (cpu-interpreter): these times are not "
            "comparable with GPU times\n";
@@ -373,9 +393,14 @@ nlohmann::json to_json(const Report& report) {
     j["results"] = results;
     entries.push_back(j);
   }
-  return {{"func", report.func},     {"rank_by", report.rank_by},
-          {"rounds", report.rounds}, {"comparable", report.comparable},
-          {"devices", devices},      {"wall_s", report.wall_s},
+  return {{"func", report.func},
+          {"rank_by", report.rank_by},
+          {"rounds", report.rounds},
+          {"comparable", report.comparable},
+          {"devices", devices},
+          {"wall_s", report.wall_s},
+          {"first_result_s", report.first_result_s},
+          {"first_timed_s", report.first_timed_s},
           {"entries", entries}};
 }
 

@@ -231,6 +231,7 @@ Result parse_result(const nlohmann::json& message) {
   r.compile_s = number(message, "compile_s");
   r.import_s = number(message, "import_s");
   r.wall_s = number(message, "wall_s");
+  r.timed_s = number(message, "timed_s");
   return r;
 }
 
@@ -266,6 +267,7 @@ nlohmann::json to_json(const Result& r) {
   j["compile_s"] = r.compile_s;
   j["import_s"] = r.import_s;
   j["wall_s"] = r.wall_s;
+  j["timed_s"] = r.timed_s;
   if (r.ahead_compile_s) j["ahead_compile_s"] = *r.ahead_compile_s;
   if (!r.stderr_tail.empty()) j["stderr_tail"] = r.stderr_tail;
   return j;

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 namespace dtx {
 
 using detail::Clock;
@@ -19,6 +21,20 @@ using detail::WorkerProcess;
 std::filesystem::path default_worker_python() {
   if (const char* p = std::getenv("DTX_WORKER_PYTHON"); p && *p) return p;
   return std::filesystem::path(DTX_SOURCE_DIR) / ".venv" / "bin" / "python";
+}
+
+std::filesystem::path search_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t begin = 0; begin <= dirs.size();) {
+    std::size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    std::filesystem::path candidate =
+        std::filesystem::path(end > begin ? dirs.substr(begin, end - begin) : ".") / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return {};
 }
 
 std::filesystem::path default_worker_script() {
@@ -307,6 +323,9 @@ struct WorkerPool::Impl {
 WorkerPool::WorkerPool(PoolOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   if (options.python.empty()) options.python = default_worker_python();
+  // A bare name (`python3`) is looked up on PATH, as a shell would.
+  if (!options.python.has_parent_path())
+    if (auto found = search_path(options.python.string()); !found.empty()) options.python = found;
   if (options.worker_script.empty()) options.worker_script = default_worker_script();
   if (options.capacity == 0) options.capacity = 1;
   s.options = std::move(options);

@@ -368,3 +368,105 @@ def test_len_of_a_label_nothing_else_uses(tmp_path):
         with pytest.raises(ValueError, match=r"the size of y cannot be inferred"):
             fn(A)
     assert module.SIZE_KEYWORDS == {"y": "y", "m": "m"}
+
+
+def test_comparison_of_literals(tmp_path):
+    module = build(tmp_path, "Func f, g; In A; Var x;\nf[x] = A[x] + (1 <= 2) * 2 + sin(1 <= 1);\n"
+                             "g[x] = where(1 > 2, A[x], 3) + A[x];\nf.compile(); g.compile();\n")
+    A = torch.randn(4)
+    for fn, want in ((module.f, A.double() + 2 + math.sin(1)), (module.g, A.double() + 3)):
+        close(fn(A), want)
+
+
+@pytest.mark.parametrize("schedule", [None, "f.tensorize(x:0)"])
+def test_modulo_of_scalars_is_fmod(tmp_path, schedule):
+    module = build(tmp_path, "Func f; In A; SIn s; Var x;\n"
+                             "f[x] = A[x] * 0 + (s - 1) % 1 + (0 - len(x)) % 3 + A[x] % 0.75;\n"
+                             "f.compile();\n", schedule)
+    A = torch.randn(5)
+    want = math.fmod(0.525 - 1, 1) + math.fmod(-5, 3) + torch.fmod(A.double(), 0.75)
+    close(module.f(A, 0.525), want)
+    close(module.reference(A, 0.525), want)
+
+
+def test_math_of_integer_size_expressions(tmp_path):
+    module = build(tmp_path, "Func f; In A; Var x;\n"
+                             "f[x] = A[x] + sqrt(len(x) * len(x)) + erf(len(x) + len(x)) + sin(-len(x))"
+                             " + pow(len(x), 1.5);\nf.compile();\n")
+    A = torch.randn(3)
+    close(module.f(A), A.double() + 3 + math.erf(6) + math.sin(-3) + 3 ** 1.5)
+
+
+@pytest.mark.parametrize("schedule", [None, "f.tensorize(m:0)", "f.tensorize(m:0, z:0)"])
+def test_pow_with_tensor_exponent(tmp_path, schedule):
+    module = build(tmp_path, "Func f; In I; RVar m, z;\nf[m, z] = pow(I[z] * I[z], I[m]);\n"
+                             "f.compile();\n", schedule)
+    I = torch.randn(3)
+    close(module.f(I), (I.double() ** 2)[None, :] ** I.double()[:, None])
+
+
+def test_fused_constant_producer_under_a_reduction(tmp_path):
+    module = build(tmp_path, "Func f0, f1; In A; Var n; RVar j;\nf0[j] = 1;\n"
+                             "f1[j, n] = rsum(f0[j], j) + A[n];\nf0.fuse_at(f1, j);\nf1.compile();\n")
+    A = torch.randn(4)
+    close(module.f1(A, j=3), (A.double() + 3)[None, :].expand(3, 4))
+    for schedule in ("f1.tensorize(j:0); f0.fuse_at(f1, j)", "f1.tensorize(j:2, n:0); f0.fuse_at(f1, j)"):
+        module = build(tmp_path, "Func f0, f1; In A; Var n; RVar j;\nf0[j] = 1;\n"
+                                 "f1[j, n] = rsum(f0[j], j) + A[n];\nf1.compile();\n", schedule,
+                       name="again")
+        close(module.f1(A, j=3), (A.double() + 3)[None, :].expand(3, 4))
+
+
+@pytest.mark.parametrize("schedule", [
+    "f.block(n:4); f.tensorize(u:0); f.atomic(n)",
+    "f.block(n:4); f.tensorize(u:0)",
+    "f.tensorize(u:0, n:0)",
+])
+def test_reduction_broadcast_over_a_tensorized_output_label(tmp_path, schedule):
+    module = build(tmp_path, "Func f; In A; Var u; RVar n;\nf[u] = rsum(A[n], n);\nf.compile();\n",
+                   schedule)
+    A = torch.randn(5)
+    close(module.f(A, u=3), A.double().sum().expand(3))
+
+
+def test_fuse_label_rebound_by_a_reduction_rejected(tmp_path):
+    err = rejected(tmp_path, "Func f0, f3; In I1; RVar z, r;\nf0[r, z] = 1;\n"
+                             "f3[r] = rdot(rdot(I1[r], f0[r, z], r), I1[z], z);\n"
+                             "f0.fuse_at(f3, r);\nf3.compile();\n")
+    assert "`f0` is fused into `f3` at `r`" in err
+
+
+def test_fma_in_the_reference_keeps_its_precedence(tmp_path):
+    module = build(tmp_path, "Func f; In A; Var x;\nf[x] = fma(1, 2, 1) * A[x];\nf.compile();\n")
+    A = torch.randn(4)
+    close(module.f(A), 3 * A.double())
+    close(module.reference(A), 3 * A.double())
+
+
+def test_scalar_divided_by_zero_is_inf(tmp_path):
+    module = build(tmp_path, "Func f; SIn s; Var v; RVar p;\nf[p, v] = s / 0 + s / (1 - 1);\n"
+                             "f.compile();\n")
+    for fn in (module.f, module.reference):
+        close(fn(0.5, p=2, v=2), torch.full((2, 2), math.inf, dtype=torch.float64))
+        close(fn(-0.5, p=1, v=1), torch.full((1, 1), -math.inf, dtype=torch.float64))
+        close(fn(0.0, p=1, v=1), torch.full((1, 1), math.nan, dtype=torch.float64))
+
+
+def test_fuse_label_reduced_by_the_consumer_rejected(tmp_path):
+    # f1 sums f0 over j, the fuse level: a temporary holding one j cannot serve the sum.
+    err = rejected(tmp_path, "Func f0, f1; In A; RVar j, k, v;\nf0[j, k] = A[j, k];\n"
+                             "f1[j, v] = rsum(f0[j, v], j);\nf0.fuse_at(f1, j);\nf1.compile();\n")
+    assert "`f0` is fused into `f1` at `j`" in err
+
+
+def test_rdot_of_a_producer_constant_along_the_reduced_label(tmp_path):
+    # f0 does not vary along v (it reduces over its own v): rdot over v cannot use tl.dot.
+    module = build(tmp_path, "Func f0, f1; In I0; Var x; RVar v, w;\n"
+                             "f0[x, w, v] = rsum(where(1, I0[x, w], I0[v, w]), v);\n"
+                             "f1[x, v, w] = rdot(I0[w, v], f0[x, w, v], v);\n"
+                             "f1.tensorize(w:0, v:0, x:0);\nf0.fuse_at(f1, x);\nf1.compile();\n")
+    I0 = torch.randn(3, 3)
+    a = I0.double()
+    want = (3 * a[:, None, :] * a.sum(1)[None, None, :]).expand(3, 3, 3)
+    close(module.f1(I0), want)
+    close(module.reference(I0), want)

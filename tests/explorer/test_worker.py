@@ -4,6 +4,7 @@ speaking the JSON-lines protocol of docs/worker-protocol.md, here under the Trit
 One worker serves most tests (starting one imports torch and triton, seconds); the tests of
 exit paths start their own."""
 import hashlib
+import importlib.util
 import json
 import os
 import queue
@@ -342,3 +343,30 @@ def test_bad_command_line():
     run = subprocess.run([PYTHON, str(WORKER), "--role", "nonsense"], capture_output=True,
                          timeout=60, stdin=subprocess.DEVNULL)
     assert run.returncode == 2 and run.stdout == b""
+
+
+def test_inputs_and_reference_are_shared_across_schedules_but_not_corrupted(worker, tmp_path):
+    # Two schedules of one program share their inputs and reference result; a baseline that
+    # writes into its arguments works on clones, so the next request still sees the inputs.
+    (tmp_path / "p.dt").write_text(PROGRAM)
+    sources = []
+    for i, schedule in enumerate(["f.block(y:8); f.tensorize(y:0)", "f.block(x:2, y:16)"]):
+        out = tmp_path / f"p{i}.py"
+        assert run_dtc(tmp_path / "p.dt", "-o", out, "--schedule", schedule).returncode == 0
+        sources.append(out.read_text())
+    spec = importlib.util.spec_from_file_location("dtx_worker_under_test", WORKER)
+    worker_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker_module)
+    keys = {worker_module.inputs_key(s) for s in sources}
+    assert len(keys) == 1 and None not in keys
+    assert worker_module.inputs_key(sources[0].replace("A * 2.0", "A * 3.0")) in keys  # a kernel
+    assert worker_module.inputs_key(sources[0].replace("_dt_randn(", "0 * _dt_randn(")) not in keys
+    mutating = tmp_path / "mutating.py"
+    mutating.write_text("def f(A, B):\n    out = A * 2 + B\n    A.zero_()\n    B.zero_()\n"
+                        "    return out\n")
+    reply = worker.ask(request("baseline", sources[0], "m1", check=True, times=TINY,
+                               baseline={"file": str(mutating), "function": "f"}))
+    assert reply["status"] == "ok", reply["message"]
+    for i, s in enumerate(sources):
+        reply = worker.ask(request("measure", s, f"m{i + 2}", check=True, times=TINY))
+        assert reply["status"] == "ok" and reply["check"]["max_abs"] < 1e-6, reply

@@ -272,7 +272,9 @@ public:
       out = "torch.fmod(" + tensor_arg(*e.a) + ", " + emit(*e.b) + ")";
       return;
     }
-    out = "(" + emit(*e.a) + " " + ir::op_text(e.op) + " " + emit(*e.b) + ")";
+    // A scalar divided by 0 is inf, not Python's ZeroDivisionError.
+    std::string a = e.op == ir::BinOp::Div ? tensor_arg(*e.a) : emit(*e.a);
+    out = "(" + a + " " + ir::op_text(e.op) + " " + emit(*e.b) + ")";
     // A comparison counts as 0 or 1 in arithmetic; torch cannot negate or subtract bools.
     if (ir::is_comparison(e.op)) out = "_dt_t" + out;
   }

@@ -31,7 +31,7 @@ const std::vector<Builtin>& builtins() {
        "division, rounded to nearest"},
       {"clamp", 3, "tl.clamp({0}, {1}, {2})", "torch.minimum(torch.maximum({0}, {1}), {2})",
        nullptr, "clamp(v, lo, hi)"},
-      {"fma", 3, "tl.fma({0}, {1}, {2})", "{0} * {1} + {2}", nullptr, "fused a * b + c"},
+      {"fma", 3, "tl.fma({0}, {1}, {2})", "({0} * {1} + {2})", nullptr, "fused a * b + c"},
       {"where", 3, "tl.where({0} != 0, {1}, {2})", "torch.where({0} != 0, {1}, {2})", nullptr,
        "where(cond, a, b): a where cond is non-zero, else b"},
       // helpers built from triton.language operations
@@ -97,7 +97,7 @@ std::string helper_source(std::string_view name) {
        "    signed = tl.where(odd, -magnitude, magnitude)\n"
        "    negative = tl.where(tl.floor(e) == e, signed, float(\"nan\"))\n"
        "    result = tl.where(v < 0, negative, magnitude)\n"
-       "    return tl.where((e == 0) | (v == 1.0), 1.0, result)\n"},
+       "    return tl.where(e == 0, 1.0, tl.where(v == 1.0, 1.0, result))\n"},
       {"_dt_pow_frac",
        "def _dt_pow_frac(v, e):\n"
        "    # v^e for a non-integer constant e: NaN for a negative base (IEEE pow).\n"

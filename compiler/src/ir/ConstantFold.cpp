@@ -24,6 +24,31 @@ class Folder : public ir::IRMutator {
   ir::ExprPtr visit(const ir::Binary& e, const ir::ExprPtr& self) override {
     ir::ExprPtr a = mutate(e.a), b = mutate(e.b);
     const ir::Const *x = lit(a), *y = lit(b);
+    if (x && y && ir::is_comparison(e.op)) {
+      // A comparison counts as 0 or 1; of two literals it is a literal.
+      bool r = false;
+      switch (e.op) {
+      case ir::BinOp::Lt:
+        r = x->value < y->value;
+        break;
+      case ir::BinOp::Le:
+        r = x->value <= y->value;
+        break;
+      case ir::BinOp::Gt:
+        r = x->value > y->value;
+        break;
+      case ir::BinOp::Ge:
+        r = x->value >= y->value;
+        break;
+      case ir::BinOp::Eq:
+        r = x->value == y->value;
+        break;
+      default:
+        r = x->value != y->value;
+        break;
+      }
+      return std::make_shared<ir::Const>(e.loc, r ? 1.0 : 0.0, true);
+    }
     if (x && y && !ir::is_comparison(e.op)) {
       double r;
       bool is_int = x->is_int && y->is_int && e.op != ir::BinOp::Div;

@@ -1,12 +1,11 @@
 #include "ir/IR.h"
 
-#include <algorithm>
-#include <unordered_map>
-
 #include "ir/IRVisitor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <unordered_map>
 
 namespace dtc::ir {
 
@@ -148,14 +147,22 @@ ExprPtr IRMutator::visit(const Call& e, const ExprPtr& self) {
   }
   return changed ? std::make_shared<Call>(e.loc, e.fn, args, dims) : self;
 }
+// A rewritten operand may vary along fewer labels (an inlined `f[j] = 1` is a constant): the
+// result's labels follow from the new operands.
+static Labels without(Labels labels, Label l) {
+  labels.erase(std::remove(labels.begin(), labels.end(), l), labels.end());
+  return labels;
+}
 ExprPtr IRMutator::visit(const Reduce& e, const ExprPtr& self) {
   ExprPtr a = mutate(e.a);
-  return a == e.a ? self : std::make_shared<Reduce>(e.loc, e.op, a, e.rvar, e.dims);
+  return a == e.a ? self
+                  : std::make_shared<Reduce>(e.loc, e.op, a, e.rvar, without(a->dims, e.rvar));
 }
 ExprPtr IRMutator::visit(const Dot& e, const ExprPtr& self) {
   ExprPtr a = mutate(e.a), b = mutate(e.b);
   if (a == e.a && b == e.b) return self;
-  return std::make_shared<Dot>(e.loc, a, b, e.rvar, e.dims);
+  return std::make_shared<Dot>(e.loc, a, b, e.rvar,
+                               without(union_labels(a->dims, b->dims), e.rvar));
 }
 ExprPtr IRMutator::visit(const Reshape& e, const ExprPtr& self) {
   ExprPtr a = mutate(e.a);

@@ -88,18 +88,24 @@ private:
   DiagnosticEngine& diags_;
 };
 
-/// The reads of `f` in `value`.
-std::vector<const ir::Access*> reads_of(const ir::Symbol* f, const ir::ExprPtr& value) {
-  struct Reads : ir::IRVisitor {
-    const ir::Symbol* f;
-    std::vector<const ir::Access*> out;
-    void visit(const ir::Access& e) override {
-      if (e.tensor == f) out.push_back(&e);
+/// The reads of `f` in `value`, each with the RVars of the reductions around it.
+std::vector<std::pair<const ir::Access*, ir::Labels>> reads_of(const ir::Symbol* f,
+                                                               const ir::ExprPtr& value) {
+  std::vector<std::pair<const ir::Access*, ir::Labels>> out;
+  std::function<void(const ir::Expr&, const ir::Labels&)> walk = [&](const ir::Expr& e,
+                                                                     const ir::Labels& bound) {
+    if (auto* a = e.as<ir::Access>()) {
+      if (a->tensor == f) out.push_back({a, bound});
+      return;
     }
-  } reads;
-  reads.f = f;
-  value->accept(reads);
-  return reads.out;
+    ir::Labels inner = bound;
+    if (auto* r = e.as<ir::Reduce>()) inner.push_back(r->rvar);
+    if (auto* d = e.as<ir::Dot>()) inner.push_back(d->rvar);
+    for (const ir::Expr* k : ir::children(e))
+      walk(*k, inner);
+  };
+  walk(*value, {});
+  return out;
 }
 
 size_t position(const ir::Labels& dims, ir::Label l) {
@@ -126,9 +132,11 @@ void settle_materialized(const ir::Program& program, const ir::Symbol* g, FuncSc
     const Loc& loc = schedule.of(f).fuse_at->loc;
     for (const auto& [reader, reader_at] : readers) {
       if (reader == f) continue;
-      for (const ir::Access* a : reads_of(f, program.def(reader).value)) {
+      for (const auto& [a, bound] : reads_of(f, program.def(reader).value)) {
         for (size_t i = 0; i <= pos && i < a->index.size(); ++i) {
-          if (a->index[i] == fdims[i]) continue;
+          // The same label, unless a reduction around the read rebinds it: inside
+          // `rdot(.., f[r, z], r)` the r of the read runs over every r.
+          if (a->index[i] == fdims[i] && !ir::contains(bound, a->index[i])) continue;
           std::string outer;
           for (size_t j = 0; j <= pos; ++j)
             outer += (j ? ", " : "") + fdims[j]->name;

@@ -8,6 +8,14 @@
 // the consumer's FuncSchedule::materialized: the consumer's kernel computes f into a global
 // temporary at the fuse level and reads it back (listing 3.14).
 //
+// A temporary holds one iteration of the fuse level: every read of it (by the consumer or by
+// another producer filled in the same kernel) must index the dimensions up to that level with
+// the consumer's own labels, not rebound by a reduction around the read, and a producer that
+// reads another's temporary must be filled at the same level or inside it; anything else is an
+// error at the fuse_at. Temporaries are filled producers first. A producer filled into a
+// temporary inlines what its consumer's kernel inlines. Expressions deeper than
+// ir::kMaxExprHeight after inlining are an error.
+//
 // Preconditions: the schedule is applied and validated (fuse_at legality is checked there).
 // Postcondition: no Func reads a Func fused into it; FuncDef::deps of each consumer are the
 // dependencies after fusion.

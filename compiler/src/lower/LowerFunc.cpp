@@ -75,6 +75,7 @@ public:
       scalar_store &= !tensorized(l);
     // With no tensorized output dimension the value is a [1, ..., 1] tensor; store a scalar.
     std::string value = scalar_store && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
+    if (!scalar_store) value = broadcast(value, *def_.value, def_.dims);
     body->push_back(Stmt::assign(func_->py_name, value));
     std::string offsets = offset_expr(func_, def_.dims);
     StmtPtr store =
@@ -514,6 +515,7 @@ private:
     for (Label l : fd.dims)
       scalar &= bind_[l].back().mask.empty();
     std::string value = scalar && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
+    if (!scalar) value = broadcast(value, *fd.value, fd.dims);
     cur->push_back(Stmt::assign(f->py_name, value));
     cur->push_back(
         Stmt::store(ptr_of(f) + " + " + offset_expr(f, fd.dims), f->py_name, mask_of(fd.dims)));
@@ -656,7 +658,9 @@ private:
     case ir::ExprKind::ScalarIn:
       return {static_cast<const ir::ScalarIn&>(e).symbol->py_name};
     case ir::ExprKind::Len:
-      return {names::size(static_cast<const ir::Len&>(e).label)};
+      // A size is an integer argument; DT values are floating point (the reference computes
+      // with it as a float too), so `sqrt(len(x) * len(x))` and `len(x) % 3` work as floats.
+      return {"tl.cast(" + names::size(static_cast<const ir::Len&>(e).label) + ", tl.float32)"};
     case ir::ExprKind::ProgramId:
       return {"tl.program_id(" + std::to_string(static_cast<const ir::ProgramId&>(e).axis) + ")"};
     case ir::ExprKind::Access:
@@ -697,6 +701,11 @@ private:
 
   Value binary(const ir::Binary& b, std::vector<StmtPtr>& body) {
     Value x = numeric(lower(*b.a, body)), y = numeric(lower(*b.b, body));
+    // `%` is C's fmod and `/` IEEE division, as on the GPU; under the interpreter a scalar
+    // operand is a Python float, whose `%` is Python's (the sign of the divisor) and whose `/ 0`
+    // raises. A float32 tensor computes both as the GPU does.
+    if ((b.op == ir::BinOp::Mod || b.op == ir::BinOp::Div) && b.a->dims.empty())
+      x = {"tl.cast(" + x.text + ", tl.float32)", kAtom, false, x.depth + 1};
     int p = ir::is_comparison(b.op)                              ? kCompare
             : (b.op == ir::BinOp::Add || b.op == ir::BinOp::Sub) ? kAdd
                                                                  : kMul;
@@ -739,8 +748,6 @@ private:
       // where's condition stays a condition; every other argument is a number.
       if (!(c.fn == "where" && &a == &c.args.front())) v = numeric(v);
       depth = std::max(depth, v.depth);
-      // Sizes are integers; Triton's math functions take floating point.
-      if (a->as<ir::Len>()) v = {"tl.cast(" + v.text + ", tl.float32)"};
       args.push_back(plain_call ? v.text : paren(v, kAtom));
     }
     if (b->helper) kernel_.helpers.insert(b->helper);
@@ -752,6 +759,16 @@ private:
   static Value numeric(Value v) {
     if (!v.is_bool) return v;
     return {paren(v, kAtom) + ".to(tl.float32)", kAtom, false, v.depth + 1};
+  }
+
+  // A value stored over tensorized dimensions it does not vary along (`f[u] = rsum(A[n], n)`
+  // with u tensorized) is broadcast to the tile first: an atomic store does not broadcast (and
+  // the interpreter's atomics mishandle tl.broadcast_to's stride-0 view, so add zeros).
+  std::string broadcast(const std::string& value, const ir::Expr& e, const ir::Labels& dims) {
+    for (Label l : dims)
+      if (tensorized(l) && axis_of(l) >= 0 && !ir::contains(e.dims, l))
+        return value + " + tl.zeros(" + shape_of(dims) + ", tl.float32)";
+    return value;
   }
 
   // Binds a value nested too deeply for Python and Triton's code generator to a name.
@@ -792,6 +809,7 @@ private:
   // {i, r} and b along {r, j}. Anything else runs as a multiply-and-sum reduction.
   std::optional<DotAxes> dot_axes(const ir::Dot& d) const {
     if (!tensorized(d.rvar) || d.a->dims.size() != 2 || d.b->dims.size() != 2) return std::nullopt;
+    if (!ir::contains(d.a->dims, d.rvar) || !ir::contains(d.b->dims, d.rvar)) return std::nullopt;
     Label i = d.a->dims[0] == d.rvar ? d.a->dims[1] : d.a->dims[0];
     Label j = d.b->dims[0] == d.rvar ? d.b->dims[1] : d.b->dims[0];
     if (i == j || i == d.rvar || j == d.rvar || !tensorized(i) || !tensorized(j))
@@ -937,6 +955,8 @@ private:
     ir::Labels operand_dims;
     for (auto& o : operands)
       operand_dims = ir::union_labels(operand_dims, o->dims);
+    // The masked operand always spans a tensorized RVar, even one constant along it.
+    if (tensorized(r)) operand_dims = ir::union_labels(operand_dims, {r});
     std::string identity = op == ir::ReduceOp::Sum   ? "0.0"
                            : op == ir::ReduceOp::Max ? "float(\"-inf\")"
                                                      : "float(\"inf\")";

@@ -67,6 +67,10 @@ struct Report {
   std::string rank_by;
   int rounds = 1;
   double wall_s = 0;
+  /// Seconds from the start to the first result: worker start-up and the first compile, which
+  /// steady-state throughput leaves out.
+  double first_result_s = 0;
+  double first_timed_s = 0; // the first result's timed_s
 };
 
 /// Progress: called after each result (`done` of `total` requests so far).
