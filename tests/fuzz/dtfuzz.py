@@ -1,0 +1,1998 @@
+#!/usr/bin/env python3
+"""dtfuzz: a differential fuzzer for dtc, in the spirit of Csmith and YARPGen.
+
+It draws random well-formed DT programs (1-4 Funcs in a DAG, inputs of rank 1-3, scalar inputs,
+Var/RVar labels in random orders, label-aligned broadcasting, transposed reads, nested
+reductions, rdot with every label order, arithmetic, element-wise builtins, comparisons, where,
+len) and random schedules (block, tensorize, map with splits, fuse_at, split and atomic
+reductions, precision, num_warps, num_stages), compiles them with `dtc`, runs the compiled
+Funcs under the Triton interpreter at small random sizes, and compares the results with an
+evaluator of its own: the program's syntax tree evaluated with torch in float64, every value a
+tensor over named labels. The module's `reference` is not the oracle; it is checked against the
+evaluator separately ("reference bug").
+
+Each failure is reduced by greedy delta debugging (drop schedule statements, Funcs and inputs,
+replace subexpressions by their operands or literals, shrink sizes) to a small reproducer, written
+to the output directory as a `.dt` file and a text file (sizes, dtype, expected vs got).
+
+    python tests/fuzz/dtfuzz.py --minutes 20 --seed 1 --out /tmp/dtfuzz
+
+Library entry points: `generate_cases`, `run_case`, `reduce_case`, `fuzz`.
+"""
+import argparse
+import collections
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import torch  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+DTC = pathlib.Path(os.environ.get("DTC", ROOT / "build" / "compiler" / "dtc"))
+
+# ------------------------------------------------------------------------------------------------
+# Outcomes. Everything but OK and REJECTED is a finding.
+
+OK = "ok"
+REJECTED = "rejected"                 # dtc exit 1 with an ordinary diagnostic
+DTC_CRASH = "dtc crash"               # signal, exit code other than 0/1, or a hang
+INTERNAL = "internal error"           # "please report this compiler bug" / "internal error"
+IMPORT = "module does not import"
+RAISES = "kernel raises"
+KERNEL_CRASH = "kernel crash"         # the process running the module died or hung
+WRONG = "wrong result"
+MAKE_INPUTS = "make_inputs raises"
+SIZES = "disagreeing sizes accepted"  # labels that must be equal, given unequal: no ValueError
+REFERENCE = "reference disagrees"
+PROGRAM_REJECTED = "program rejected"  # a generated (legal) program rejected without schedule
+FAILURES = [DTC_CRASH, INTERNAL, IMPORT, RAISES, KERNEL_CRASH, WRONG, MAKE_INPUTS, REFERENCE,
+            SIZES]
+
+# ------------------------------------------------------------------------------------------------
+# Programs. Expressions are nested lists (JSON-friendly):
+#   ["num", "0.5"]  ["sin", s]  ["len", x]  ["acc", name, [labels]]  ["neg", e]
+#   ["bin", op, a, b] (op in + - * / % < <= > >= == !=)  ["call", f, [args]]
+#   ["red", rsum|rmax|rmin, e, k]  ["dot", a, b, k]
+
+ARITY = {
+    "abs": 1, "ceil": 1, "floor": 1, "cos": 1, "sin": 1, "erf": 1, "exp": 1, "exp2": 1, "log": 1,
+    "log2": 1, "rsqrt": 1, "sigmoid": 1, "sqrt": 1, "sqrt_rn": 1, "maximum": 2, "minimum": 2,
+    "fdiv": 2, "div_rn": 2, "clamp": 3, "fma": 3, "where": 3, "tanh": 1, "sinh": 1, "cosh": 1,
+    "tan": 1, "pow": 2, "log1p": 1, "expm1": 1, "log10": 1, "erfc": 1, "sign": 1,
+    "reciprocal": 1, "square": 1, "relu": 1, "silu": 1, "softplus": 1, "gelu": 1, "gelu_tanh": 1,
+}
+CMP_OPS = ["<", "<=", ">", ">=", "==", "!="]
+# Constructs that --avoid can leave out while a bug in them is open:
+#   len-unused: len(y) of a label that nothing else uses; bool-arith: a comparison used as a
+#   number (only as where's condition instead).
+AVOIDABLE = ["len-unused", "bool-arith"]
+LABEL_POOL = ["x", "y", "z", "w", "u", "v", "k", "r", "j", "m", "n", "p"]
+
+
+@dataclasses.dataclass
+class Program:
+    labels: dict                      # label -> "Var" | "RVar", declaration order
+    inputs: dict                      # In name -> home labels (its rank is their number)
+    sins: list                        # SIn names
+    funcs: list                       # [[name, dims, expr]] in definition order
+    compiled: list                    # compiled Func names
+
+    def to_json(self):
+        return dataclasses.asdict(self)
+
+    @staticmethod
+    def from_json(d):
+        return Program(**json.loads(json.dumps(d)))
+
+    def copy(self):
+        return Program.from_json(self.to_json())
+
+    def func(self, name):
+        for f in self.funcs:
+            if f[0] == name:
+                return f
+        return None
+
+    def rank(self, name):
+        if name in self.inputs:
+            return len(self.inputs[name])
+        return len(self.func(name)[1])
+
+
+@dataclasses.dataclass
+class Case:
+    program: Program
+    schedule: list                    # schedule statements, without ';'
+    sizes: dict                       # label -> size
+    dtype: str = "float32"
+    seed: int = 0                     # inputs' seed
+    wild: bool = False                # non-finite values are expected (raw pow, 1/0)
+    check_sizes: bool = False         # also pass disagreeing sizes: ValueError expected
+
+    def to_json(self):
+        return {"program": self.program.to_json(), "schedule": list(self.schedule),
+                "sizes": dict(self.sizes), "dtype": self.dtype, "seed": self.seed,
+                "wild": self.wild, "check_sizes": self.check_sizes}
+
+    @staticmethod
+    def from_json(d):
+        return Case(Program.from_json(d["program"]), list(d["schedule"]), dict(d["sizes"]),
+                    d.get("dtype", "float32"), d.get("seed", 0), d.get("wild", False),
+                    d.get("check_sizes", False))
+
+
+def expr_labels(e, prog):
+    """The labels `e` varies along, in first-appearance order (label alignment)."""
+    kind = e[0]
+    if kind in ("num", "sin", "len"):
+        return []
+    if kind == "acc":
+        return list(e[2])
+    if kind == "neg":
+        return expr_labels(e[1], prog)
+    if kind == "bin":
+        return _union(expr_labels(e[2], prog), expr_labels(e[3], prog))
+    if kind == "call":
+        out = []
+        for a in e[2]:
+            out = _union(out, expr_labels(a, prog))
+        return out
+    if kind == "red":
+        return [l for l in expr_labels(e[2], prog) if l != e[3]]
+    if kind == "dot":
+        return [l for l in _union(expr_labels(e[1], prog), expr_labels(e[2], prog)) if l != e[3]]
+    raise ValueError(f"unknown node {kind}")
+
+
+def _union(a, b):
+    return list(a) + [l for l in b if l not in a]
+
+
+def children(e):
+    kind = e[0]
+    if kind == "neg":
+        return [e[1]]
+    if kind == "bin":
+        return [e[2], e[3]]
+    if kind == "call":
+        return list(e[2])
+    if kind == "red":
+        return [e[2]]
+    if kind == "dot":
+        return [e[1], e[2]]
+    return []
+
+
+def walk(e):
+    yield e
+    for c in children(e):
+        yield from walk(c)
+
+
+def expr_text(e):
+    kind = e[0]
+    if kind == "num":
+        return e[1]
+    if kind == "sin":
+        return e[1]
+    if kind == "len":
+        return f"len({e[1]})"
+    if kind == "acc":
+        return f"{e[1]}[{', '.join(e[2])}]"
+    if kind == "neg":
+        inner = expr_text(e[1])
+        return f"-{inner}" if _prec(e[1]) >= 4 else f"-({inner})"
+    if kind == "bin":
+        # Parentheses only where precedence and left-associativity need them.
+        p = _prec(e)
+        a, b = expr_text(e[2]), expr_text(e[3])
+        if _prec(e[2]) < p:
+            a = f"({a})"
+        if _prec(e[3]) <= p:
+            b = f"({b})"
+        return f"{a} {e[1]} {b}"
+    if kind == "call":
+        return f"{e[1]}({', '.join(expr_text(a) for a in e[2])})"
+    if kind == "red":
+        return f"{e[1]}({expr_text(e[2])}, {e[3]})"
+    if kind == "dot":
+        return f"rdot({expr_text(e[1])}, {expr_text(e[2])}, {e[3]})"
+    raise ValueError(kind)
+
+
+def _prec(e):
+    if e[0] == "bin":
+        return 1 if e[1] in CMP_OPS else 2 if e[1] in "+-" else 3
+    if e[0] == "neg" or (e[0] == "num" and e[1].startswith("-")):
+        return 4
+    return 5
+
+
+def program_text(prog, schedule=()):
+    lines = []
+    if prog.funcs:
+        lines.append("Func " + ", ".join(f[0] for f in prog.funcs) + ";")
+    if prog.inputs:
+        lines.append("In " + ", ".join(prog.inputs) + ";")
+    if prog.sins:
+        lines.append("SIn " + ", ".join(prog.sins) + ";")
+    for kind in ("Var", "RVar"):
+        names = [l for l, k in prog.labels.items() if k == kind]
+        if names:
+            lines.append(f"{kind} " + ", ".join(names) + ";")
+    for name, dims, e in prog.funcs:
+        lines.append(f"{name}[{', '.join(dims)}] = {expr_text(e)};")
+    for s in schedule:
+        lines.append(s + ";")
+    for c in prog.compiled:
+        lines.append(f"{c}.compile();")
+    return "\n".join(lines) + "\n"
+
+
+def check_program(prog):
+    """Well-formedness as docs/language.md states it; returns an error string or None."""
+    defined = set()
+    for name, dims, e in prog.funcs:
+        if not dims or len(set(dims)) != len(dims):
+            return f"{name}: bad dims"
+        if any(d not in prog.labels for d in dims):
+            return f"{name}: undeclared dim"
+        err = _check_expr(e, prog, defined)
+        if err:
+            return f"{name}: {err}"
+        if not set(expr_labels(e, prog)) <= set(dims):
+            return f"{name}: right-hand side varies along more than the dims"
+        defined.add(name)
+    if not prog.compiled or any(prog.func(c) is None for c in prog.compiled):
+        return "nothing compiled"
+    return None
+
+
+def _check_expr(e, prog, defined):
+    kind = e[0]
+    if kind == "sin" and e[1] not in prog.sins:
+        return f"unknown SIn {e[1]}"
+    if kind == "len" and e[1] not in prog.labels:
+        return f"unknown label {e[1]}"
+    if kind == "acc":
+        name, labs = e[1], e[2]
+        if name in prog.inputs:
+            rank = len(prog.inputs[name])
+        elif name in defined:
+            rank = len(prog.func(name)[1])
+        else:
+            return f"unknown or later Func {name}"
+        if rank != len(labs) or len(set(labs)) != len(labs):
+            return f"bad access {name}{labs}"
+        if any(l not in prog.labels for l in labs):
+            return "undeclared label"
+    if kind == "call" and ARITY.get(e[1]) != len(e[2]):
+        return f"arity of {e[1]}"
+    if kind in ("red", "dot"):
+        k = e[-1]
+        if prog.labels.get(k) != "RVar":
+            return f"{k} is not an RVar"
+        for c in children(e):
+            if k not in expr_labels(c, prog):
+                return f"operand of a reduction over {k} does not vary along it"
+    for c in children(e):
+        err = _check_expr(c, prog, defined)
+        if err:
+            return err
+    return None
+
+
+def reads(e):
+    return [n[1] for n in walk(e) if n[0] == "acc"]
+
+
+def func_deps(prog, name):
+    """Funcs that `name` reads, directly or not."""
+    out, todo = [], [name]
+    while todo:
+        f = todo.pop()
+        for r in reads(prog.func(f)[2]):
+            if prog.func(r) is not None and r not in out:
+                out.append(r)
+                todo.append(r)
+    return out
+
+
+def used_inputs(prog, funcs=None):
+    funcs = funcs or prog.compiled
+    names = set()
+    for f in [prog.func(c) for c in funcs] + [prog.func(d) for c in funcs
+                                              for d in func_deps(prog, c)]:
+        for n in walk(f[2]):
+            if n[0] == "acc" and n[1] in prog.inputs:
+                names.add(n[1])
+            if n[0] == "sin":
+                names.add(n[1])
+    return names
+
+
+# ------------------------------------------------------------------------------------------------
+# Sizes: labels, input axes and Func axes that must have one size (union-find).
+
+def size_classes(prog):
+    parent = {}
+
+    def find(a):
+        parent.setdefault(a, a)
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def union(a, b):
+        parent[find(a)] = find(b)
+
+    for l in prog.labels:
+        find(("L", l))
+    for name, labs in prog.inputs.items():
+        for i in range(len(labs)):
+            find(("I", name, i))
+    for name, dims, e in prog.funcs:
+        for i, d in enumerate(dims):
+            union(("F", name, i), ("L", d))
+        for n in walk(e):
+            if n[0] == "acc":
+                tag = "I" if n[1] in prog.inputs else "F"
+                for i, l in enumerate(n[2]):
+                    union((tag, n[1], i), ("L", l))
+    return find
+
+
+def complete_sizes(prog, sizes, rng=None):
+    """Sizes for every label, equal within each size class (existing entries win)."""
+    find = size_classes(prog)
+    by_class = {}
+    for l in prog.labels:
+        if l in sizes:
+            by_class.setdefault(find(("L", l)), sizes[l])
+    out = {}
+    for l in prog.labels:
+        c = find(("L", l))
+        if c not in by_class:
+            by_class[c] = draw_size(rng) if rng else 3
+        out[l] = by_class[c]
+    return out
+
+
+def draw_size(rng, zero=0.0):
+    r = rng.random()
+    if r < zero:
+        return 0
+    r = rng.random()
+    if r < 0.15:
+        return 1
+    if r < 0.65:
+        return rng.randint(2, 8)
+    if r < 0.95:
+        return rng.randint(9, 17)
+    return rng.randint(18, 33)
+
+
+def input_shapes(prog, sizes):
+    find = size_classes(prog)
+    class_size = {find(("L", l)): s for l, s in sizes.items() if l in prog.labels}
+    shapes = {}
+    for name, labs in prog.inputs.items():
+        shapes[name] = tuple(class_size.get(find(("I", name, i)), 1) for i in range(len(labs)))
+    return shapes
+
+
+# ------------------------------------------------------------------------------------------------
+# The evaluator: float64 torch, every value a tensor over named labels.
+
+class EvalError(Exception):
+    pass
+
+
+def _to_layout(t, labs, layout):
+    perm = [labs.index(l) for l in layout if l in labs]
+    t = t.permute(perm) if perm else t
+    shape = []
+    it = iter(t.shape)
+    for l in layout:
+        shape.append(next(it) if l in labs else 1)
+    return t.reshape(shape)
+
+
+def _bf(name, args):
+    a = args
+    f64 = a[0].dtype
+    if name == "abs":
+        return a[0].abs()
+    if name == "ceil":
+        return torch.ceil(a[0])
+    if name == "floor":
+        return torch.floor(a[0])
+    if name == "cos":
+        return torch.cos(a[0])
+    if name == "sin":
+        return torch.sin(a[0])
+    if name == "erf":
+        return torch.special.erf(a[0])
+    if name == "erfc":
+        return 1.0 - torch.special.erf(a[0])
+    if name == "exp":
+        return torch.exp(a[0])
+    if name == "exp2":
+        return torch.pow(torch.tensor(2.0, dtype=f64), a[0])
+    if name == "log":
+        return torch.log(a[0])
+    if name == "log2":
+        return torch.log(a[0]) / math.log(2.0)
+    if name == "log10":
+        return torch.log(a[0]) / math.log(10.0)
+    if name == "log1p":
+        return torch.log1p(a[0])
+    if name == "expm1":
+        return torch.expm1(a[0])
+    if name in ("sqrt", "sqrt_rn"):
+        return torch.sqrt(a[0])
+    if name == "rsqrt":
+        return 1.0 / torch.sqrt(a[0])
+    if name == "sigmoid":
+        return 1.0 / (1.0 + torch.exp(-a[0]))
+    if name == "maximum":
+        return torch.where(a[0] >= a[1], a[0], a[1])
+    if name == "minimum":
+        return torch.where(a[0] <= a[1], a[0], a[1])
+    if name in ("fdiv", "div_rn"):
+        return a[0] / a[1]
+    if name == "clamp":
+        lo = torch.where(a[0] >= a[1], a[0], a[1])
+        return torch.where(lo <= a[2], lo, a[2])
+    if name == "fma":
+        return a[0] * a[1] + a[2]
+    if name == "where":
+        return torch.where(a[0] != 0, a[1], a[2])
+    if name == "tanh":
+        return torch.tanh(a[0])
+    if name == "sinh":
+        return (torch.exp(a[0]) - torch.exp(-a[0])) / 2
+    if name == "cosh":
+        return (torch.exp(a[0]) + torch.exp(-a[0])) / 2
+    if name == "tan":
+        return torch.sin(a[0]) / torch.cos(a[0])
+    if name == "pow":
+        return torch.pow(a[0], a[1])
+    if name == "sign":
+        return (a[0] > 0).to(f64) - (a[0] < 0).to(f64)
+    if name == "reciprocal":
+        return 1.0 / a[0]
+    if name == "square":
+        return a[0] * a[0]
+    if name == "relu":
+        return torch.where(a[0] > 0, a[0], torch.zeros_like(a[0]))
+    if name == "silu":
+        return a[0] / (1.0 + torch.exp(-a[0]))
+    if name == "softplus":
+        return torch.log(1.0 + torch.exp(a[0]))
+    if name == "gelu":
+        return 0.5 * a[0] * (1.0 + torch.special.erf(a[0] / math.sqrt(2.0)))
+    if name == "gelu_tanh":
+        v = a[0]
+        return 0.5 * v * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))
+    raise EvalError(f"unknown builtin {name}")
+
+
+class Evaluator:
+    """Evaluates a Program on float64 inputs. Every value is (tensor, labels, uncertain): the
+    last a boolean tensor marking elements that depend on a near-tie (a comparison of nearly
+    equal values, floor/ceil/% near a step, sign near 0), which float32 may decide either way,
+    or on a NaN in a max or min (tl.maximum may return either operand); those elements are not
+    compared. `max_abs` is the largest finite intermediate magnitude and
+    `nonfinite` says whether any intermediate is not finite."""
+
+    TIE = 1e-4
+
+    def __init__(self, prog, sizes, inputs, scalars, dtype=torch.float64):
+        self.prog, self.sizes, self.inputs, self.scalars = prog, sizes, inputs, scalars
+        self.dtype = dtype
+        self.values = {}
+        self.uncertain = {}
+        self.max_abs = 0.0
+        self.nonfinite = False
+
+    def _note(self, t):
+        if t.numel():
+            finite = torch.isfinite(t)
+            if not bool(finite.all()):
+                self.nonfinite = True
+            if bool(finite.any()):
+                self.max_abs = max(self.max_abs, float(t[finite].abs().max()))
+        return t
+
+    def func(self, name):
+        if name not in self.values:
+            f = self.prog.func(name)
+            if f is None:
+                raise EvalError(f"unknown Func {name}")
+            _, dims, e = f
+            t, labs, u = self.ev(e)
+            if not set(labs) <= set(dims):
+                raise EvalError(f"{name} varies along {labs}, not within {dims}")
+            shape = [self.sizes[d] for d in dims]
+            self.values[name] = _to_layout(t, labs, dims).expand(shape).contiguous()
+            self.uncertain[name] = _to_layout(u, labs, dims).expand(shape).contiguous()
+        return self.values[name]
+
+    def ev(self, e):
+        t, labs, u = self._ev(e)
+        self._note(t)
+        u = u.expand(t.shape) if u.shape != t.shape else u
+        return t, labs, u
+
+    def _tie(self, a, b):
+        return (a - b).abs() <= self.TIE * (a.abs() + b.abs()) + 1e-6
+
+    def _ev(self, e):
+        f64 = self.dtype
+        kind = e[0]
+        no = torch.tensor(False)
+        if kind == "num":
+            return torch.tensor(float(e[1]), dtype=f64), [], no
+        if kind == "sin":
+            return torch.tensor(float(self.scalars[e[1]]), dtype=f64), [], no
+        if kind == "len":
+            return torch.tensor(float(self.sizes[e[1]]), dtype=f64), [], no
+        if kind == "acc":
+            name, labs = e[1], list(e[2])
+            if name in self.inputs:
+                t, u = self.inputs[name], torch.zeros(self.inputs[name].shape, dtype=torch.bool)
+            else:
+                t, u = self.func(name), self.uncertain[name]
+            want = [self.sizes[l] for l in labs]
+            if list(t.shape) != want:
+                raise EvalError(f"{name}{labs}: shape {list(t.shape)} but sizes {want}")
+            return t, labs, u
+        if kind == "neg":
+            t, labs, u = self.ev(e[1])
+            return -t, labs, u
+        if kind == "bin":
+            (a, b, ua, ub), layout = _align2([self.ev(e[2]), self.ev(e[3])])
+            u = ua | ub
+            op = e[1]
+            if op == "+":
+                return a + b, layout, u
+            if op == "-":
+                return a - b, layout, u
+            if op == "*":
+                return a * b, layout, u
+            if op == "/":
+                return a / b, layout, u
+            if op == "%":
+                r = torch.fmod(a, b)
+                near = self.TIE * a.abs() + 1e-6          # a near a multiple of b
+                return r, layout, u | (r.abs() <= near) | ((r.abs() - b.abs()).abs() <= near)
+            cmp = {"<": torch.lt, "<=": torch.le, ">": torch.gt, ">=": torch.ge, "==": torch.eq,
+                   "!=": torch.ne}[op]
+            tie = self._tie(a, b)
+            if op in ("==", "!="):          # exact equality is decided alike when both are exact
+                tie = tie & (a != b)
+            return cmp(a, b).to(f64), layout, u | tie
+        if kind == "call":
+            vals = [self.ev(a) for a in e[2]]
+            aligned, layout = _align2(vals)
+            n = len(vals)
+            args, us = aligned[:n], aligned[n:]
+            t = _bf(e[1], args)
+            shape = torch.broadcast_shapes(*[a.shape for a in args]) if args else ()
+            u = us[0]
+            for x in us[1:]:
+                u = u | x
+            v = args[0]
+            if e[1] in ("floor", "ceil"):
+                u = u | self._tie(v, torch.round(v))
+            elif e[1] == "sign":
+                u = u | (v.abs() <= 1e-5)
+            elif e[1] == "where":
+                u = u | (v.abs() <= 1e-6) & (v != 0)
+            elif e[1] in ("maximum", "minimum", "clamp", "relu"):
+                # NaN in a max or min: tl.maximum may return either operand; undecided.
+                for x in args:
+                    u = u | torch.isnan(x)
+            return t.expand(shape), layout, u.expand(shape)
+        if kind in ("red", "dot"):
+            k = e[-1]
+            if kind == "red":
+                t, labs, u = self.ev(e[2])
+                op = e[1]
+            else:
+                (a, b, ua, ub), labs = _align2([self.ev(e[1]), self.ev(e[2])])
+                t, u, op = a * b, ua | ub, "rsum"
+            if k not in labs:
+                raise EvalError(f"reduction over {k} of a value that does not vary along it")
+            axis = labs.index(k)
+            shape = [self.sizes[l] for l in labs]
+            t, u = (t.expand(shape), u.expand(shape)) if labs else (t, u)
+            rest = [l for l in labs if l != k]
+            if op != "rsum":
+                u = u | torch.isnan(t)          # likewise a NaN in rmax / rmin
+            ur = u.any(axis)
+            if op == "rsum":
+                return t.sum(axis), rest, ur
+            if t.shape[axis] == 0:
+                shape = [s for i, s in enumerate(t.shape) if i != axis]
+                inf = float("-inf") if op == "rmax" else float("inf")
+                return torch.full(shape, inf, dtype=f64), rest, ur
+            return (t.amax(axis) if op == "rmax" else t.amin(axis)), rest, ur
+        raise EvalError(f"unknown node {kind}")
+
+
+def _align2(vals):
+    """Aligns (tensor, labels, uncertain) triples: the tensors, then the masks, and the layout."""
+    layout = []
+    for _, labs, _ in vals:
+        layout = _union(layout, labs)
+    ts = [_to_layout(t, labs, layout) for t, labs, _ in vals]
+    us = [_to_layout(u, labs, layout) for _, labs, u in vals]
+    return ts + us, layout
+
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def make_case_inputs(case):
+    """The case's inputs (in its dtype) and scalars, from its seed."""
+    g = torch.Generator().manual_seed(case.seed)
+    shapes = input_shapes(case.program, case.sizes)
+    inputs = {n: torch.randn(shapes[n], generator=g).to(DTYPES[case.dtype])
+              for n in case.program.inputs}
+    scalars = {s: 0.5 + float(torch.rand((), generator=g)) for s in case.program.sins}
+    return inputs, scalars
+
+
+def evaluate(case, funcs=None, perturb=None, dtype=torch.float64):
+    """Expected values of `funcs` (default: the compiled Funcs) in float64, and the evaluator.
+    With dtype=torch.float32 every intermediate is rounded as a float32 kernel would."""
+    inputs, scalars = make_case_inputs(case)
+    inputs = {n: t.to(dtype) for n, t in inputs.items()}
+    if perturb is not None:
+        g = torch.Generator().manual_seed(perturb)
+        inputs = {n: t * (1 + 1e-6 * torch.randn(t.shape, generator=g, dtype=torch.float64))
+                  for n, t in inputs.items()}
+        scalars = {s: v * (1 + 1e-6 * float(torch.randn((), generator=g)))
+                   for s, v in scalars.items()}
+    ev = Evaluator(case.program, case.sizes, inputs, scalars, dtype)
+    out = {f: ev.func(f).double() for f in (funcs or case.program.compiled)}
+    return out, ev
+
+
+# ------------------------------------------------------------------------------------------------
+# Program generator.
+
+class Gen:
+    def __init__(self, rng, wild=False, avoid=()):
+        self.rng = rng
+        self.wild = wild
+        self.used_wild = False
+        self.avoid = set(avoid)       # constructs of known, open bugs (AVOIDABLE)
+
+    def program(self):
+        rng = self.rng
+        n_labels = rng.randint(2, 5)
+        names = rng.sample(LABEL_POOL, n_labels)
+        labels = {n: ("RVar" if rng.random() < 0.55 else "Var") for n in names}
+        if rng.random() < 0.9 and "RVar" not in labels.values():
+            labels[names[-1]] = "RVar"
+        inputs = {}
+        for i in range(rng.randint(1, 3)):
+            rank = rng.randint(1, min(3, n_labels))
+            inputs[f"I{i}"] = rng.sample(names, rank)
+        sins = [f"s{i}" for i in range(rng.choice([0, 0, 1, 1, 2]))]
+        self.prog = Program(labels, inputs, sins, [], [])
+        n_funcs = rng.choice([1, 1, 2, 2, 2, 3, 3, 4])
+        for i in range(n_funcs):
+            name = f"f{i}"
+            dims = rng.sample(names, rng.randint(1, min(3, n_labels)))
+            rv = self.rvars()
+            if i == n_funcs - 1 and rv and n_labels >= 3 and rng.random() < 0.2:
+                # a matrix product in some label order (tl.dot when scheduled for it)
+                k = rng.choice(rv)
+                dims = rng.sample([l for l in names if l != k], 2)
+                e = self.matmul(dims)
+            elif rng.random() < 0.01:
+                e = self.long_sum(dims)
+            else:
+                e = self.expr(dims, rng.choice([1, 2, 2, 3, 3, 4]))
+            if self.prog.funcs and rng.random() < 0.7 and not any(
+                    r == self.prog.funcs[-1][0] for r in reads(e)):
+                prev = self.func_access(self.prog.funcs[-1], dims)
+                if prev is not None:
+                    e = ["bin", rng.choice(["+", "*", "-"]), e, prev]
+            self.prog.funcs.append([name, dims, e])
+        self.prog.compiled = [self.prog.funcs[-1][0]]
+        if len(self.prog.funcs) > 1 and rng.random() < 0.15:
+            self.prog.compiled.insert(0, rng.choice(self.prog.funcs[:-1])[0])
+        if rng.random() < 0.1:
+            self.prog = risky_names(self.prog, rng)
+        return self.prog
+
+    # -- leaves
+    def pick_labels(self, home, allowed, must=None):
+        rng = self.rng
+        rank = len(home)
+        if rank > len(allowed) or (must is not None and must not in allowed):
+            return None
+        if all(h in allowed for h in home) and (must is None or must in home) \
+                and rng.random() < 0.6:
+            labs = list(home)
+            if rng.random() < 0.25:
+                rng.shuffle(labs)
+            return labs
+        pool = [l for l in allowed if l != must]
+        labs = rng.sample(pool, rank - (1 if must is not None else 0))
+        if must is not None:
+            labs.insert(rng.randrange(rank), must)
+        return labs
+
+    def func_access(self, f, allowed, must=None):
+        labs = self.pick_labels(f[1], allowed, must)
+        return None if labs is None else ["acc", f[0], labs]
+
+    def access(self, allowed, must=None):
+        rng = self.rng
+        cands = [("I", n, h) for n, h in self.prog.inputs.items()]
+        cands += [("F", f[0], f[1]) for f in self.prog.funcs] * 2
+        rng.shuffle(cands)
+        for _, name, home in cands:
+            labs = self.pick_labels(home, allowed, must)
+            if labs is not None:
+                return ["acc", name, labs]
+        return None
+
+    def literal(self):
+        rng = self.rng
+        return ["num", rng.choice(["0.5", "2", "1", "3", "0.25", "1.5", "0.75", "2.5", "1e-1",
+                                   "4.", ".5", "1E+1", "0"])]
+
+    def leaf(self, allowed):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.78:
+            a = self.access(allowed)
+            if a is not None:
+                return a
+        if r < 0.86 and self.prog.sins:
+            return ["sin", rng.choice(self.prog.sins)]
+        if r < 0.9 and allowed:
+            if "len-unused" in self.avoid:
+                return ["len", rng.choice(list(allowed))]
+            return ["len", rng.choice(list(self.prog.labels))]
+        return self.literal()
+
+    # -- compound
+    def tame(self, e):
+        """A positive, bounded-away-from-zero function of e."""
+        rng = self.rng
+        r = rng.random()
+        if r < 0.5:
+            return ["bin", "+", ["num", "1"], ["bin", "*", e, e]]
+        if r < 0.8:
+            return ["call", "exp", [["call", "tanh", [e]]]]
+        return ["bin", "+", ["num", "1.5"], ["call", "sin", [e]]]
+
+    def expr(self, allowed, depth):
+        rng = self.rng
+        if depth <= 0:
+            return self.leaf(allowed)
+        r = rng.random()
+        d = depth - 1
+        if r < 0.12:
+            return self.leaf(allowed)
+        if r < 0.17:
+            return ["neg", self.expr(allowed, d)]
+        if r < 0.45:
+            return ["bin", rng.choice("+-*"), self.expr(allowed, d), self.expr(allowed, d)]
+        if r < 0.52:
+            if self.wild and rng.random() < 0.2:
+                self.used_wild = True
+                return ["bin", "/", self.expr(allowed, d), self.literal()]
+            return ["bin", "/", self.expr(allowed, d), self.tame(self.expr(allowed, d))]
+        if r < 0.54:
+            return ["bin", "%", self.expr(allowed, d), ["num", rng.choice(["1.5", "2", "0.75"])]]
+        if r < 0.58:
+            cmp = ["bin", rng.choice(CMP_OPS), self.expr(allowed, d), self.expr(allowed, d)]
+            if "bool-arith" in self.avoid:
+                return ["call", "where", [cmp, self.expr(allowed, d), self.expr(allowed, d)]]
+            return cmp
+        if r < 0.76:
+            return self.call(allowed, d)
+        if r < 0.92:
+            e = self.reduction(allowed, d)
+            return e if e is not None else self.leaf(allowed)
+        e = self.dot(allowed, d)
+        return e if e is not None else self.leaf(allowed)
+
+    def call(self, allowed, d):
+        rng = self.rng
+        name = rng.choice(list(ARITY))
+        sub = lambda: self.expr(allowed, d)  # noqa: E731
+        if name in ("log", "log2", "log10", "sqrt", "sqrt_rn", "rsqrt", "reciprocal"):
+            return ["call", name, [self.tame(sub())]]
+        if name == "log1p":
+            return ["call", name, [["bin", "*", (x := sub()), x]]]
+        if name in ("exp", "exp2", "sinh", "cosh", "expm1"):
+            arg = (["call", "clamp", [sub(), ["num", "-4"], ["num", "4"]]]
+                   if rng.random() < 0.5 else ["call", "tanh", [sub()]])
+            return ["call", name, [arg]]
+        if name == "tan":
+            return ["call", name, [["bin", "*", ["num", "0.5"], ["call", "tanh", [sub()]]]]]
+        if name in ("fdiv", "div_rn"):
+            return ["call", name, [sub(), self.tame(sub())]]
+        if name == "pow":
+            if self.wild and rng.random() < 0.3:
+                self.used_wild = True
+                return ["call", "pow", [sub(), ["num", rng.choice(["0.5", "2.5", "1.5"])]]]
+            if rng.random() < 0.5:
+                e = rng.choice(["2", "3", "1", "2.0", "0"]) if rng.random() < 0.8 else "-1"
+                base = sub() if e != "-1" else self.tame(sub())
+                return ["call", "pow", [base, ["num", e]]]
+            base = self.tame(sub())
+            exp = rng.choice([["num", rng.choice(["0.5", "2.5", "-0.5", "1.5", "-2"])],
+                              ["call", "tanh", [sub()]]]
+                             + ([["sin", rng.choice(self.prog.sins)]] if self.prog.sins else []))
+            return ["call", "pow", [base, exp]]
+        if name == "clamp":
+            if rng.random() < 0.5:
+                return ["call", name, [sub(), ["num", "-1"], ["num", "0.5"]]]
+            return ["call", name, [sub(), sub(), sub()]]
+        if name == "where":
+            cond = ["bin", rng.choice(CMP_OPS), sub(), sub()] if rng.random() < 0.7 else sub()
+            return ["call", name, [cond, sub(), sub()]]
+        return ["call", name, [sub() for _ in range(ARITY[name])]]
+
+    def rvars(self):
+        return [l for l, k in self.prog.labels.items() if k == "RVar"]
+
+    def force(self, e, allowed, k):
+        """e, made to vary along k (times or plus an access that does)."""
+        if k in expr_labels(e, self.prog):
+            return e
+        a = self.access(_union(allowed, [k]), must=k)
+        if a is None:
+            return None
+        return ["bin", self.rng.choice(["*", "+"]), e, a]
+
+    def reduction(self, allowed, d):
+        rvars = self.rvars()
+        if not rvars:
+            return None
+        k = self.rng.choice(rvars)
+        inner = _union(allowed, [k])
+        e = self.force(self.expr(inner, d), inner, k)
+        if e is None:
+            return None
+        return ["red", self.rng.choice(["rsum", "rsum", "rmax", "rmin"]), e, k]
+
+    def dot(self, allowed, d):
+        rvars = self.rvars()
+        if not rvars:
+            return None
+        k = self.rng.choice(rvars)
+        inner = _union(allowed, [k])
+        if self.rng.random() < 0.5:
+            a, b = self.access(inner, must=k), self.access(inner, must=k)
+        else:
+            a = self.force(self.expr(inner, d), inner, k)
+            b = self.force(self.expr(inner, d), inner, k)
+        if a is None or b is None:
+            return None
+        return ["dot", a, b, k]
+
+    def matmul(self, dims):
+        """rdot of two rank-2 operands in any label order, when dims has two labels."""
+        rng = self.rng
+        rvars = [r for r in self.rvars() if r not in dims]
+        if len(dims) != 2 or not rvars:
+            return self.expr(dims, 2)
+        k = rng.choice(rvars)
+        m, n = dims if rng.random() < 0.5 else dims[::-1]
+        ops = []
+        for pair in ([m, k], [k, n]):
+            rng.shuffle(pair)
+            name = f"I{len(self.prog.inputs)}"
+            self.prog.inputs[name] = list(pair)
+            ops.append(["acc", name, list(pair)])
+        if rng.random() < 0.5:
+            ops.reverse()
+        e = ["dot", ops[0], ops[1], k]
+        if rng.random() < 0.3:
+            e = ["bin", rng.choice("+*"), e, self.expr(dims, 1)]
+        return e
+
+    def long_sum(self, dims):
+        e = self.leaf(dims)
+        for _ in range(self.rng.randint(150, 260)):
+            e = ["bin", "+", e, self.leaf(dims)]
+        return e
+
+
+# ------------------------------------------------------------------------------------------------
+# Schedule generator.
+
+BLOCKS = [1, 2, 3, 4, 5, 7, 8, 16]
+POW2 = [1, 2, 4, 8, 16]
+SPLIT_IDS = ["xi", "yi", "q", "lo", "hi", "part"]
+
+
+# Names that the generated Python must rename: keywords, builtins, module-level names, names
+# derived from other symbols (docs/language.md, "Names in the generated Python").
+RISKY = {"label": ["type", "id", "pid", "grid", "match", "x_size", "lambda_"],
+         "In": ["sum", "lambda", "tl", "torch", "math", "f0_ptr", "SCHEDULE"],
+         "SIn": ["max", "input", "os", "triton"],
+         "Func": ["reference", "make_inputs", "dtype", "device", "range", "I0_kernel"]}
+
+
+def risky_names(prog, rng):
+    """The program with some symbols renamed to names the generated Python must rename."""
+    m = {}
+    for kind, names in (("label", list(prog.labels)), ("In", list(prog.inputs)),
+                        ("SIn", list(prog.sins)), ("Func", [f[0] for f in prog.funcs])):
+        pool = [n for n in RISKY[kind] if n not in m.values()]
+        rng.shuffle(pool)
+        for n in names:
+            if pool and rng.random() < 0.5:
+                m[n] = pool.pop()
+    if not m:
+        return prog
+
+    def ren(e):
+        kind = e[0]
+        if kind in ("acc", "sin", "len"):
+            e = list(e)
+            e[1] = m.get(e[1], e[1])
+        if kind == "acc":
+            e[2] = [m.get(l, l) for l in e[2]]
+            return e
+        if kind in ("red", "dot"):
+            e = list(e)
+            e[-1] = m.get(e[-1], e[-1])
+        if kind == "neg":
+            return ["neg", ren(e[1])]
+        if kind == "bin":
+            return ["bin", e[1], ren(e[2]), ren(e[3])]
+        if kind == "call":
+            return ["call", e[1], [ren(a) for a in e[2]]]
+        if kind == "red":
+            return ["red", e[1], ren(e[2]), e[3]]
+        if kind == "dot":
+            return ["dot", ren(e[1]), ren(e[2]), e[3]]
+        return e
+
+    return Program({m.get(l, l): k for l, k in prog.labels.items()},
+                   {m.get(n, n): [m.get(l, l) for l in h] for n, h in prog.inputs.items()},
+                   [m.get(n, n) for n in prog.sins],
+                   [[m.get(f, f), [m.get(l, l) for l in d], ren(e)] for f, d, e in prog.funcs],
+                   [m.get(c, c) for c in prog.compiled])
+
+
+def reduced_rvars(e, prog):
+    """RVars that `e` reduces over, outermost first."""
+    out = []
+    for n in walk(e):
+        if n[0] in ("red", "dot") and n[-1] not in out:
+            out.append(n[-1])
+    return out
+
+
+def has_dot(e):
+    return any(n[0] == "dot" for n in walk(e))
+
+
+def gen_schedule(rng, prog, sizes, budget=96):
+    """Random schedule statements for the compiled Funcs and the Funcs they read."""
+    kernel_funcs = []
+    for c in prog.compiled:
+        for f in [c] + func_deps(prog, c):
+            if f not in kernel_funcs:
+                kernel_funcs.append(f)
+    statements = []
+    fused = {}                                   # f -> (g, label)
+    # Fusions: a producer into one of its consumers, at a label the docs allow (usually).
+    for g in kernel_funcs:
+        for f in dict.fromkeys(r for r in reads(prog.func(g)[2]) if prog.func(r) is not None):
+            if f in fused or f in prog.compiled or rng.random() > 0.35:
+                continue
+            fd, gd = prog.func(f)[1], prog.func(g)[1]
+            legal = [v for i, v in enumerate(fd) if v in gd and gd.index(v) == i
+                     and fd[:i] == gd[:i]]
+            common = [v for v in fd if v in gd]
+            # Mostly fusions the docs allow; now and then one they do not (a diagnostic).
+            pool = legal if (legal and rng.random() < 0.9) else \
+                common if rng.random() < 0.15 else []
+            if pool:
+                v = rng.choice(pool)
+                fused[f] = (g, v)
+                statements.append(f"{f}.fuse_at({g}, {v})")
+    for f in kernel_funcs:
+        name, dims, e = prog.func(f)
+        if f in fused and rng.random() < 0.85:
+            continue
+        red = [k for k in reduced_rvars(e, prog) if k not in dims]
+        extra = []
+        for h, (g, _) in fused.items():
+            if g == f:
+                hd, he = prog.func(h)[1], prog.func(h)[2]
+                extra += [l for l in hd + reduced_rvars(he, prog)]
+        labels = list(dict.fromkeys(dims + red + extra))
+        block, tensor = {}, {}
+        dot_sched = has_dot(e) and rng.random() < 0.5
+        for d in dims:
+            if rng.random() < 0.5:
+                block[d] = rng.choice([16, 32] if dot_sched else BLOCKS)
+        single = e[0] in ("red", "dot") and e[-1] not in dims
+        if single and rng.random() < 0.25 and e[-1] not in block:
+            k = e[-1]
+            block[k] = rng.choice([16, 32] if dot_sched else [2, 3, 4, 8, 16])
+            if rng.random() < 0.5:
+                statements.append(f"{f}.atomic({k})")
+        for l in labels:
+            r = rng.random()
+            b = block.get(l)
+            if dot_sched:
+                tensor[l] = 0 if r < 0.5 else (16 if b is None or b >= 16 else 0)
+            elif r < 0.35:
+                tensor[l] = 0
+            elif r < 0.8:
+                tensor[l] = rng.choice([p for p in POW2 if b is None or p <= b])
+        # Keep the interpreter fast: tensorize from the inside out while too slow.
+        def cost():
+            total = 1
+            for l in labels:
+                n = max(sizes.get(l, 1), 1)
+                b = block.get(l)
+                blocks, extent = (1, n) if b is None else (math.ceil(n / b), min(b, n))
+                t = tensor.get(l, 1)
+                t = extent if t == 0 else t
+                total *= blocks * math.ceil(extent / t)
+            return total
+        for l in reversed(labels):
+            if cost() <= budget:
+                break
+            tensor[l] = 0
+        for l in reversed(labels):
+            if cost() <= budget:
+                break
+            if l in block and l in dims:
+                del block[l]
+        if block:
+            statements += _grouped(rng, f, "block", block)
+            if rng.random() < 0.5:
+                statements.append(f"{f}.map({', '.join(random_map(rng, list(block)))})")
+        tensor = {l: t for l, t in tensor.items() if t != 1 or rng.random() < 0.2}
+        if tensor:
+            statements += _grouped(rng, f, "tensorize", tensor)
+        if has_dot(e) and rng.random() < 0.3:
+            statements.append(f"{f}.precision({rng.choice(['tf32', 'tf32x3', 'ieee'])})")
+        if rng.random() < 0.2:
+            statements.append(f"{f}.num_warps({rng.choice([1, 2, 4, 8, 16, 32])})")
+        if rng.random() < 0.2:
+            statements.append(f"{f}.num_stages({rng.randint(1, 16)})")
+    rng.shuffle(statements)
+    return statements
+
+
+def _grouped(rng, f, prim, items):
+    items = list(items.items())
+    rng.shuffle(items)
+    out = []
+    while items:
+        n = len(items) if rng.random() < 0.7 else rng.randint(1, len(items))
+        chunk, items = items[:n], items[n:]
+        out.append(f"{f}.{prim}(" + ", ".join(f"{d}:{v}" for d, v in chunk) + ")")
+    return out
+
+
+def random_map(rng, blocked):
+    order = list(blocked)
+    rng.shuffle(order)
+    ids = list(SPLIT_IDS)
+    rng.shuffle(ids)
+    out, pending = [], []
+    for d in order:
+        if rng.random() < 0.3 and ids:
+            ident = ids.pop()
+            out.append(f"{d}:{ident}/{rng.choice([1, 2, 3, 4])}")
+            pending.append(ident)
+        else:
+            out.append(d)
+    for ident in pending:
+        at = next(i for i, a in enumerate(out) if a.endswith(f":{ident}/" + a.split("/")[-1]))
+        out.insert(rng.randint(at + 1, len(out)), ident)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Running a case.
+
+@dataclasses.dataclass
+class Result:
+    outcome: str
+    detail: str = ""                  # message, max error, ...
+    signature: str = ""               # what must stay the same while reducing
+    extra: list = dataclasses.field(default_factory=list)   # further findings: (outcome, detail)
+    timings: dict = dataclasses.field(default_factory=dict)
+    coverage: set = dataclasses.field(default_factory=set)  # code paths the module uses
+
+    def classes(self):
+        return {(self.outcome, self.signature)} | {(o, s) for o, _, s in self.extra}
+
+
+def normalize_message(text):
+    """First line of a diagnostic without location, names or numbers."""
+    line = ""
+    for line in text.splitlines():
+        if ": error: " in line:
+            break
+    line = re.sub(r"^.*?: error: ", "", line.strip())
+    line = re.sub(r"`[^`]*`", "`_`", line)
+    line = re.sub(r"\(it has [^)]*\)", "(it has _)", line)
+    line = re.sub(r"\d+(\.\d+)?", "N", line)
+    return line[:160]
+
+
+def normalize_exception(text):
+    text = text.strip().splitlines()[-1] if text.strip() else text
+    text = re.sub(r"'[^']*'", "'_'", text)
+    text = re.sub(r"\d+", "N", text)
+    return text[:160]
+
+
+COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
+            "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
+            "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
+            "k-contiguous relayout": "_dt_k_contiguous("}
+
+
+def module_coverage(text):
+    return {name for name, marker in COVERAGE.items() if marker in text}
+
+
+def compile_case(case, workdir, timeout=60):
+    """Runs dtc on the case. Returns (Result or None, module path)."""
+    src = pathlib.Path(workdir) / "case.dt"
+    out = pathlib.Path(workdir) / f"dtmod_{os.getpid()}_{time.monotonic_ns()}.py"
+    src.write_text(program_text(case.program, case.schedule))
+    try:
+        p = subprocess.run([str(DTC), str(src), "-o", str(out)], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Result(DTC_CRASH, f"dtc did not finish in {timeout} s", "timeout"), None
+    err = p.stderr
+    if p.returncode == 0:
+        return None, out
+    if "please report this compiler bug" in err or "internal error" in err.lower():
+        return Result(INTERNAL, err.strip(), normalize_message(err)), None
+    if p.returncode == 1:
+        return Result(REJECTED, err.strip(), normalize_message(err)), None
+    sig = f"exit {p.returncode}" if p.returncode > 0 else f"signal {-p.returncode}"
+    return Result(DTC_CRASH, f"{sig}\n{err.strip()[-2000:]}", sig), None
+
+
+def _child(conn, module_path, case_json, funcs):
+    """Runs in a forked process: imports the module, runs each compiled Func on the case's
+    inputs, its make_inputs and its reference. Sends plain data back."""
+    try:
+        import importlib.util
+        import inspect
+        case = Case.from_json(case_json)
+        res = {}
+        try:
+            name = f"dtfuzz_mod_{os.getpid()}"
+            spec = importlib.util.spec_from_file_location(name, module_path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        except BaseException:  # noqa: BLE001
+            conn.send({"import": traceback.format_exc()[-3000:]})
+            return
+        inputs, scalars = make_case_inputs(case)
+        for i, f in enumerate(funcs):
+            r = {}
+            py = module.COMPILED[case.program.compiled.index(f)]
+            wrapper = getattr(module, py)
+            params = [p for p in inspect.signature(wrapper).parameters.values()
+                      if p.kind == p.POSITIONAL_OR_KEYWORD]
+            args = []
+            for p in params:
+                dt = p.name
+                while dt not in inputs and dt not in scalars and dt.endswith("_"):
+                    dt = dt[:-1]
+                args.append(inputs[dt] if dt in inputs else scalars[dt])
+            kw_map = getattr(module, f"SIZE_KEYWORDS_{py}")
+            kw = {kw_map[l]: s for l, s in case.sizes.items() if l in kw_map}
+            try:
+                module_sizes = {l: case.sizes[l] for l in kw_map}
+                getattr(module, f"make_inputs_{py}")(module_sizes, dtype=DTYPES[case.dtype],
+                                                     seed=0)
+            except Exception:  # noqa: BLE001
+                r["make_inputs"] = traceback.format_exc()[-2000:]
+            try:
+                t0 = time.perf_counter()
+                got = wrapper(*args, **kw)
+                r["time"] = time.perf_counter() - t0
+                r["got"] = got.detach().double().numpy().copy()
+                r["got_dtype"] = str(got.dtype).replace("torch.", "")
+            except Exception:  # noqa: BLE001
+                r["raises"] = traceback.format_exc()[-3000:]
+            try:
+                ref = getattr(module, f"reference_{py}")(*args, **kw)
+                r["ref"] = ref.detach().double().numpy().copy()
+            except Exception:  # noqa: BLE001
+                r["ref_raises"] = traceback.format_exc()[-2000:]
+            if case.check_sizes and "got" in r:
+                r["sizes"] = _check_disagreeing_sizes(case, module, py, args, kw_map)
+            res[f] = r
+        conn.send(res)
+    except BaseException:  # noqa: BLE001
+        conn.send({"child": traceback.format_exc()[-3000:]})
+
+
+def _check_disagreeing_sizes(case, module, py, args, kw_map):
+    """Gives two labels that must have one size (same input axis, or a Func read with them)
+    different sizes by keyword. Returns a description when a call accepts it. Only the Funcs
+    that the compiled one needs tie labels."""
+    f = case.program.compiled[list(module.COMPILED).index(py)]
+    needed = {f, *func_deps(case.program, f)}
+    find = size_classes(dataclasses.replace(
+        case.program, funcs=[g for g in case.program.funcs if g[0] in needed]))
+    classes = {}
+    for l in kw_map:
+        if l in case.program.labels:
+            classes.setdefault(find(("L", l)), []).append(l)
+    out = []
+    for labs in classes.values():
+        if len(labs) < 2:
+            continue
+        kw = {kw_map[l]: s for l, s in case.sizes.items() if l in kw_map}
+        kw[kw_map[labs[-1]]] = case.sizes[labs[-1]] + 1
+        for what in (py, f"reference_{py}"):
+            try:
+                getattr(module, what)(*args, **kw)
+                out.append(f"{what}(..., {labs[-1]}={kw[kw_map[labs[-1]]]}) with "
+                           f"{labs[0]}={case.sizes[labs[0]]}: no ValueError")
+            except ValueError:
+                pass
+            except Exception as e:  # noqa: BLE001
+                out.append(f"{what}(..., {labs[-1]}={kw[kw_map[labs[-1]]]}) with "
+                           f"{labs[0]}={case.sizes[labs[0]]}: {type(e).__name__}, not ValueError")
+    return "\n".join(out)
+
+
+_FORK = None
+
+
+def run_module(module_path, case, funcs, timeout):
+    global _FORK
+    import multiprocessing
+    if _FORK is None:
+        _FORK = multiprocessing.get_context("fork")
+    parent, child = _FORK.Pipe(duplex=False)
+    p = _FORK.Process(target=_child, args=(child, str(module_path), case.to_json(), funcs))
+    p.start()
+    child.close()
+    data = None
+    if parent.poll(timeout):
+        try:
+            data = parent.recv()
+        except EOFError:
+            data = None
+    p.join(1 if data is not None else 0.1)
+    if p.is_alive():
+        p.kill()
+        p.join()
+        if data is None:
+            return {"crash": f"no result within {timeout} s (killed)", "sig": "timeout"}
+    if data is None:
+        code = p.exitcode
+        sig = f"signal {-code}" if code and code < 0 else f"exit {code}"
+        return {"crash": f"the process running the module died ({sig})", "sig": sig}
+    return data
+
+
+def tolerances(case):
+    return (1e-4, 1e-5) if case.dtype == "float32" else (2e-3, 2e-3)
+
+
+def compare(case, f, got, expected, uncertain=None):
+    """None when `got` matches `expected`, else a description with the largest error."""
+    got = torch.as_tensor(got, dtype=torch.float64)
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+    rtol, atol = tolerances(case)
+    exp_r = expected.to(DTYPES[case.dtype]).double()       # the output is rounded once
+    bad = _mismatch(got, exp_r, rtol, atol, None)
+    if uncertain is not None:
+        bad &= ~uncertain
+    if not bool(bad.any()):
+        return None
+    # Discontinuities and cancellations: allow what a 1e-6 relative change of the inputs moves.
+    sens = torch.zeros_like(expected)
+    for seed in (1, 2, 3):
+        pert, _ = evaluate(case, [f], perturb=seed)
+        d = (pert[f].to(DTYPES[case.dtype]).double() - exp_r).abs()
+        sens = torch.maximum(sens, torch.nan_to_num(d, nan=float("inf"), posinf=float("inf")))
+    bad = _mismatch(got, exp_r, rtol, atol, sens)
+    if uncertain is not None:
+        bad &= ~uncertain
+    if not bool(bad.any()):
+        return None
+    # Comparisons and rounding functions of values that float32 rounds differently (tanh(9) is
+    # 1.0 in float32): also accept, element by element, the evaluator run in float32.
+    try:
+        f32, _ = evaluate(case, [f], dtype=torch.float32)
+        bad &= _mismatch(got, f32[f].to(DTYPES[case.dtype]).double(), rtol, atol, None)
+    except Exception:  # noqa: BLE001
+        pass
+    if not bool(bad.any()):
+        return None
+    idx = bad.nonzero()[0].tolist()
+    err = (got - exp_r).abs()
+    err = torch.where(bad, torch.nan_to_num(err, nan=float("inf")), torch.zeros_like(err))
+    worst = err.flatten().argmax().item()
+    return (f"{int(bad.sum())} of {bad.numel()} elements wrong; max error "
+            f"{err.flatten()[worst].item():.4g} (got {got.flatten()[worst].item():.6g}, expected "
+            f"{exp_r.flatten()[worst].item():.6g}); first wrong at {idx}: got "
+            f"{got[tuple(idx)].item():.6g}, expected {exp_r[tuple(idx)].item():.6g}")
+
+
+def _mismatch(got, exp, rtol, atol, sens):
+    scale = exp.abs()
+    finite = torch.isfinite(exp)
+    mag = max(1.0, float(scale[finite].max())) if bool(finite.any()) else 1.0
+    tol = atol * mag + rtol * torch.nan_to_num(scale, posinf=0.0)
+    if sens is not None:
+        tol = tol + 10 * sens
+    same_special = (torch.isnan(got) & torch.isnan(exp)) | (got == exp)
+    close = (got - exp).abs() <= tol
+    return ~(same_special | close)
+
+
+def run_case(case, workdir, timeout=120):
+    """Compiles and runs one case; returns a Result."""
+    t0 = time.monotonic()
+    res, module_path = compile_case(case, workdir, timeout=min(60, timeout))
+    t1 = time.monotonic()
+    if res is not None:
+        res.timings = {"dtc": t1 - t0}
+        return res
+    try:
+        coverage = module_coverage(module_path.read_text())
+        funcs = list(case.program.compiled)
+        data = run_module(module_path, case, funcs, timeout)
+    finally:
+        try:
+            module_path.unlink()
+        except OSError:
+            pass
+    t2 = time.monotonic()
+    timings = {"dtc": t1 - t0, "run": t2 - t1}
+    if "crash" in data:
+        return Result(KERNEL_CRASH, data["crash"], data["sig"], timings=timings)
+    if "import" in data:
+        return Result(IMPORT, data["import"], normalize_exception(data["import"]), timings=timings)
+    if "child" in data:
+        return Result(RAISES, data["child"], normalize_exception(data["child"]), timings=timings)
+    expected, ev = evaluate(case, funcs)
+    main, extra = None, []
+    for f in funcs:
+        r = data[f]
+        if "make_inputs" in r:
+            extra.append((MAKE_INPUTS, f"{f}: {r['make_inputs']}",
+                          normalize_exception(r["make_inputs"])))
+        if "raises" in r:
+            main = main or Result(RAISES, f"{f}: {r['raises']}", normalize_exception(r["raises"]))
+        else:
+            want_dtype = case.dtype if any(
+                n in case.program.inputs for n in used_inputs(case.program, [f])) else "float32"
+            if r["got_dtype"] != want_dtype:
+                main = main or Result(WRONG, f"{f}: dtype {r['got_dtype']}", "dtype")
+            msg = compare(case, f, r["got"], expected[f], ev.uncertain[f])
+            if msg:
+                main = main or Result(WRONG, f"{f}: {msg}", "wrong")
+        if r.get("sizes"):
+            extra.append((SIZES, f"{f}: {r['sizes']}", "sizes"))
+        if "ref_raises" in r:
+            extra.append((REFERENCE, f"{f}: reference raises: {r['ref_raises']}",
+                          "raises " + normalize_exception(r["ref_raises"])))
+        elif "ref" in r:
+            msg = compare(case, f, r["ref"], expected[f], ev.uncertain[f])
+            if msg:
+                extra.append((REFERENCE, f"{f}: {msg}", "wrong"))
+    main = main or Result(OK)
+    main.extra = extra
+    main.timings = timings
+    main.coverage = coverage
+    return main
+
+
+# ------------------------------------------------------------------------------------------------
+# Case generation.
+
+def generate_program_and_sizes(rng, zero_sizes=0.02, wild=0.1, tries=40, avoid=()):
+    """A program, sizes and inputs seed whose float64 evaluation is tame."""
+    for _ in range(tries):
+        gen = Gen(rng, wild=rng.random() < wild, avoid=avoid)
+        prog = gen.program()
+        if check_program(prog):
+            continue
+        zero = zero_sizes
+        sizes = {}
+        find = size_classes(prog)
+        by_class = {}
+        for l in prog.labels:
+            c = find(("L", l))
+            if c not in by_class:
+                by_class[c] = draw_size(rng, zero)
+            sizes[l] = by_class[c]
+        case = Case(prog, [], sizes, "float32" if rng.random() < 0.85 else "float16",
+                    rng.randrange(1 << 30), gen.used_wild, rng.random() < 0.2)
+        if untame(case):
+            continue
+        return case
+    return None
+
+
+def untame(case):
+    try:
+        _, ev = evaluate(case, list(dict.fromkeys([f[0] for f in case.program.funcs])))
+    except (EvalError, RuntimeError):
+        return True
+    if ev.max_abs > 1e6:
+        return True
+    if ev.nonfinite and not case.wild:
+        return True
+    return False
+
+
+def generate_cases(seed, schedules_per_program=3, **kw):
+    """Endless stream of cases: each program with a few schedules (and sizes)."""
+    rng = random.Random(seed)
+    n = 0
+    while True:
+        base = generate_program_and_sizes(rng, **kw)
+        if base is None:
+            continue
+        n += 1
+        for j in range(rng.randint(1, schedules_per_program)):
+            case = Case.from_json(base.to_json())
+            if j > 0 and rng.random() < 0.5:           # other sizes, same program
+                sizes = {}
+                find = size_classes(case.program)
+                by_class = {}
+                for l in case.program.labels:
+                    c = find(("L", l))
+                    by_class.setdefault(c, draw_size(rng, kw.get("zero_sizes", 0.02)))
+                    sizes[l] = by_class[c]
+                case.sizes = sizes
+                if untame(case):
+                    continue
+            case.schedule = gen_schedule(rng, case.program, case.sizes)
+            yield n, case
+
+
+# ------------------------------------------------------------------------------------------------
+# Reducer.
+
+def features(case, result=None):
+    """Ingredients of a case: node kinds, builtins, schedule primitives, size traits."""
+    fs = set()
+    for _, dims, e in case.program.funcs:
+        for n in walk(e):
+            if n[0] == "bin":
+                fs.add("op" + n[1])
+            elif n[0] == "call":
+                fs.add(n[1])
+            elif n[0] == "red":
+                fs.add(n[1])
+            elif n[0] == "acc":
+                fs.add("acc")
+                home = case.program.inputs.get(n[1]) or (case.program.func(n[1]) or [0, []])[1]
+                if sorted(home) == sorted(n[2]) and list(home) != list(n[2]):
+                    fs.add("transposed")
+                if case.program.func(n[1]) is not None:
+                    fs.add("reads-func")
+            else:
+                fs.add(n[0])
+    for s in case.schedule:
+        m = re.match(r"\w+\.(\w+)\((.*)\)", s)
+        if m:
+            fs.add("." + m.group(1))
+    if any(v == 0 for v in case.sizes.values()):
+        fs.add("size0")
+    fs.add(case.dtype)
+    return fs
+
+
+def _replace_at(e, path, new):
+    if not path:
+        return new
+    e = list(e)
+    i = path[0]
+    if e[0] == "call":
+        args = list(e[2])
+        args[i] = _replace_at(args[i], path[1:], new)
+        e[2] = args
+    else:
+        idx = {"neg": [1], "bin": [2, 3], "red": [2], "dot": [1, 2]}[e[0]][i]
+        e[idx] = _replace_at(e[idx], path[1:], new)
+    return e
+
+
+def _paths(e, path=()):
+    yield path, e
+    for i, c in enumerate(children(e)):
+        yield from _paths(c, path + (i,))
+
+
+def _size(e):
+    return sum(1 for _ in walk(e))
+
+
+def cleanup(case):
+    """Drops Funcs nothing needs, unused inputs, scalars and labels, and statements about them."""
+    prog = case.program.copy()
+    keep = set(prog.compiled)
+    for c in prog.compiled:
+        keep |= set(func_deps(prog, c))
+    prog.funcs = [f for f in prog.funcs if f[0] in keep]
+    used = set()
+    labels = set()
+    for _, dims, e in prog.funcs:
+        labels |= set(dims)
+        for n in walk(e):
+            if n[0] in ("acc", "sin"):
+                used.add(n[1])
+            if n[0] == "acc":
+                labels |= set(n[2])
+            if n[0] in ("red", "dot"):
+                labels.add(n[-1])
+            if n[0] == "len":
+                labels.add(n[1])
+    prog.inputs = {n: h for n, h in prog.inputs.items() if n in used}
+    prog.sins = [s for s in prog.sins if s in used]
+    prog.labels = {l: k for l, k in prog.labels.items() if l in labels}
+    funcs = {f[0] for f in prog.funcs}
+    sched = []
+    for s in case.schedule:
+        m = re.match(r"(\w+)\.(\w+)\((.*)\)", s)
+        if m and m.group(1) not in funcs:
+            continue
+        if m and m.group(2) == "fuse_at" and m.group(3).split(",")[0].strip() not in funcs:
+            continue
+        sched.append(s)
+    sizes = {l: s for l, s in case.sizes.items() if l in prog.labels}
+    return Case(prog, sched, sizes, case.dtype, case.seed, case.wild, case.check_sizes)
+
+
+def _candidates(case):
+    """Smaller variants of a case, most promising first."""
+    prog = case.program
+    # 1. Compile another Func (and drop the rest).
+    for f in prog.funcs:
+        if f[0] not in prog.compiled:
+            p = prog.copy()
+            p.compiled = [f[0]]
+            yield "compile " + f[0], dataclasses.replace(case, program=p)
+    if len(prog.compiled) > 1:
+        for c in prog.compiled:
+            p = prog.copy()
+            p.compiled = [c]
+            yield "compile only " + c, dataclasses.replace(case, program=p)
+    # 2. Inline a Func into the Funcs that read it (labels renamed), so it can be dropped.
+    for g in prog.funcs:
+        if g[0] in prog.compiled:
+            continue
+        p = prog.copy()
+        ok = True
+        for f in p.funcs:
+            if f[0] != g[0]:
+                f[2] = _inline(f[2], g)
+                if f[2] is None:
+                    ok = False
+                    break
+        if ok:
+            yield "inline " + g[0], dataclasses.replace(case, program=p)
+    # 3. Drop schedule statements, then arguments of statements.
+    for i in range(len(case.schedule)):
+        yield "drop " + case.schedule[i], dataclasses.replace(
+            case, schedule=case.schedule[:i] + case.schedule[i + 1:])
+    for i, s in enumerate(case.schedule):
+        m = re.match(r"(\w+)\.(block|tensorize)\((.*)\)", s)
+        if m and "," in m.group(3):
+            args = [a.strip() for a in m.group(3).split(",")]
+            for j in range(len(args)):
+                rest = args[:j] + args[j + 1:]
+                yield "shorten " + s, dataclasses.replace(
+                    case, schedule=case.schedule[:i] + [f"{m.group(1)}.{m.group(2)}("
+                                                        + ", ".join(rest) + ")"]
+                    + case.schedule[i + 1:])
+    # 4. Replace subexpressions: by a literal, by one of their operands, a reduction by its
+    #    operand. Largest subexpressions first.
+    for fi, (name, dims, e) in enumerate(prog.funcs):
+        paths = sorted(_paths(e), key=lambda pe: -_size(pe[1]))
+        for path, sub in paths:
+            options = []
+            if sub[0] != "num" or sub[1] not in ("1", "2"):
+                options.append(["num", "1"])
+            options += children(sub)
+            if sub[0] == "acc" and prog.func(sub[1]) is not None:
+                # a Func read by a read of the same labels of an input of the same rank
+                for n, h in prog.inputs.items():
+                    if len(h) == len(sub[2]):
+                        options.append(["acc", n, list(sub[2])])
+                        break
+            if sub[0] == "bin" and sub[1] != "+":
+                options.append(["bin", "+", sub[2], sub[3]])
+            if sub[0] == "red" and sub[1] != "rsum":
+                options.append(["red", "rsum", sub[2], sub[3]])
+            if sub[0] == "num" and sub[1] not in ("1", "2", "0"):
+                options += [["num", "2"], ["num", "0"]]
+            for new in options:
+                p = prog.copy()
+                p.funcs[fi][2] = _replace_at(e, path, new)
+                if check_program(p) is None:
+                    yield f"replace in {name}", dataclasses.replace(case, program=p)
+    # 5. Shrink sizes (one size class at a time).
+    find = size_classes(prog)
+    classes = {}
+    for l, s in case.sizes.items():
+        classes.setdefault(find(("L", l)), []).append(l)
+    for labs in classes.values():
+        s = case.sizes[labs[0]]
+        for new in sorted({1, 2, s // 2, s - 1} - {s}):
+            if 0 < new < s or (new == 1 and s > 1):
+                sizes = dict(case.sizes)
+                for l in labs:
+                    sizes[l] = new
+                yield f"size {labs[0]}={new}", dataclasses.replace(case, sizes=sizes)
+    if case.check_sizes:
+        yield "no size check", dataclasses.replace(case, check_sizes=False)
+    # 6. float32 instead of float16.
+    if case.dtype != "float32":
+        yield "float32", dataclasses.replace(case, dtype="float32")
+
+
+def _rename(e, m):
+    kind = e[0]
+    if kind == "acc":
+        return ["acc", e[1], [m.get(l, l) for l in e[2]]]
+    if kind == "len":
+        return ["len", m.get(e[1], e[1])]
+    if kind == "neg":
+        return ["neg", _rename(e[1], m)]
+    if kind == "bin":
+        return ["bin", e[1], _rename(e[2], m), _rename(e[3], m)]
+    if kind == "call":
+        return ["call", e[1], [_rename(a, m) for a in e[2]]]
+    if kind == "red":
+        return ["red", e[1], _rename(e[2], m), m.get(e[3], e[3])]
+    if kind == "dot":
+        return ["dot", _rename(e[1], m), _rename(e[2], m), m.get(e[3], e[3])]
+    return e
+
+
+def _inline(e, g, _ok=None):
+    """e with every access to Func g replaced by g's definition (labels renamed); None when a
+    renamed label would be captured by a reduction inside g."""
+    name, dims, body = g
+    bound = {n[-1] for n in walk(body) if n[0] in ("red", "dot")} - set(dims)
+    if e[0] == "acc" and e[1] == name:
+        m = dict(zip(dims, e[2]))
+        if any(v in bound for v in m.values()):
+            return None
+        return _rename(body, m)
+    kids = children(e)
+    if not kids:
+        return e
+    new = [_inline(c, g) for c in kids]
+    if any(c is None for c in new):
+        return None
+    out = list(e)
+    if e[0] == "call":
+        out[2] = new
+    else:
+        for i, idx in enumerate({"neg": [1], "bin": [2, 3], "red": [2], "dot": [1, 2]}[e[0]]):
+            out[idx] = new[i]
+    return out
+
+
+def reduce_case(case, result, target, workdir, budget_s=120, max_tries=2000, log=None,
+                runner=None):
+    """Greedy delta debugging: keeps any smaller variant that still shows `target`, an
+    (outcome, signature) pair of `result`, the case's Result."""
+    runner = runner or (lambda c: run_case(c, workdir))
+    deadline = time.monotonic() + budget_s
+    best, best_res = cleanup(case), result
+    r = runner(best)
+    if target in r.classes():
+        best_res = r
+    else:
+        best = case
+    tries = 0
+    progress = True
+    while progress and time.monotonic() < deadline and tries < max_tries:
+        progress = False
+        for what, cand in _candidates(best):
+            if time.monotonic() > deadline or tries >= max_tries:
+                break
+            cand = cleanup(cand)
+            if check_program(cand.program) is not None:
+                continue
+            if untame_for_reduction(cand, best):
+                continue
+            tries += 1
+            r = runner(cand)
+            if target in r.classes():
+                if log:
+                    log(f"    reduced: {what}")
+                best, best_res = cand, r
+                progress = True
+                break
+    return best, best_res
+
+
+def untame_for_reduction(cand, best):
+    try:
+        return untame(cand) and not untame(best)
+    except Exception:  # noqa: BLE001
+        return True
+
+
+# ------------------------------------------------------------------------------------------------
+# Reports.
+
+def finding_of(result, target):
+    if (result.outcome, result.signature) == target:
+        return result.detail
+    for o, d, s in result.extra:
+        if (o, s) == target:
+            return d
+    return result.detail
+
+
+def write_reproducer(out_dir, index, case, result, target, original=None):
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "_", target[0])
+    stem = f"repro_{index:03d}_{slug}"
+    (out_dir / f"{stem}.dt").write_text(program_text(case.program, case.schedule))
+    detail = finding_of(result, target)
+    text = [f"class: {target[0]}", f"signature: {target[1]}",
+            f"sizes: {' '.join(f'{l}={s}' for l, s in case.sizes.items())}",
+            f"dtype: {case.dtype}", f"inputs: torch.randn per input, torch.Generator seed "
+            f"{case.seed} (in declaration order; scalars uniform [0.5, 1.5) after them)",
+            f"schedule: {'; '.join(case.schedule) or '(default)'}",
+            f"features: {' '.join(sorted(features(case)))}",
+            "", "what happened:", detail.strip()[-2500:]]
+    if target[0] in (WRONG, REFERENCE):
+        try:
+            exp, _ = evaluate(case)
+            for f, t in exp.items():
+                text += ["", f"expected {f} (float64 evaluator):", _short(t)]
+        except Exception as e:  # noqa: BLE001
+            text += ["", f"evaluator failed: {e}"]
+    if original is not None:
+        text += ["", "original (unreduced) case:", json.dumps(original.to_json())]
+    text += ["", "case json:", json.dumps(case.to_json())]
+    (out_dir / f"{stem}.txt").write_text("\n".join(text) + "\n")
+    return stem
+
+
+def _short(t):
+    return str(t.float().flatten()[:16].tolist()) + (" ..." if t.numel() > 16 else "")
+
+
+class Stats:
+    def __init__(self):
+        self.start = time.monotonic()
+        self.programs = 0
+        self.cases = 0
+        self.outcomes = collections.Counter()
+        self.rejections = collections.Counter()
+        self.rejection_examples = {}
+        self.extra = collections.Counter()
+        self.coverage = collections.Counter()     # among cases that ran: code paths used
+        self.dtc_s = 0.0
+        self.run_s = 0.0
+        self.reduce_s = 0.0
+        self.findings = []            # dicts
+
+    def summary(self):
+        minutes = max(1e-9, (time.monotonic() - self.start) / 60)
+        lines = [f"elapsed: {minutes:.1f} min; programs: {self.programs}; "
+                 f"cases (program x schedule): {self.cases}; "
+                 f"{self.cases / minutes:.1f} cases/min, {self.programs / minutes:.1f} programs/min"
+                 f"; {self.cases / max(1e-9, minutes - self.reduce_s / 60):.1f} cases/min "
+                 "not counting reduction"
+                 f" (dtc {self.dtc_s:.0f} s, running {self.run_s:.0f} s, "
+                 f"reducing {self.reduce_s:.0f} s)",
+                 "outcomes: " + ", ".join(f"{k}: {v}" for k, v in self.outcomes.most_common())]
+        if self.coverage:
+            lines.append("cases using: " + ", ".join(
+                f"{k}: {v}" for k, v in self.coverage.most_common()))
+        if self.extra:
+            lines.append("further findings: " + ", ".join(
+                f"{k}: {v}" for k, v in self.extra.most_common()))
+        lines.append("rejections by message:")
+        for msg, n in self.rejections.most_common():
+            lines.append(f"  {n:5d}  {msg}")
+        lines.append(f"reduced reproducers: {len(self.findings)}")
+        for f in self.findings:
+            lines.append(f"  {f['stem']}: {f['class']} [{f['signature']}] "
+                         f"(seen {f['count']}x) features: {' '.join(sorted(f['features']))}")
+        return "\n".join(lines)
+
+
+def fuzz(seed=0, minutes=None, max_cases=None, out_dir=None, reduce_budget_s=90,
+         max_reduced_per_class=6, log=print, zero_sizes=0.02, wild=0.1, timeout=120,
+         workdir=None, avoid=()):
+    """Runs the fuzzer; returns Stats. Stops after `minutes` or `max_cases` cases."""
+    stats = Stats()
+    own_tmp = None
+    if workdir is None:
+        own_tmp = tempfile.TemporaryDirectory(prefix="dtfuzz_")
+        workdir = own_tmp.name
+    out_dir = pathlib.Path(out_dir) if out_dir else pathlib.Path(workdir) / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + minutes * 60 if minutes else None
+    last_program = None
+    for program_no, case in generate_cases(seed, zero_sizes=zero_sizes, wild=wild, avoid=avoid):
+        if deadline and time.monotonic() > deadline:
+            break
+        if max_cases is not None and stats.cases >= max_cases:
+            break
+        if program_no != last_program:
+            stats.programs += 1
+            last_program = program_no
+        stats.cases += 1
+        try:
+            res = run_case(case, workdir, timeout=timeout)
+        except Exception:  # noqa: BLE001 - a fuzzer bug must not stop the run
+            log("fuzzer error:\n" + traceback.format_exc())
+            stats.outcomes["fuzzer error"] += 1
+            continue
+        stats.dtc_s += res.timings.get("dtc", 0)
+        stats.run_s += res.timings.get("run", 0)
+        stats.outcomes[res.outcome] += 1
+        stats.coverage.update(res.coverage)
+        if res.outcome == REJECTED:
+            # Generated programs are legal: a rejection must come from the schedule.
+            bare, _ = compile_case(dataclasses.replace(case, schedule=[]), workdir)
+            key = res.signature if bare is None else "PROGRAM REJECTED: " + res.signature
+            if bare is not None and bare.outcome == REJECTED:
+                stats.outcomes[REJECTED] -= 1
+                stats.outcomes[PROGRAM_REJECTED] += 1
+            stats.rejections[key] += 1
+            stats.rejection_examples.setdefault(key, (case.to_json(), res.detail))
+        for o, _, _ in res.extra:
+            stats.extra[o] += 1
+        targets = []
+        if res.outcome not in (OK, REJECTED):
+            targets.append((res.outcome, res.signature))
+        targets += [(o, s) for o, _, s in res.extra]
+        for target in targets:
+            handle_finding(stats, case, res, target, workdir, out_dir, reduce_budget_s,
+                           max_reduced_per_class, log)
+        if stats.cases % 25 == 0:
+            log(f"[{stats.cases} cases] " + stats.summary().splitlines()[0])
+            (out_dir / "summary.txt").write_text(stats.summary() + "\n")
+    (out_dir / "summary.txt").write_text(stats.summary() + "\n")
+    write_rejections(out_dir, stats)
+    if own_tmp is not None:
+        stats.out_dir = out_dir
+    return stats
+
+
+def write_rejections(out_dir, stats):
+    lines = []
+    for msg, n in stats.rejections.most_common():
+        case_json, detail = stats.rejection_examples[msg]
+        case = Case.from_json(case_json)
+        lines += [f"## {n}x  {msg}", "", "```", program_text(case.program, case.schedule).strip(),
+                  "```", "```", detail.strip()[:1500], "```", ""]
+    (pathlib.Path(out_dir) / "rejections.md").write_text("\n".join(lines))
+
+
+def handle_finding(stats, case, res, target, workdir, out_dir, reduce_budget_s,
+                   max_reduced_per_class, log):
+    fs = features(case)
+    for f in stats.findings:
+        if (f["class"], f["signature"]) == target and f["features"] <= fs:
+            f["count"] += 1
+            return
+    same = [f for f in stats.findings if f["class"] == target[0]]
+    if len(same) >= max_reduced_per_class:
+        same[-1]["count"] += 1
+        return
+    # A message names the bug well enough, except for "wrong": two reproducers per message.
+    same_sig = [f for f in same if f["signature"] == target[1]]
+    if target[1] != "wrong" and len(same_sig) >= 2:
+        same_sig[-1]["count"] += 1
+        return
+    log(f"finding: {target[0]} [{target[1]}]; reducing")
+    t0 = time.monotonic()
+    try:
+        reduced, rres = reduce_case(case, res, target, workdir, budget_s=reduce_budget_s,
+                                    log=lambda m: None)
+    except Exception:  # noqa: BLE001
+        log("reducer error:\n" + traceback.format_exc())
+        reduced, rres = case, res
+    stats.reduce_s += time.monotonic() - t0
+    rfs = features(reduced)
+    for f in stats.findings:
+        if (f["class"], f["signature"]) == target and f["features"] == rfs:
+            f["count"] += 1
+            return
+    stem = write_reproducer(out_dir, len(stats.findings) + 1, reduced, rres, target, case)
+    stats.findings.append({"class": target[0], "signature": target[1], "features": rfs,
+                           "stem": stem, "count": 1})
+    log(f"  -> {out_dir / stem}.dt ({time.monotonic() - t0:.0f} s)\n"
+        + "    " + program_text(reduced.program, reduced.schedule).replace("\n", "\n    ")
+        + f"sizes: {reduced.sizes}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=None)
+    ap.add_argument("--cases", type=int, default=None, help="stop after this many cases")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="out/dtfuzz")
+    ap.add_argument("--reduce-seconds", type=float, default=90,
+                    help="time budget to reduce one failure")
+    ap.add_argument("--max-per-class", type=int, default=8,
+                    help="reduced reproducers kept per outcome class")
+    ap.add_argument("--zero-sizes", type=float, default=0.02,
+                    help="probability of a size 0 per size class")
+    ap.add_argument("--wild", type=float, default=0.1,
+                    help="fraction of programs allowed non-finite values (raw pow, x / 0)")
+    ap.add_argument("--avoid", default="",
+                    help="comma-separated constructs to leave out: " + ", ".join(AVOIDABLE))
+    ap.add_argument("--replay", help="run one case from a reproducer's .txt or a JSON file")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    import triton  # noqa: F401 - imported once here, not in every forked child
+    import triton.language  # noqa: F401
+    if args.replay:
+        text = pathlib.Path(args.replay).read_text()
+        js = text.split("case json:\n", 1)[-1].strip() if "case json:" in text else text
+        case = Case.from_json(json.loads(js))
+        print(program_text(case.program, case.schedule), case.sizes, case.dtype)
+        with tempfile.TemporaryDirectory() as wd:
+            r = run_case(case, wd)
+        print(r.outcome, r.signature)
+        print(r.detail)
+        for e in r.extra:
+            print(*e)
+        return 0
+    if args.minutes is None and args.cases is None:
+        args.minutes = 1
+    stats = fuzz(seed=args.seed, minutes=args.minutes, max_cases=args.cases, out_dir=args.out,
+                 reduce_budget_s=args.reduce_seconds, max_reduced_per_class=args.max_per_class,
+                 zero_sizes=args.zero_sizes, wild=args.wild,
+                 avoid=[a for a in args.avoid.split(",") if a])
+    print(stats.summary())
+    bad = sum(v for k, v in stats.outcomes.items() if k not in (OK, REJECTED))
+    return 1 if bad or stats.extra else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
