@@ -470,3 +470,21 @@ def test_rdot_of_a_producer_constant_along_the_reduced_label(tmp_path):
     want = (3 * a[:, None, :] * a.sum(1)[None, None, :]).expand(3, 3, 3)
     close(module.f1(I0), want)
     close(module.reference(I0), want)
+
+
+@pytest.mark.parametrize("schedule", [None, "f.tensorize(x:0)"])
+def test_comparison_of_a_scalar_input(tmp_path, schedule):
+    module = build(tmp_path, "Func f; In A; SIn s; Var x;\nf[x] = A[x] * 0 + (1 > s) + (s <= len(x));\n"
+                             "f.compile();\n", schedule)
+    A = torch.randn(4)
+    for s, want in ((0.5, 2.0), (1.5, 1.0), (5.0, 0.0)):
+        close(module.f(A, s), torch.full((4,), want, dtype=torch.float64))
+        close(module.reference(A, s), torch.full((4,), want, dtype=torch.float64))
+
+
+def test_split_reduction_tile_stays_within_tritons_tensor_limit(tmp_path):
+    module = build(tmp_path, "Func f; In I; Var n, j, k; RVar z;\nf[n, j, k] = rsum(I[k, z, n], z);\n"
+                             "f.compile();\n",
+                   "f.block(k:16, z:32, n:16); f.tensorize(k:0, j:0, n:0); f.block(j:32)")
+    I = torch.randn(2, 40, 3)
+    close(module.f(I, j=2), I.double().sum(1).t()[:, None, :].expand(3, 2, 2))

@@ -704,7 +704,10 @@ private:
     // `%` is C's fmod and `/` IEEE division, as on the GPU; under the interpreter a scalar
     // operand is a Python float, whose `%` is Python's (the sign of the divisor) and whose `/ 0`
     // raises. A float32 tensor computes both as the GPU does.
-    if ((b.op == ir::BinOp::Mod || b.op == ir::BinOp::Div) && b.a->dims.empty())
+    // A comparison of scalars likewise: a Python bool cannot be converted to 0 or 1 with .to().
+    if ((b.op == ir::BinOp::Mod || b.op == ir::BinOp::Div ||
+         (ir::is_comparison(b.op) && b.b->dims.empty())) &&
+        b.a->dims.empty())
       x = {"tl.cast(" + x.text + ", tl.float32)", kAtom, false, x.depth + 1};
     int p = ir::is_comparison(b.op)                              ? kCompare
             : (b.op == ir::BinOp::Add || b.op == ir::BinOp::Sub) ? kAdd

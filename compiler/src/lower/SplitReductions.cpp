@@ -1,5 +1,7 @@
 #include "lower/SplitReductions.h"
 
+#include "lower/LowerFunc.h"
+
 #include <set>
 
 namespace dtc {
@@ -87,8 +89,18 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     fs.materialized.clear(); // computed by the partial kernel now
     fs.block.erase(k);
     fs.tensor.erase(k);
-    // Partial results are reduced 256 at a time: any number of them fits a Triton tensor.
-    fs.tensor[parts] = 256;
+    // Partial results are reduced up to 256 at a time: any number of them fits a Triton tensor.
+    // With the output's tile that must stay within Triton's 2^20 elements per tensor.
+    long long tile = 1;
+    for (ir::Label l : def.dims) {
+      auto b = fs.block_of(l);
+      long long t = fs.tensor_of(l);
+      tile *= t == 0 && b ? next_power_of_two(*b) : std::max(1LL, t);
+    }
+    long long width = 256;
+    while (width > 1 && tile * width > (1LL << 20))
+      width /= 2;
+    fs.tensor[parts] = width;
     if (fs.map) {
       std::vector<MapLevel> kept;
       std::set<std::string> dropped;
