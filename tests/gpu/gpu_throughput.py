@@ -84,6 +84,19 @@ def measure(args, name, dt, shape, schedules=None, extra=()):
     print(f"{name:34s} {len(ok):3d} ok of {len(results):3d}  wall {wall:6.1f} s  first result "
           f"{report['first_result_s']:5.1f} s  {per_minute:7.0f}/min  busy {100 * min(busy, 1):4.0f}%"
           f"  compile {ahead:6.1f} s ahead, {in_timing:5.2f} s in timing  {statuses}")
+    by_worker = {}
+    for r in ok:
+        if r.get("arrived_s") is not None:
+            by_worker.setdefault(r.get("worker_pid"), []).append(r)
+    for pid, rs in sorted(by_worker.items(), key=lambda kv: str(kv[0])):
+        rs.sort(key=lambda r: r["arrived_s"])
+        gaps = [b["arrived_s"] - a["arrived_s"] for a, b in zip(rs, rs[1:])]
+        if gaps:
+            gaps.sort()
+            print(f"{'':34s} worker {pid}: {len(rs)} results, gap between results median "
+                  f"{gaps[len(gaps) // 2]:.3f} s (worker wall median "
+                  f"{sorted(r['wall_s'] for r in rs)[len(rs) // 2]:.3f} s), first "
+                  f"{rs[0]['arrived_s']:.1f} s, last {rs[-1]['arrived_s']:.1f} s")
     if ok:
         per = sorted(r.get("timed_s", 0) for r in ok)
         walls = sorted(r.get("wall_s", 0) for r in ok)
@@ -97,6 +110,7 @@ def main():
     parser.add_argument("--dtx", default=str(ROOT / "build" / "explorer" / "dtx"))
     parser.add_argument("--python", default="python3")
     parser.add_argument("--only", default="")
+    parser.add_argument("--compile-workers", default="24")
     parser.add_argument("--two-gpus", action="store_true",
                         help="only compare one timing GPU with two (on a two-GPU machine)")
     args = parser.parse_args()
@@ -107,7 +121,7 @@ def main():
         for gpus in ("0", "0,1"):
             measure(args, f"elementwise_120_full_gpus_{gpus.replace(',', '_')}",
                     ROOT / "examples" / "geglu.dt", "x=4096,y=4096", wide,
-                    ["--warmup", "25", "--rep", "100", "--compile-workers", "24", "--gpus", gpus,
+                    ["--warmup", "25", "--rep", "100", "--compile-workers", args.compile_workers, "--gpus", gpus,
                      "--dtype", "float16"])
         return 0
     geglu = ROOT / "examples" / "geglu.dt"
