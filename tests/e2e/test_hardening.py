@@ -488,3 +488,23 @@ def test_split_reduction_tile_stays_within_tritons_tensor_limit(tmp_path):
                    "f.block(k:16, z:32, n:16); f.tensorize(k:0, j:0, n:0); f.block(j:32)")
     I = torch.randn(2, 40, 3)
     close(module.f(I, j=2), I.double().sum(1).t()[:, None, :].expand(3, 2, 2))
+
+
+def test_nested_rdots_over_one_label_on_tl_dot(tmp_path):
+    # The outer tl.dot kept a reference to its label's mask while lowering an operand that
+    # holds rdots over the same label, which moved the vector it pointed into (a crash, or
+    # std::bad_alloc from a garbage string).
+    module = build(tmp_path, "Func f; In I0, I1, I2; Var x; RVar w, m, j;\n"
+                             "f[w, x, j] = rdot(rdot(I0[j], I2[j], j) + I0[m], "
+                             "rdot(rdot(floor(I2[m] + I0[j]), I0[j], j) + I2[j], I1[w, j], j), m);\n"
+                             "f.tensorize(w:16, j:16, m:0);\nf.compile();\n")
+    gen = torch.Generator().manual_seed(5)
+    I0, I1, I2 = torch.randn(3, generator=gen), torch.randn(2, 3, generator=gen), torch.randn(3, generator=gen)
+    a0, a1, a2 = I0.double(), I1.double(), I2.double()
+    inner = (a0 * a2).sum()                                    # rdot(I0[j], I2[j], j)
+    left = inner + a0                                          # [m]
+    fl = torch.floor(a2[:, None] + a0[None, :])                # [m, j]
+    d2 = (fl * a0[None, :]).sum(1)                             # [m]
+    right = ((d2[:, None] + a2[None, :]) * a1[:, None, :]).sum(2)  # [w, m] summed over j
+    want = (left[None, :] * right).sum(1)                      # [w]
+    close(module.f(I0, I1, I2, x=2), want[:, None, None].expand(2, 2, 3), rtol=1e-3, atol=1e-3)

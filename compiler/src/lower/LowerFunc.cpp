@@ -903,7 +903,9 @@ private:
     std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix(r, prefix), !splits(d));
     // Values computed inside a loop are not visible after it; without a loop they are.
     if (!full_r) cache_.emplace_back();
-    const std::string& mask = bind_[r].back().mask;
+    // A copy: lowering the operands below may push bindings of r (a nested rdot over r) and
+    // move this vector.
+    const std::string mask = bind_[r].back().mask;
     // Two input tensors go to tl.dot in their own dtype (float16 on the tensor cores); anything
     // computed is float32, and tl.dot needs both operands in one dtype.
     auto is_input = [](const ir::ExprPtr& e) {
@@ -981,7 +983,7 @@ private:
       v = numeric(lower(*operands[0], *inner)).text;
     }
     if (!full_r) cache_.pop_back();
-    const std::string& mask = bind_[r].back().mask;
+    const std::string mask = bind_[r].back().mask;
     // Masked lanes must not contribute: replace them with the identity.
     std::string masked = mask.empty() ? v : "tl.where(" + mask + ", " + v + ", " + identity + ")";
     std::string result = fresh(prefix + r->py_name + "_" + std::string(what).substr(1));
