@@ -3,6 +3,8 @@
 // in both shapes (the conditions of loop fusion).
 #include "schedule/Primitive.h"
 
+#include <set>
+
 namespace dtc {
 
 Primitive fuse_at_primitive() {
@@ -87,8 +89,10 @@ Primitive fuse_at_primitive() {
     ctx.schedule.deps[g] = updated;
     FuncSchedule& gs = ctx.schedule.of(g);
     gs.fused.push_back(ctx.func);
+    // A set for membership: chains of fusions make these lists long.
+    std::set<const ir::Symbol*> present(gs.fused.begin(), gs.fused.end());
     for (const ir::Symbol* inner : ctx.target.fused)
-      if (!ir::contains(gs.fused, inner)) gs.fused.push_back(inner);
+      if (present.insert(inner).second) gs.fused.push_back(inner);
     return true;
   };
   p.print = [](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
