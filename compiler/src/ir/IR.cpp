@@ -169,6 +169,24 @@ ExprPtr IRMutator::visit(const Reshape& e, const ExprPtr& self) {
   return a == e.a ? self : std::make_shared<Reshape>(e.loc, a, e.shape);
 }
 
+void for_each_access(const Expr& e, const std::function<void(const Access&, const Labels&)>& fn) {
+  std::function<void(const Expr&, Labels&)> walk = [&](const Expr& x, Labels& bound) {
+    if (auto* a = x.as<Access>()) {
+      fn(*a, bound);
+      return;
+    }
+    Label rvar = nullptr;
+    if (auto* r = x.as<Reduce>()) rvar = r->rvar;
+    if (auto* d = x.as<Dot>()) rvar = d->rvar;
+    if (rvar) bound.push_back(rvar);
+    for (const Expr* k : children(x))
+      walk(*k, bound);
+    if (rvar) bound.pop_back();
+  };
+  Labels bound;
+  walk(e, bound);
+}
+
 int height(const Expr& root) {
   std::unordered_map<const Expr*, int> memo;
   std::vector<std::pair<const Expr*, bool>> stack{{&root, false}};

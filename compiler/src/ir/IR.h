@@ -6,6 +6,7 @@
 #include "frontend/Diagnostics.h"
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -193,6 +194,10 @@ bool contains(const Labels& labels, Label l);
 
 /// The direct operands of an expression node, in order.
 std::vector<const Expr*> children(const Expr& e);
+
+/// Calls `fn(access, rvars)` for every Access in `e`, with the RVars of the reductions around
+/// it, outermost first: inside `rsum(f[k, x], k)` the k of the read runs over every k.
+void for_each_access(const Expr& e, const std::function<void(const Access&, const Labels&)>& fn);
 
 /// Nodes on the longest path from `e` down to a leaf, `e` included. Iterative, so it is safe on
 /// expressions of any depth; shared subexpressions are measured once.

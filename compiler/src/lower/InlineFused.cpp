@@ -92,19 +92,9 @@ private:
 std::vector<std::pair<const ir::Access*, ir::Labels>> reads_of(const ir::Symbol* f,
                                                                const ir::ExprPtr& value) {
   std::vector<std::pair<const ir::Access*, ir::Labels>> out;
-  std::function<void(const ir::Expr&, const ir::Labels&)> walk = [&](const ir::Expr& e,
-                                                                     const ir::Labels& bound) {
-    if (auto* a = e.as<ir::Access>()) {
-      if (a->tensor == f) out.push_back({a, bound});
-      return;
-    }
-    ir::Labels inner = bound;
-    if (auto* r = e.as<ir::Reduce>()) inner.push_back(r->rvar);
-    if (auto* d = e.as<ir::Dot>()) inner.push_back(d->rvar);
-    for (const ir::Expr* k : ir::children(e))
-      walk(*k, inner);
-  };
-  walk(*value, {});
+  ir::for_each_access(*value, [&](const ir::Access& a, const ir::Labels& bound) {
+    if (a.tensor == f) out.push_back({&a, bound});
+  });
   return out;
 }
 

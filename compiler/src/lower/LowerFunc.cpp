@@ -532,21 +532,11 @@ private:
   std::set<Label> read_across(const ir::Symbol* f) const {
     std::set<Label> out;
     const ir::Labels& fdims = prog_.def(f).dims;
-    std::function<void(const ir::Expr&, const ir::Labels&)> walk = [&](const ir::Expr& e,
-                                                                       const ir::Labels& bound) {
-      if (auto* a = e.as<ir::Access>()) {
-        if (a->tensor == f)
-          for (size_t i = 0; i < a->index.size(); ++i)
-            if (ir::contains(bound, a->index[i]) || a->index[i] != fdims[i]) out.insert(fdims[i]);
-        return;
-      }
-      ir::Labels inner = bound;
-      if (auto* r = e.as<ir::Reduce>()) inner.push_back(r->rvar);
-      if (auto* d = e.as<ir::Dot>()) inner.push_back(d->rvar);
-      for (const ir::Expr* k : ir::children(e))
-        walk(*k, inner);
-    };
-    walk(*def_.value, {});
+    ir::for_each_access(*def_.value, [&](const ir::Access& a, const ir::Labels& bound) {
+      if (a.tensor != f) return;
+      for (size_t i = 0; i < a.index.size(); ++i)
+        if (ir::contains(bound, a.index[i]) || a.index[i] != fdims[i]) out.insert(fdims[i]);
+    });
     return out;
   }
 
