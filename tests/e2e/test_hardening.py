@@ -508,3 +508,20 @@ def test_nested_rdots_over_one_label_on_tl_dot(tmp_path):
     right = ((d2[:, None] + a2[None, :]) * a1[:, None, :]).sum(2)  # [w, m] summed over j
     want = (left[None, :] * right).sum(1)                      # [w]
     close(module.f(I0, I1, I2, x=2), want[:, None, None].expand(2, 2, 3), rtol=1e-3, atol=1e-3)
+
+
+def test_capture_through_a_chain_of_fusions_rejected(tmp_path):
+    # f2 reads f1 with m; f1 is f0, which reduces over m: inlining the chain would capture it.
+    err = rejected(tmp_path, "Func f0, f1, f2; In I0; RVar m, r;\nf0[r] = rsum(I0[m, r], m);\n"
+                             "f1[r] = f0[r];\nf2[r] = rsum(f1[m], m);\nf1.fuse_at(f2, r);\n"
+                             "f0.fuse_at(f1, r);\nf2.compile();\n")
+    assert "cannot fuse `f1` here: this access indexes it with `m`" in err
+
+
+@pytest.mark.parametrize("exponent", ["1.5", "0.5", "3", "-2"])
+def test_pow_of_a_comparison_with_a_literal_exponent(tmp_path, exponent):
+    module = build(tmp_path, f"Func f; In I; Var k; RVar x, u;\nf[u, k, x] = pow(1 == I[k, u, x], {exponent});\n"
+                             "f.compile();\n")
+    I = torch.tensor([[[1.0, 2.0]]])
+    base = (I == 1).double().permute(1, 0, 2)
+    close(module.f(I), base ** float(exponent))

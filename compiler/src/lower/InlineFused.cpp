@@ -64,8 +64,23 @@ public:
     std::map<ir::Label, ir::Label> map;
     for (size_t i = 0; i < def.dims.size(); ++i)
       map[def.dims[i]] = e.index[i];
-    // A reduction label of the producer that the access uses as a dimension would be captured.
-    for (ir::Label r : definition_labels(prog_, e.tensor)) {
+    // A reduction label of the producer that the access uses as a dimension would be captured:
+    // the producer's own, and those of the producers already inlined into it (a chain).
+    ir::Labels reduced;
+    struct RVars : ir::IRVisitor {
+      ir::Labels* out;
+      void visit(const ir::Reduce& r) override {
+        *out = ir::union_labels(*out, {r.rvar});
+        ir::IRVisitor::visit(r);
+      }
+      void visit(const ir::Dot& d) override {
+        *out = ir::union_labels(*out, {d.rvar});
+        ir::IRVisitor::visit(d);
+      }
+    } rvars;
+    rvars.out = &reduced;
+    values_.at(e.tensor)->accept(rvars);
+    for (ir::Label r : reduced) {
       if (ir::contains(def.dims, r)) continue;
       for (size_t i = 0; i < def.dims.size(); ++i)
         if (e.index[i] == r && def.dims[i] != r)
@@ -73,8 +88,8 @@ public:
                                   "` here: this access indexes it "
                                   "with `" +
                                   r->name +
-                                  "`, which its definition reduces over; use "
-                                  "another label");
+                                  "`, which its definition (or a Func fused into it) "
+                                  "reduces over; use another label");
     }
     // The producer's value may read Funcs fused into this same consumer (attention reads e
     // through sm): inline those too.

@@ -718,7 +718,7 @@ private:
         if (n == std::floor(n) && std::fabs(n) <= 8) return integer_power(*c.args[0], int(n), body);
         // A non-integer constant: no sign to work out, NaN for a negative base.
         if (std::isfinite(n) && n != std::floor(n)) {
-          Value base = lower(*c.args[0], body);
+          Value base = numeric(lower(*c.args[0], body));
           if (n == 0.5)
             return shallow({"tl.sqrt(" + base.text + ")", kAtom, false, base.depth + 1}, body);
           kernel_.helpers.insert("_dt_pow_frac");
@@ -779,7 +779,7 @@ private:
 
   Value integer_power(const ir::Expr& base_expr, int n, std::vector<StmtPtr>& body) {
     if (n == 0) return {"1.0"};
-    Value base = lower(base_expr, body);
+    Value base = numeric(lower(base_expr, body));
     std::string operand = base.text;
     if (base.prec != kAtom || operand.find('(') != std::string::npos) {
       operand = fresh("pow_base");
