@@ -525,3 +525,14 @@ def test_pow_of_a_comparison_with_a_literal_exponent(tmp_path, exponent):
     I = torch.tensor([[[1.0, 2.0]]])
     base = (I == 1).double().permute(1, 0, 2)
     close(module.f(I), base ** float(exponent))
+
+
+def test_split_reduction_beside_a_whole_unblocked_output_dimension(tmp_path):
+    # n's tile is next_power_of_2(n) at run time: the partial results are then reduced one at a
+    # time, not 256 wide beside it (over Triton's 2^20 elements at n=17).
+    module = build(tmp_path, "Func f; In A, B; Var y; RVar p, n, i;\n"
+                             "f[n, p, y] = rdot(B[i, n], A[p, i], i);\nf.compile();\n",
+                   "f.block(i:16); f.tensorize(y:16); f.tensorize(n:0, p:16)")
+    A, B = torch.randn(1, 1), torch.randn(1, 17)
+    want = (B.double().t() @ A.double().t())[:, :, None]
+    close(module.f(A, B, y=1), want)

@@ -91,11 +91,15 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     fs.tensor.erase(k);
     // Partial results are reduced up to 256 at a time: any number of them fits a Triton tensor.
     // With the output's tile that must stay within Triton's 2^20 elements per tensor.
+    // A whole unblocked dimension's width is known only at run time: then one partial at a time.
     long long tile = 1;
     for (ir::Label l : def.dims) {
       auto b = fs.block_of(l);
       long long t = fs.tensor_of(l);
-      tile *= t == 0 && b ? next_power_of_two(*b) : std::max(1LL, t);
+      if (t == 0 && !b)
+        tile = 1LL << 20;
+      else
+        tile *= t == 0 ? next_power_of_two(*b) : std::max(1LL, t);
     }
     long long width = 256;
     while (width > 1 && tile * width > (1LL << 20))
