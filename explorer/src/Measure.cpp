@@ -393,14 +393,7 @@ nlohmann::json to_json(const Report& report) {
   for (const Entry& e : report.entries) {
     nlohmann::json j = {{"label", e.label},   {"baseline", e.baseline}, {"schedule", e.schedule},
                         {"status", e.status}, {"message", e.message},   {"rank", e.rank}};
-    if (e.check)
-      j["check"] = {{"max_abs", e.check->max_abs},
-                    {"max_rel", e.check->max_rel},
-                    {"rel_l2", e.check->rel_l2},
-                    {"mismatched", e.check->mismatched},
-                    {"unwritten", e.check->unwritten},
-                    {"rtol", e.check->rtol},
-                    {"atol", e.check->atol}};
+    if (e.check) j["check"] = to_json(*e.check);
     nlohmann::json times = nlohmann::json::object();
     for (const auto& [kind, a] : e.times)
       times[kind] = {{"mean", a.mean},     {"stdev", a.stdev},

@@ -240,6 +240,16 @@ nlohmann::json to_json(const TimeStats& t) {
           {"min_ms", t.min_ms},       {"max_ms", t.max_ms}, {"samples", t.samples}};
 }
 
+nlohmann::json to_json(const Check& c) {
+  return {{"max_abs", c.max_abs},
+          {"max_rel", c.max_rel},
+          {"rel_l2", c.rel_l2},
+          {"mismatched", c.mismatched},
+          {"unwritten", c.unwritten},
+          {"rtol", c.rtol},
+          {"atol", c.atol}};
+}
+
 nlohmann::json to_json(const WorkerInfo& info) {
   if (!info.raw.is_null()) return info.raw;
   return {{"type", "hello"},
@@ -251,14 +261,7 @@ nlohmann::json to_json(const WorkerInfo& info) {
 
 nlohmann::json to_json(const Result& r) {
   nlohmann::json j = {{"id", r.id}, {"status", status_name(r.status)}, {"message", r.message}};
-  if (r.check)
-    j["check"] = {{"max_abs", r.check->max_abs},
-                  {"max_rel", r.check->max_rel},
-                  {"rel_l2", r.check->rel_l2},
-                  {"mismatched", r.check->mismatched},
-                  {"unwritten", r.check->unwritten},
-                  {"rtol", r.check->rtol},
-                  {"atol", r.check->atol}};
+  if (r.check) j["check"] = to_json(*r.check);
   nlohmann::json times = nlohmann::json::object();
   if (r.bench) times["bench"] = to_json(*r.bench);
   if (r.gpu) times["gpu"] = to_json(*r.gpu);

@@ -27,6 +27,7 @@ Result parse_result(const nlohmann::json& message);
 nlohmann::json to_json(const Result& result);
 nlohmann::json to_json(const WorkerInfo& info);
 nlohmann::json to_json(const TimeStats& stats);
+nlohmann::json to_json(const Check& check);
 
 /// True when a worker's `runtime_error` message says the CUDA context is gone (the worker exits
 /// after it, so the pool replaces it at once rather than send it another request).
