@@ -1,0 +1,208 @@
+#pragma once
+// The results store: every exploration, schedule, generated module, measurement and baseline
+// time, in one SQLite file (WAL mode, versioned schema with migrations). Used by the explorer
+// and the server; knows neither (no compiler, no measurement types: plain rows).
+//
+// Thread-safe: one Store may be shared by threads (it serializes its own statements). Several
+// processes may open the same file; SQLite's locking keeps them consistent.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dtx::results {
+
+/// A store that cannot be opened, migrated or written (message names the file and the cause).
+class StoreError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Sizes of a shape keyed by label; printed canonically as `x=16,y=32` (labels sorted).
+using Shape = std::map<std::string, std::int64_t>;
+std::string shape_key(const Shape& shape);
+/// Parses `x=16,y=32` (spaces allowed); throws std::invalid_argument naming the bad part.
+Shape parse_shape(const std::string& text);
+
+/// Where a measurement was taken: its identity for reuse is (device_name, device_kind, driver,
+/// cuda, torch, triton).
+struct Environment {
+  std::string device_name; // "NVIDIA H100 80GB HBM3", or "cpu-interpreter"
+  std::string device_kind; // "cuda" or "cpu-interpreter"
+  std::string driver, cuda, torch, triton;
+  std::string host; // the machine (not part of the identity)
+};
+
+struct TimeQuantiles { // milliseconds
+  double median_ms = 0, q20_ms = 0, q80_ms = 0, min_ms = 0, max_ms = 0;
+  std::int64_t samples = 0;
+};
+
+/// One check-and-time of one generated module (or one baseline) at one shape and dtype.
+struct MeasurementRecord {
+  std::int64_t id = 0; // set by the store
+  std::string code_hash; // SHA-256 of the generated module (empty for a baseline)
+  std::string shape;     // shape_key
+  std::string dtype;
+  /// What was asked: e.g. `screen` (do_bench 5/20), `full` (thesis protocol). Part of the reuse
+  /// key: a screening result never stands in for a full one.
+  std::string protocol;
+  std::string status; // ok, compile_error, out_of_resources, runtime_error, wrong_result,
+                      // timeout, crashed
+  std::string message;
+  std::optional<TimeQuantiles> bench, gpu; // gpu: CUDA-graph time
+  std::optional<double> host_us;           // host cost per call, back to back
+  /// The ranking time in ms (the mean of the rounds' medians of the ranking clock), when ok.
+  std::optional<double> time_ms;
+  std::optional<double> time_stdev_ms;
+  int rounds = 0;
+  std::optional<double> rel_l2, max_abs; // error against the reference
+  double compile_s = 0;
+  Environment env;
+  std::string created_at; // ISO 8601 UTC, set by the store
+};
+
+struct ExplorationSpec {
+  std::string kernel;           // name used by best() and the UI
+  std::string algorithm;        // the DT source
+  std::string template_text;    // the schedule template
+  std::string template_file;    // where it came from ("" when sent inline)
+  std::string shape;            // shape_key
+  std::string dtype;
+  std::string strategy;         // exhaustive, random, evolution, local
+  std::string settings_json;    // everything else (budget, seed, protocol, baselines...) as JSON
+};
+
+enum class State { Queued, Running, Done, Failed, Cancelled };
+std::string state_name(State state);
+std::optional<State> parse_state(const std::string& name);
+
+struct Exploration {
+  std::int64_t id = 0;
+  ExplorationSpec spec;
+  State state = State::Queued;
+  std::string message;           // why it failed or was cancelled
+  std::int64_t space_size = 0;   // schedules before pruning
+  std::int64_t candidates = 0;   // distinct valid schedules considered
+  std::int64_t measured = 0;     // candidates with a stored result (any status)
+  std::int64_t failed = 0;       // of those, not ok
+  std::optional<double> best_ms; // fastest ok candidate's ranking time
+  std::optional<double> best_baseline_ms;
+  std::string device_name;
+  std::string created_at, updated_at;
+};
+
+/// A schedule of an exploration with its latest measurement per protocol.
+struct RankedSchedule {
+  std::int64_t schedule_id = 0;
+  std::string canonical; // the canonical schedule text
+  std::string code_hash;
+  std::int64_t candidate_index = -1; // its index in the exploration's space (-1: unknown)
+  std::optional<MeasurementRecord> screen; // latest `screen` measurement, if any
+  std::optional<MeasurementRecord> full;   // latest `full` measurement, if any
+  int rank = 0;                            // 1 = fastest ok; 0 = not ranked
+};
+
+struct BaselineRecord {
+  std::int64_t id = 0;
+  std::int64_t exploration_id = 0;
+  std::string name; // "torch", "torch.compile", "baselines.py:torch_geglu"...
+  MeasurementRecord measurement;
+};
+
+/// The best correct schedule known for (kernel, shape, dtype, device).
+struct Best {
+  std::int64_t schedule_id = 0;
+  std::int64_t exploration_id = 0;
+  std::string kernel, canonical, code_hash, module_source, algorithm;
+  MeasurementRecord measurement;
+};
+
+/// One measurement of a schedule in the history of its kernel text (across explorations,
+/// devices and software versions).
+struct HistoryEntry {
+  std::int64_t exploration_id = 0;
+  MeasurementRecord measurement;
+};
+
+struct RankedQuery {
+  std::optional<std::string> status; // only these (`ok`, ...); nullopt: all
+  std::int64_t offset = 0, limit = 100;
+};
+
+struct ExplorationQuery {
+  std::optional<std::string> kernel;
+  std::optional<State> state;
+  std::int64_t offset = 0, limit = 50; // newest first
+};
+
+class Store {
+public:
+  /// Opens (creating if needed) and migrates the database at `path` (":memory:" for tests).
+  /// Throws StoreError for a file that is not a dtx store or is newer than this program.
+  static std::unique_ptr<Store> open(const std::filesystem::path& path);
+  virtual ~Store() = default;
+
+  /// The schema version this program writes, and the one in the file.
+  static int latest_version();
+  virtual int version() const = 0;
+
+  // --- explorations
+  virtual std::int64_t create_exploration(const ExplorationSpec& spec) = 0;
+  virtual std::optional<Exploration> exploration(std::int64_t id) const = 0;
+  virtual std::vector<Exploration> explorations(const ExplorationQuery& query = {}) const = 0;
+  virtual void set_state(std::int64_t id, State state, const std::string& message = "") = 0;
+  virtual void set_space(std::int64_t id, std::int64_t space_size, std::int64_t candidates) = 0;
+  virtual void set_device(std::int64_t id, const std::string& device_name) = 0;
+  /// Pruned schedules of an exploration by reason code (replaces the previous counts).
+  virtual void set_rejections(std::int64_t id, const std::map<std::string, std::int64_t>& by_reason) = 0;
+  virtual std::map<std::string, std::int64_t> rejections(std::int64_t id) const = 0;
+  /// Explorations left `queued` or `running` (to resume after a restart), oldest first.
+  virtual std::vector<Exploration> unfinished() const = 0;
+
+  // --- schedules and generated modules
+  /// The schedule's id, inserting it (and its module, stored once per code hash) if new.
+  /// Idempotent: the same (exploration, canonical) pair always maps to one row.
+  virtual std::int64_t add_schedule(std::int64_t exploration_id, const std::string& canonical,
+                                    std::int64_t candidate_index, const std::string& code_hash,
+                                    const std::string& module_source) = 0;
+  virtual std::optional<std::string> module_source(const std::string& code_hash) const = 0;
+
+  // --- measurements
+  /// Stores a measurement of a schedule of an exploration; returns its id. The measurement is
+  /// also found by find_measurement for every later exploration.
+  virtual std::int64_t add_measurement(std::int64_t schedule_id, MeasurementRecord m) = 0;
+  /// Reuse: the latest measurement of this exact kernel (code hash) at this shape, dtype and
+  /// protocol in this environment (device, driver, CUDA, torch, triton), if any.
+  virtual std::optional<MeasurementRecord> find_measurement(const std::string& code_hash,
+                                                            const std::string& shape,
+                                                            const std::string& dtype,
+                                                            const std::string& protocol,
+                                                            const Environment& env) const = 0;
+  virtual std::int64_t add_baseline(std::int64_t exploration_id, const std::string& name,
+                                    MeasurementRecord m) = 0;
+  virtual std::vector<BaselineRecord> baselines(std::int64_t exploration_id) const = 0;
+
+  // --- queries
+  /// An exploration's schedules, ok ones first by ranking time (the `full` time where there is
+  /// one, else the `screen` time), then the failures.
+  virtual std::vector<RankedSchedule> ranked(std::int64_t exploration_id,
+                                             const RankedQuery& query = {}) const = 0;
+  /// Candidate indices of an exploration that already have a measurement under `protocol`
+  /// (for resuming without measuring twice).
+  virtual std::vector<std::int64_t> measured_indices(std::int64_t exploration_id,
+                                                     const std::string& protocol) const = 0;
+  /// The best `ok` schedule for a kernel at a shape and dtype (full protocol preferred over
+  /// screening), optionally on one device (substring of the device name, case-insensitive).
+  virtual std::optional<Best> best(const std::string& kernel, const std::string& shape,
+                                   const std::string& dtype,
+                                   const std::optional<std::string>& device = {}) const = 0;
+  virtual std::vector<HistoryEntry> history(const std::string& code_hash) const = 0;
+  virtual std::optional<RankedSchedule> schedule(std::int64_t schedule_id) const = 0;
+};
+
+} // namespace dtx::results
