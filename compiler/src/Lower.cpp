@@ -4,6 +4,7 @@
 //   parse -> check -> python names -> fold constants (verify IR) -> apply schedule
 //   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR) -> plan kernels
 //   -> lower each kernel -> eliminate dead code (verify kernel) -> print module
+#include "Pipeline.h"
 #include "codegen/PythonCodegen.h"
 #include "dtc/Compiler.h"
 #include "frontend/Checker.h"
@@ -40,19 +41,14 @@ std::vector<const ir::Symbol*> plan_kernels(const ir::Program& program, const ir
 
 CompileResult run(std::string_view source, const CompileOptions& options, DiagnosticEngine& diags) {
   CompileResult result;
-  ast::Program ast = parse_program(source, diags);
-  if (options.emit == Emit::Ast && !diags.has_errors()) {
-    result.output = ast::print(ast);
+  std::unique_ptr<Frontend> front = run_frontend(source, diags, options.emit == Emit::Ast);
+  if (!front) return result;
+  if (options.emit == Emit::Ast) {
+    result.output = ast::print(front->ast);
     return result;
   }
-  if (diags.has_errors()) return result;
-
-  ir::Program program = check_program(ast, diags);
-  if (diags.has_errors()) return result;
-  assign_python_names(program);
-  for (auto& [f, def] : program.funcs)
-    def.value = fold_constants(def.value);
-  verify_ir(program, "constant folding");
+  const ast::Program& ast = front->ast;
+  ir::Program& program = front->program;
   if (options.emit == Emit::Ir) {
     result.output = ir::print(program);
     return result;
@@ -61,18 +57,12 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
   Schedule schedule;
   std::vector<ast::ScheduleStmt> stmts;
   if (options.schedule) {
-    // Keep which Funcs the file compiles; take everything else from the given schedule.
-    for (const ast::ScheduleStmt& s : ast.schedule)
-      if (s.primitive.text == "compile" || s.primitive.text == "compile_to_kernel")
-        stmts.push_back(s);
-    // Its diagnostics point into the schedule text, shown as `<schedule>:line:col`.
-    int text = diags.add_source("<schedule>", *options.schedule);
-    std::vector<ast::ScheduleStmt> extra = parse_schedule(*options.schedule, diags, text);
+    stmts = replacement_schedule(ast, *options.schedule, diags);
     if (diags.has_errors()) return result;
-    stmts.insert(stmts.end(), extra.begin(), extra.end());
   } else {
     stmts = ast.schedule;
   }
+  diags.set_phase("schedule");
   apply_schedule(stmts, program, schedule, diags);
   if (diags.has_errors()) return result;
   result.canonical_schedule = canonical_text(schedule, program);
@@ -82,13 +72,16 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
   }
   // The reference evaluates the algorithm as written, before fusion and splitting.
   std::map<const ir::Symbol*, ir::FuncDef> written = program.funcs;
+  diags.set_phase("fusion");
   inline_fused_funcs(program, schedule, diags);
   if (diags.has_errors()) return result;
   verify_ir(program, "fusion");
+  diags.set_phase("schedule");
   split_reductions(program, schedule, diags);
   if (diags.has_errors()) return result;
   verify_ir(program, "splitting reductions");
 
+  diags.set_phase("lowering");
   ModuleInput module;
   module.program = &program;
   module.schedule = &schedule;
@@ -117,20 +110,71 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
 
 } // namespace
 
+std::unique_ptr<Frontend> run_frontend(std::string_view source, DiagnosticEngine& diags,
+                                       bool stop_after_parse) {
+  auto front = std::make_unique<Frontend>();
+  diags.set_phase("syntax");
+  front->ast = parse_program(source, diags);
+  if (diags.has_errors()) return nullptr;
+  if (stop_after_parse) return front;
+  diags.set_phase("semantic");
+  front->program = check_program(front->ast, diags);
+  if (diags.has_errors()) return nullptr;
+  assign_python_names(front->program);
+  for (auto& [f, def] : front->program.funcs)
+    def.value = fold_constants(def.value);
+  verify_ir(front->program, "constant folding");
+  return front;
+}
+
+std::vector<ast::ScheduleStmt> replacement_schedule(const ast::Program& ast, std::string_view text,
+                                                    DiagnosticEngine& diags) {
+  // Keep which Funcs the file compiles; take everything else from the given schedule.
+  std::vector<ast::ScheduleStmt> stmts;
+  for (const ast::ScheduleStmt& s : ast.schedule)
+    if (s.primitive.text == "compile" || s.primitive.text == "compile_to_kernel")
+      stmts.push_back(s);
+  // Its diagnostics point into the schedule text, shown as `<schedule>:line:col`.
+  diags.set_phase("syntax");
+  int id = diags.add_source("<schedule>", text);
+  std::vector<ast::ScheduleStmt> extra = parse_schedule(text, diags, id);
+  stmts.insert(stmts.end(), std::make_move_iterator(extra.begin()),
+               std::make_move_iterator(extra.end()));
+  return stmts;
+}
+
+std::vector<Message> messages_of(const DiagnosticEngine& diags) {
+  std::vector<Message> out;
+  for (const Diagnostic& d : diags.diagnostics()) {
+    Message m;
+    m.code = d.code;
+    m.severity = d.severity == Severity::Error     ? "error"
+                 : d.severity == Severity::Warning ? "warning"
+                                                   : "note";
+    m.source = diags.source_name(d.loc.source);
+    m.line = d.loc.line;
+    m.col = d.loc.col;
+    m.text = d.message;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 CompileResult compile(std::string_view source, const CompileOptions& options) {
   DiagnosticEngine diags(options.file_name, source);
   CompileResult result;
   try {
     result = run(source, options, diags);
   } catch (const InternalError& e) {
-    diags.error({}, std::string(e.what()) + " (please report this compiler bug)");
+    diags.error("internal", {}, std::string(e.what()) + " (please report this compiler bug)");
   } catch (const std::exception& e) {
-    diags.error({},
+    diags.error("internal", {},
                 std::string("internal error: ") + e.what() + " (please report this compiler bug)");
   }
   result.error_count = diags.error_count();
   result.ok = !diags.has_errors();
   result.diagnostics = diags.render();
+  result.messages = messages_of(diags);
   if (!result.ok) result.output.clear();
   return result;
 }

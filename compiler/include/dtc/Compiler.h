@@ -16,6 +16,16 @@ enum class Emit {
   Check,     // nothing: diagnostics only
 };
 
+/// A diagnostic as data: its stable code (the list is in docs/language.md), where it points
+/// and what it says.
+struct Message {
+  std::string code;      // e.g. `tensor-larger-than-block`; errors of a phase: `syntax`, ...
+  std::string severity;  // error, warning or note
+  std::string source;    // the file name, or `<schedule>` for schedule text
+  int line = 0, col = 0; // 0: no location
+  std::string text;
+};
+
 struct CompileOptions {
   std::string file_name = "<input>";
   /// Replaces the file's schedule (its `compile` statements are kept) with these statements,
@@ -30,6 +40,8 @@ struct CompileResult {
   std::string diagnostics; // rendered `file:line:col: error: ...` text, warnings included
   int error_count = 0;
   std::string canonical_schedule;
+  /// The same diagnostics as data, each with its stable code .
+  std::vector<Message> messages;
 };
 
 /// Compiles one DT program. Never throws for bad input; an internal compiler error is reported

@@ -5,22 +5,26 @@
 namespace dtc {
 
 void DiagnosticEngine::error(Loc loc, std::string message) {
+  error(phase_, loc, std::move(message));
+}
+
+void DiagnosticEngine::error(const char* code, Loc loc, std::string message) {
   ++error_count_;
   if (error_count_ == kMaxErrors + 1) {
-    diagnostics_.push_back({Severity::Error, loc, "too many errors; stopping here"});
+    diagnostics_.push_back({Severity::Error, loc, "too many errors; stopping here", "too-many"});
     return;
   }
   if (error_count_ > kMaxErrors) return;
-  diagnostics_.push_back({Severity::Error, loc, std::move(message)});
+  diagnostics_.push_back({Severity::Error, loc, std::move(message), code});
 }
 
 void DiagnosticEngine::warning(Loc loc, std::string message) {
-  diagnostics_.push_back({Severity::Warning, loc, std::move(message)});
+  diagnostics_.push_back({Severity::Warning, loc, std::move(message), "warning"});
 }
 
 void DiagnosticEngine::note(Loc loc, std::string message) {
   if (error_count_ > kMaxErrors) return;
-  diagnostics_.push_back({Severity::Note, loc, std::move(message)});
+  diagnostics_.push_back({Severity::Note, loc, std::move(message), "note"});
 }
 
 static std::string_view line_of(std::string_view source, int line) {

@@ -21,6 +21,9 @@ struct Diagnostic {
   Severity severity = Severity::Error;
   Loc loc;
   std::string message;
+  /// A stable, machine-readable reason (`tensor-larger-than-block`, `syntax`, ...): the list is
+  /// in docs/language.md. Errors reported without their own code get the engine's phase.
+  std::string code;
 };
 
 /// Collects diagnostics for one source text and renders them as
@@ -38,6 +41,11 @@ public:
   }
 
   void error(Loc loc, std::string message);
+  /// An error with its own stable code (see Diagnostic::code).
+  void error(const char* code, Loc loc, std::string message);
+  /// The code of errors reported without one from now on: the pipeline sets it per phase
+  /// (`syntax`, `semantic`, `schedule`, `fusion`, `lowering`, `internal`).
+  void set_phase(const char* code) { phase_ = code; }
   void warning(Loc loc, std::string message);
   void note(Loc loc, std::string message);
 
@@ -45,6 +53,10 @@ public:
   int error_count() const { return error_count_; }
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
   const std::string& file_name() const { return sources_.front().name; }
+  /// The name of a text registered with add_source (0: the file).
+  const std::string& source_name(int id) const {
+    return sources_.at(id >= 0 && id < static_cast<int>(sources_.size()) ? id : 0).name;
+  }
 
   /// Renders every diagnostic, in the order reported.
   std::string render() const;
@@ -60,6 +72,7 @@ private:
   std::vector<Source> sources_;
   std::vector<Diagnostic> diagnostics_;
   int error_count_ = 0;
+  const char* phase_ = "syntax";
 };
 
 /// A bug in the compiler (a broken invariant), as opposed to a mistake in the user's program.

@@ -84,12 +84,13 @@ public:
       if (ir::contains(def.dims, r)) continue;
       for (size_t i = 0; i < def.dims.size(); ++i)
         if (e.index[i] == r && def.dims[i] != r)
-          diags_.error(e.loc, "cannot fuse `" + e.tensor->name +
-                                  "` here: this access indexes it "
-                                  "with `" +
-                                  r->name +
-                                  "`, which its definition (or a Func fused into it) "
-                                  "reduces over; use another label");
+          diags_.error("fuse-illegal-access", e.loc,
+                       "cannot fuse `" + e.tensor->name +
+                           "` here: this access indexes it "
+                           "with `" +
+                           r->name +
+                           "`, which its definition (or a Func fused into it) "
+                           "reduces over; use another label");
     }
     // The producer's value may read Funcs fused into this same consumer (attention reads e
     // through sm): inline those too.
@@ -145,7 +146,7 @@ void settle_materialized(const ir::Program& program, const ir::Symbol* g, FuncSc
           std::string outer;
           for (size_t j = 0; j <= pos; ++j)
             outer += (j ? ", " : "") + fdims[j]->name;
-          diags.error(loc,
+          diags.error("fuse-temporary-read", loc,
                       "`" + f->name + "` is fused into `" + g->name + "` at `" + at->name +
                           "` and computed into a temporary one `" + at->name +
                           "` at a time, but `" + reader->name + "` reads `" + ir::to_dt(*a) +
@@ -157,10 +158,11 @@ void settle_materialized(const ir::Program& program, const ir::Symbol* g, FuncSc
           return;
         }
         if (reader_at && position(gdims, reader_at) < position(gdims, at)) {
-          diags.error(loc, "`" + reader->name + "` is computed into a temporary at `" +
-                               reader_at->name + "`, outside `" + at->name + "` where `" + f->name +
-                               "`, which it reads, is computed; fuse `" + f->name + "` at `" +
-                               reader_at->name + "` or further out");
+          diags.error("fuse-temporary-order", loc,
+                      "`" + reader->name + "` is computed into a temporary at `" + reader_at->name +
+                          "`, outside `" + at->name + "` where `" + f->name +
+                          "`, which it reads, is computed; fuse `" + f->name + "` at `" +
+                          reader_at->name + "` or further out");
           return;
         }
       }
@@ -243,7 +245,7 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     if (int h = ir::height(*values[f]); h > ir::kMaxExprHeight && !inline_into[f].empty()) {
       // Stop before chains of fusions grow further (each inlining copies the producer).
       const ir::Symbol* first = *inline_into[f].begin();
-      diags.error(schedule.of(first).fuse_at->loc,
+      diags.error("expression-too-deep", schedule.of(first).fuse_at->loc,
                   "fusing " + std::to_string(inline_into[f].size()) + " Funcs into `" + f->name +
                       "` makes its expression " + std::to_string(h) +
                       " operations deep, more than the " + std::to_string(ir::kMaxExprHeight) +

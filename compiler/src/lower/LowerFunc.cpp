@@ -838,7 +838,8 @@ private:
     for (Label l : {ax.i, ax.j, d.rvar}) {
       std::string w = width_of_axis(l);
       if (std::isdigit(static_cast<unsigned char>(w[0])) && std::stoll(w) < 16)
-        diags_.error(fs_.where.count("tensorize") ? fs_.where.at("tensorize") : d.loc,
+        diags_.error("dot-tensor-too-small",
+                     fs_.where.count("tensorize") ? fs_.where.at("tensorize") : d.loc,
                      "in `" + func_->name + "`: rdot over `" + d.rvar->name +
                          "` runs on tl.dot, "
                          "which needs tensors of at least 16 along each dimension, but `" +

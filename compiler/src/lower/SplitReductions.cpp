@@ -42,10 +42,11 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     if (blocked.empty()) continue;
     Loc loc = fs.where.count("block") ? fs.where.at("block") : def.loc;
     if (blocked.size() > 1) {
-      diags.error(loc, "in `" + f->name +
-                           ".block(...)`: only one reduction dimension of a Func "
-                           "can be blocked; block `" +
-                           blocked[0]->name + "` or `" + blocked[1]->name + "`");
+      diags.error("split-two-reductions", loc,
+                  "in `" + f->name +
+                      ".block(...)`: only one reduction dimension of a Func "
+                      "can be blocked; block `" +
+                      blocked[0]->name + "` or `" + blocked[1]->name + "`");
       continue;
     }
     ir::Label k = blocked[0];
@@ -53,11 +54,11 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     const ir::Dot* dot = def.value->as<ir::Dot>();
     ir::Label top = reduce ? reduce->rvar : dot ? dot->rvar : nullptr;
     if (top != k) {
-      diags.error(loc, "in `" + f->name + ".block(...)`: blocking the reduction dimension `" +
-                           k->name +
-                           "` splits the reduction over program instances, which needs `" +
-                           f->name + "` to be defined as one reduction over `" + k->name +
-                           "`; move the rest of the expression into another Func");
+      diags.error("split-not-one-reduction", loc,
+                  "in `" + f->name + ".block(...)`: blocking the reduction dimension `" + k->name +
+                      "` splits the reduction over program instances, which needs `" + f->name +
+                      "` to be defined as one reduction over `" + k->name +
+                      "`; move the rest of the expression into another Func");
       continue;
     }
     ir::ReduceOp op = reduce ? reduce->op : ir::ReduceOp::Sum;

@@ -13,9 +13,10 @@ Primitive atomic_primitive() {
   p.apply = [](PrimitiveContext& ctx) {
     const auto& args = ctx.stmt.args;
     if (args.size() != 1 || args[0].name.empty() || args[0].has_value) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) +
-                                        ": `atomic` takes the blocked "
-                                        "reduction dimension, as in `sum_out.atomic(k)`");
+      ctx.diags.error("atomic-bad-argument", ctx.stmt.loc,
+                      "in " + stmt_text(ctx.stmt) +
+                          ": `atomic` takes the blocked "
+                          "reduction dimension, as in `sum_out.atomic(k)`");
       return false;
     }
     ir::Label l = schedule_label(ctx, args[0], "reduction dimension");
@@ -26,11 +27,11 @@ Primitive atomic_primitive() {
                     : v.as<ir::Dot>()  ? v.as<ir::Dot>()->rvar
                                        : nullptr;
     if (top != l) {
-      ctx.diags.error(args[0].loc, "in " + stmt_text(ctx.stmt) + ": atomic combination needs `" +
-                                       ctx.func->name + "` to be defined as one reduction over `" +
-                                       l->name +
-                                       "` (its last operation); move the rest of the "
-                                       "expression into another Func");
+      ctx.diags.error("atomic-not-one-reduction", args[0].loc,
+                      "in " + stmt_text(ctx.stmt) + ": atomic combination needs `" +
+                          ctx.func->name + "` to be defined as one reduction over `" + l->name +
+                          "` (its last operation); move the rest of the "
+                          "expression into another Func");
       return false;
     }
     ctx.target.atomic = l;
@@ -38,12 +39,12 @@ Primitive atomic_primitive() {
   };
   p.validate = [](const FuncSchedule& fs, const ir::Program&, DiagnosticEngine& diags) {
     if (fs.atomic && !fs.block_of(*fs.atomic))
-      diags.error(fs.where.at("atomic"), "in `" + fs.func->name + ".atomic(" + (*fs.atomic)->name +
-                                             ")`: `" + (*fs.atomic)->name +
-                                             "` is not blocked; "
-                                             "block it, as in `" +
-                                             fs.func->name + ".block(" + (*fs.atomic)->name +
-                                             ":1024)`");
+      diags.error("atomic-not-blocked", fs.where.at("atomic"),
+                  "in `" + fs.func->name + ".atomic(" + (*fs.atomic)->name + ")`: `" +
+                      (*fs.atomic)->name +
+                      "` is not blocked; "
+                      "block it, as in `" +
+                      fs.func->name + ".block(" + (*fs.atomic)->name + ":1024)`");
   };
   p.print = [](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
     if (!fs.atomic) return std::nullopt;

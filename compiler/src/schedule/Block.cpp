@@ -12,8 +12,9 @@ Primitive block_primitive() {
     return merge_sizes(ctx, ctx.target.block, "`VAR:SIZE`, as in `block(x:64)`", "block size",
                        [&](const ast::ScheduleArg& a) {
                          if (a.value >= 1) return true;
-                         ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": block size of `" +
-                                                    a.name + "` must be at least 1");
+                         ctx.diags.error("block-too-small", a.loc,
+                                         "in " + stmt_text(ctx.stmt) + ": block size of `" +
+                                             a.name + "` must be at least 1");
                          return false;
                        });
   };

@@ -12,9 +12,10 @@ Primitive compile_primitive() {
   p.name = "compile";
   p.apply = [](PrimitiveContext& ctx) {
     if (!ctx.stmt.args.empty()) {
-      ctx.diags.error(ctx.stmt.args[0].loc, "in " + stmt_text(ctx.stmt) +
-                                                ": `compile` takes no "
-                                                "arguments");
+      ctx.diags.error("compile-arguments", ctx.stmt.args[0].loc,
+                      "in " + stmt_text(ctx.stmt) +
+                          ": `compile` takes no "
+                          "arguments");
       return false;
     }
     auto& list = ctx.schedule.compiled;

@@ -14,33 +14,37 @@ Primitive fuse_at_primitive() {
     const auto& args = ctx.stmt.args;
     if (args.size() != 2 || args[0].name.empty() || args[0].has_value || args[1].name.empty() ||
         args[1].has_value) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) +
-                                        ": `fuse_at` takes a Func and "
-                                        "a dimension label, as in `tmp.fuse_at(out, x)`");
+      ctx.diags.error("fuse-bad-argument", ctx.stmt.loc,
+                      "in " + stmt_text(ctx.stmt) +
+                          ": `fuse_at` takes a Func and "
+                          "a dimension label, as in `tmp.fuse_at(out, x)`");
       return false;
     }
     const ir::Symbol* g = ctx.program.find(args[0].name);
     if (!g || g->kind != ir::SymbolKind::Func || !ctx.program.funcs.count(g)) {
-      ctx.diags.error(args[0].loc, "in " + stmt_text(ctx.stmt) + ": `" + args[0].name +
-                                       "` is not a defined Func");
+      ctx.diags.error("fuse-unknown-func", args[0].loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + args[0].name +
+                          "` is not a defined Func");
       return false;
     }
     const ir::FuncDef& fdef = ctx.program.def(ctx.func);
     const ir::FuncDef& gdef = ctx.program.def(g);
     if (g == ctx.func) {
-      ctx.diags.error(args[0].loc, "in " + stmt_text(ctx.stmt) +
-                                       ": a Func cannot be fused into "
-                                       "itself");
+      ctx.diags.error("fuse-into-itself", args[0].loc,
+                      "in " + stmt_text(ctx.stmt) +
+                          ": a Func cannot be fused into "
+                          "itself");
       return false;
     }
     const std::vector<const ir::Symbol*>& gdeps = ctx.schedule.deps_of(ctx.program, g);
     if (!ir::contains(gdeps, ctx.func)) {
-      ctx.diags.error(args[0].loc, "in " + stmt_text(ctx.stmt) + ": `" + g->name +
-                                       "` does not "
-                                       "read `" +
-                                       ctx.func->name +
-                                       "`, so there is nothing to fuse; "
-                                       "fuse a Func only into one of its consumers");
+      ctx.diags.error("fuse-not-a-consumer", args[0].loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + g->name +
+                          "` does not "
+                          "read `" +
+                          ctx.func->name +
+                          "`, so there is nothing to fuse; "
+                          "fuse a Func only into one of its consumers");
       return false;
     }
     ir::Label v = nullptr;
@@ -54,9 +58,10 @@ Primitive fuse_at_primitive() {
         break;
       }
     if (!v || !in_g) {
-      ctx.diags.error(args[1].loc, "in " + stmt_text(ctx.stmt) + ": `" + args[1].name +
-                                       "` must be a dimension of both `" + ctx.func->name +
-                                       "` and `" + g->name + "`");
+      ctx.diags.error("fuse-bad-dimension", args[1].loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + args[1].name +
+                          "` must be a dimension of both `" + ctx.func->name + "` and `" + g->name +
+                          "`");
       return false;
     }
     size_t fpos = std::find(fdef.dims.begin(), fdef.dims.end(), v) - fdef.dims.begin();
@@ -64,18 +69,18 @@ Primitive fuse_at_primitive() {
     for (size_t i = 0; same_outer && i < fpos; ++i)
       same_outer = fdef.dims[i] == gdef.dims[i];
     if (!same_outer) {
-      ctx.diags.error(args[1].loc, "in " + stmt_text(ctx.stmt) + ": the dimensions outside `" +
-                                       v->name + "` differ between `" + ctx.func->name + "` and `" +
-                                       g->name +
-                                       "`; loops can only be fused where their outer "
-                                       "dimensions are equal");
+      ctx.diags.error("fuse-outer-dimensions-differ", args[1].loc,
+                      "in " + stmt_text(ctx.stmt) + ": the dimensions outside `" + v->name +
+                          "` differ between `" + ctx.func->name + "` and `" + g->name +
+                          "`; loops can only be fused where their outer "
+                          "dimensions are equal");
       return false;
     }
     if (ctx.target.fuse_at && (ctx.target.fuse_at->into != g || ctx.target.fuse_at->at != v)) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `" + ctx.func->name +
-                                        "` is already fused into `" +
-                                        ctx.target.fuse_at->into->name +
-                                        "`; a Func is fused at one place");
+      ctx.diags.error("fuse-twice", ctx.stmt.loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + ctx.func->name +
+                          "` is already fused into `" + ctx.target.fuse_at->into->name +
+                          "`; a Func is fused at one place");
       return false;
     }
     if (ctx.target.fuse_at) return true; // the same statement again

@@ -34,9 +34,10 @@ Primitive map_primitive() {
   p.name = "map";
   p.apply = [](PrimitiveContext& ctx) {
     if (ctx.target.map) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `" + ctx.func->name +
-                                        "` already has a `map`; give the whole loop nest in one "
-                                        "statement");
+      ctx.diags.error("map-repeated", ctx.stmt.loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + ctx.func->name +
+                          "` already has a `map`; give the whole loop nest in one "
+                          "statement");
       return false;
     }
     std::vector<MapLevel> levels;
@@ -45,16 +46,18 @@ Primitive map_primitive() {
     bool ok = true;
     for (const ast::ScheduleArg& a : ctx.stmt.args) {
       if (a.name.empty() || (a.has_value && a.split_name.empty())) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) +
-                                   ": `map` arguments are `VAR` or "
-                                   "`VAR:ID/FACTOR`, as in `map(x:xi/4, y, xi)`");
+        ctx.diags.error("map-bad-argument", a.loc,
+                        "in " + stmt_text(ctx.stmt) +
+                            ": `map` arguments are `VAR` or "
+                            "`VAR:ID/FACTOR`, as in `map(x:xi/4, y, xi)`");
         ok = false;
         continue;
       }
       if (placed.count(a.name)) {
-        ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name +
-                                   "` appears twice "
-                                   "in the loop nest");
+        ctx.diags.error("map-duplicate-level", a.loc,
+                        "in " + stmt_text(ctx.stmt) + ": `" + a.name +
+                            "` appears twice "
+                            "in the loop nest");
         ok = false;
         continue;
       }
@@ -74,15 +77,17 @@ Primitive map_primitive() {
       }
       if (a.has_value) {
         if (a.value < 1) {
-          ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": split factor of `" + a.name +
-                                     "` must be at least 1");
+          ctx.diags.error("map-bad-split-factor", a.loc,
+                          "in " + stmt_text(ctx.stmt) + ": split factor of `" + a.name +
+                              "` must be at least 1");
           ok = false;
           continue;
         }
         if (ctx.program.find(a.split_name) || placed.count(a.split_name) ||
             pending_ids.count(a.split_name) || a.split_name == a.name) {
-          ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": split name `" + a.split_name +
-                                     "` is already in use; choose a fresh name");
+          ctx.diags.error("map-split-name-in-use", a.loc,
+                          "in " + stmt_text(ctx.stmt) + ": split name `" + a.split_name +
+                              "` is already in use; choose a fresh name");
           ok = false;
           continue;
         }
@@ -95,8 +100,9 @@ Primitive map_primitive() {
       levels.push_back(level);
     }
     for (const std::string& id : pending_ids) {
-      ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": split level `" + id +
-                                        "` is never placed; add `" + id + "` after the split");
+      ctx.diags.error("map-split-not-placed", ctx.stmt.loc,
+                      "in " + stmt_text(ctx.stmt) + ": split level `" + id +
+                          "` is never placed; add `" + id + "` after the split");
       ok = false;
     }
     if (ok) ctx.target.map = levels;
@@ -109,15 +115,17 @@ Primitive map_primitive() {
       if (level.is_split_inner) continue;
       mapped.insert(level.dim);
       if (!fs.block_of(level.dim))
-        diags.error(level.loc, "in `" + fs.func->name + ".map(...)`: `" + level.name +
-                                   "` is not blocked, so it has a single block to map; block it "
-                                   "or leave it out of `map`");
+        diags.error("map-unblocked-level", level.loc,
+                    "in `" + fs.func->name + ".map(...)`: `" + level.name +
+                        "` is not blocked, so it has a single block to map; block it "
+                        "or leave it out of `map`");
     }
     for (ir::Label l : schedulable_labels(prog, fs))
       if (fs.block_of(l) && !mapped.count(l))
-        diags.error(loc, "in `" + fs.func->name + ".map(...)`: blocked dimension `" + l->name +
-                             "` is missing from the loop nest; `map` must place every blocked "
-                             "dimension");
+        diags.error("map-missing-dimension", loc,
+                    "in `" + fs.func->name + ".map(...)`: blocked dimension `" + l->name +
+                        "` is missing from the loop nest; `map` must place every blocked "
+                        "dimension");
   };
   p.print = [](const FuncSchedule& fs, const ir::Program& prog) -> std::optional<std::string> {
     if (!fs.map || same_map(*fs.map, default_map(fs, prog))) return std::nullopt;

@@ -13,14 +13,15 @@ Primitive num_stages_primitive() {
     long long n;
     if (!single_int_arg(ctx, n)) return false;
     if (n < 1 || n > 16) {
-      ctx.diags.error(ctx.stmt.args[0].loc, "in " + stmt_text(ctx.stmt) +
-                                                ": num_stages must be "
-                                                "from 1 to 16, not " +
-                                                std::to_string(n));
+      ctx.diags.error("num-stages-invalid", ctx.stmt.args[0].loc,
+                      "in " + stmt_text(ctx.stmt) +
+                          ": num_stages must be "
+                          "from 1 to 16, not " +
+                          std::to_string(n));
       return false;
     }
     if (ctx.target.num_stages && *ctx.target.num_stages != n) {
-      ctx.diags.error(ctx.stmt.args[0].loc,
+      ctx.diags.error("num-stages-repeated", ctx.stmt.args[0].loc,
                       "in " + stmt_text(ctx.stmt) + ": num_stages is " + "already " +
                           std::to_string(*ctx.target.num_stages) + "; give it one value");
       return false;

@@ -5,9 +5,9 @@ namespace dtc {
 
 bool single_int_arg(PrimitiveContext& ctx, long long& value) {
   if (ctx.stmt.args.size() != 1 || !ctx.stmt.args[0].name.empty()) {
-    ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `" + ctx.stmt.primitive.text +
-                                      "` takes one integer, as in `" + ctx.stmt.primitive.text +
-                                      "(4)`");
+    ctx.diags.error("num-warps-bad-argument", ctx.stmt.loc,
+                    "in " + stmt_text(ctx.stmt) + ": `" + ctx.stmt.primitive.text +
+                        "` takes one integer, as in `" + ctx.stmt.primitive.text + "(4)`");
     return false;
   }
   value = ctx.stmt.args[0].value;
@@ -21,14 +21,15 @@ Primitive num_warps_primitive() {
     long long n;
     if (!single_int_arg(ctx, n)) return false;
     if (!is_power_of_two(n) || n > 32) {
-      ctx.diags.error(ctx.stmt.args[0].loc, "in " + stmt_text(ctx.stmt) +
-                                                ": num_warps must be a "
-                                                "power of two from 1 to 32, not " +
-                                                std::to_string(n));
+      ctx.diags.error("num-warps-invalid", ctx.stmt.args[0].loc,
+                      "in " + stmt_text(ctx.stmt) +
+                          ": num_warps must be a "
+                          "power of two from 1 to 32, not " +
+                          std::to_string(n));
       return false;
     }
     if (ctx.target.num_warps && *ctx.target.num_warps != n) {
-      ctx.diags.error(ctx.stmt.args[0].loc,
+      ctx.diags.error("num-warps-repeated", ctx.stmt.args[0].loc,
                       "in " + stmt_text(ctx.stmt) + ": num_warps is already " +
                           std::to_string(*ctx.target.num_warps) + "; give it one value");
       return false;

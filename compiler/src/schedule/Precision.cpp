@@ -14,7 +14,7 @@ Primitive precision_primitive() {
     const auto& args = ctx.stmt.args;
     if (args.size() != 1 || args[0].name.empty() || args[0].has_value ||
         (args[0].name != "tf32" && args[0].name != "tf32x3" && args[0].name != "ieee")) {
-      ctx.diags.error(args.empty() ? ctx.stmt.loc : args[0].loc,
+      ctx.diags.error("precision-invalid", args.empty() ? ctx.stmt.loc : args[0].loc,
                       "in " + stmt_text(ctx.stmt) +
                           ": `precision` takes tf32, tf32x3 or ieee, as "
                           "in `" +

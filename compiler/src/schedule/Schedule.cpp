@@ -38,15 +38,16 @@ bool merge_sizes(PrimitiveContext& ctx, std::map<ir::Label, long long>& sizes, c
                  const char* what, const std::function<bool(const ast::ScheduleArg&)>& check) {
   const std::string prim = ctx.stmt.primitive.text;
   if (ctx.stmt.args.empty()) {
-    ctx.diags.error(ctx.stmt.loc, "in " + stmt_text(ctx.stmt) + ": `" + prim +
-                                      "` needs at least one `VAR:SIZE` argument");
+    ctx.diags.error("sizes-missing", ctx.stmt.loc,
+                    "in " + stmt_text(ctx.stmt) + ": `" + prim +
+                        "` needs at least one `VAR:SIZE` argument");
     return false;
   }
   bool ok = true;
   std::map<ir::Label, long long> merged = sizes;
   for (const ast::ScheduleArg& a : ctx.stmt.args) {
     if (a.name.empty() || !a.has_value || !a.split_name.empty()) {
-      ctx.diags.error(a.loc,
+      ctx.diags.error("sizes-bad-argument", a.loc,
                       "in " + stmt_text(ctx.stmt) + ": `" + prim + "` arguments are " + usage);
       ok = false;
       continue;
@@ -58,9 +59,9 @@ bool merge_sizes(PrimitiveContext& ctx, std::map<ir::Label, long long>& sizes, c
     }
     auto it = merged.find(l);
     if (it != merged.end() && it->second != a.value) {
-      ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": `" + a.name + "` already has " +
-                                 what + " " + std::to_string(it->second) +
-                                 "; give each dimension one " + what);
+      ctx.diags.error("size-repeated", a.loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + a.name + "` already has " + what + " " +
+                          std::to_string(it->second) + "; give each dimension one " + what);
       ok = false;
       continue;
     }
@@ -108,8 +109,9 @@ ir::Label schedule_label(PrimitiveContext& ctx, const ast::ScheduleArg& arg, con
   std::string dims;
   for (ir::Label l : allowed)
     dims += (dims.empty() ? "" : ", ") + l->name;
-  ctx.diags.error(arg.loc, "in " + stmt_text(ctx.stmt) + ": `" + arg.name + "` is not a " + what +
-                               " of `" + ctx.func->name + "` (it has " + dims + ")");
+  ctx.diags.error("unknown-label", arg.loc,
+                  "in " + stmt_text(ctx.stmt) + ": `" + arg.name + "` is not a " + what + " of `" +
+                      ctx.func->name + "` (it has " + dims + ")");
   return nullptr;
 }
 
@@ -224,9 +226,10 @@ void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Progr
     const ast::ScheduleStmt& stmt = *stmt_ptr;
     const ir::Symbol* f = program.find(stmt.func.text);
     if (!f || f->kind != ir::SymbolKind::Func) {
-      diags.error(stmt.func.loc, "in " + stmt_text(stmt) + ": `" + stmt.func.text + "` is " +
-                                     (f ? std::string("not a Func") : "not declared") +
-                                     "; scheduling primitives apply to Funcs");
+      diags.error("unknown-func", stmt.func.loc,
+                  "in " + stmt_text(stmt) + ": `" + stmt.func.text + "` is " +
+                      (f ? std::string("not a Func") : "not declared") +
+                      "; scheduling primitives apply to Funcs");
       continue;
     }
     if (!program.funcs.count(f)) continue; // its definition has errors, already reported
@@ -236,7 +239,7 @@ void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Progr
       if (prim == cand.name) p = &cand;
     if (!p) {
       std::string hint = closest_primitive(prim);
-      diags.error(stmt.primitive.loc,
+      diags.error("unknown-primitive", stmt.primitive.loc,
                   "unknown scheduling primitive `" + stmt.primitive.text + "`" +
                       (hint.empty() ? "; the primitives are block, tensorize, map, fuse_at, "
                                       "atomic, precision, num_warps, num_stages and compile"

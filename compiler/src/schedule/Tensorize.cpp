@@ -28,12 +28,13 @@ Primitive tensorize_primitive() {
         "tensor size", [&](const ast::ScheduleArg& a) {
           if (a.value == 0 || is_power_of_two(a.value)) return true;
           long long lo = next_power_of_two(a.value) / 2, hi = next_power_of_two(a.value);
-          ctx.diags.error(a.loc, "in " + stmt_text(ctx.stmt) + ": tensor size " +
-                                     std::to_string(a.value) + " of `" + a.name +
-                                     "` is not a power of two; Triton tensors need power-of-two "
-                                     "sizes: use " +
-                                     std::to_string(lo) + " or " + std::to_string(hi) +
-                                     ", or 0 for the whole block");
+          ctx.diags.error("tensor-not-power-of-two", a.loc,
+                          "in " + stmt_text(ctx.stmt) + ": tensor size " + std::to_string(a.value) +
+                              " of `" + a.name +
+                              "` is not a power of two; Triton tensors need power-of-two "
+                              "sizes: use " +
+                              std::to_string(lo) + " or " + std::to_string(hi) +
+                              ", or 0 for the whole block");
           return false;
         });
   };
@@ -44,10 +45,11 @@ Primitive tensorize_primitive() {
       long long t = fs.tensor_of(l);
       auto b = fs.block_of(l);
       if (b && t > *b) {
-        diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: tensor size " +
-                             std::to_string(t) + " of `" + l->name +
-                             "` is larger than its block size " + std::to_string(*b) +
-                             "; use at most the block size, or 0 for the whole block");
+        diags.error("tensor-larger-than-block", loc,
+                    "in `" + fs.func->name + ".tensorize(...)`: tensor size " + std::to_string(t) +
+                        " of `" + l->name + "` is larger than its block size " +
+                        std::to_string(*b) +
+                        "; use at most the block size, or 0 for the whole block");
       }
       width[l] = t == 0 && b ? next_power_of_two(*b) : std::max(1LL, t);
     }
@@ -73,9 +75,10 @@ Primitive tensorize_primitive() {
       walk(*prog.def(f).value);
     }
     if (largest > kMaxTensorElements)
-      diags.error(loc, "in `" + fs.func->name + ".tensorize(...)`: a tensor of " +
-                           std::to_string(largest) + " elements exceeds Triton's limit of " +
-                           std::to_string(kMaxTensorElements) + "; use smaller tensor sizes");
+      diags.error("tensor-too-large", loc,
+                  "in `" + fs.func->name + ".tensorize(...)`: a tensor of " +
+                      std::to_string(largest) + " elements exceeds Triton's limit of " +
+                      std::to_string(kMaxTensorElements) + "; use smaller tensor sizes");
   };
   p.print = [](const FuncSchedule& fs, const ir::Program& prog) -> std::optional<std::string> {
     std::string out;

@@ -1,0 +1,186 @@
+// dtc::Algorithm: the front end run once, then many schedules applied to its checked program.
+#include "dtc/Algorithm.h"
+
+#include "Pipeline.h"
+
+#include <algorithm>
+
+namespace dtc {
+
+struct Algorithm::Impl {
+  std::string source, file_name;
+  std::unique_ptr<Frontend> front; // null when the program has errors
+  std::string diagnostics, own_canonical;
+  std::vector<Message> messages;
+  std::vector<FuncInfo> funcs;
+};
+
+namespace {
+
+/// Errors first (in report order), then warnings and notes.
+void errors_first(std::vector<Message>& messages) {
+  std::stable_partition(messages.begin(), messages.end(),
+                        [](const Message& m) { return m.severity == "error"; });
+}
+
+std::vector<FuncScheduleInfo> describe(const Schedule& schedule, const ir::Program& program) {
+  std::vector<const FuncSchedule*> ordered;
+  for (const auto& [f, fs] : schedule.funcs)
+    ordered.push_back(&fs);
+  std::sort(ordered.begin(), ordered.end(), [](const FuncSchedule* a, const FuncSchedule* b) {
+    return a->func->name < b->func->name;
+  });
+  std::vector<FuncScheduleInfo> out;
+  for (const FuncSchedule* fs : ordered) {
+    FuncScheduleInfo info;
+    info.func = fs->func->name;
+    info.num_warps = fs->warps();
+    info.num_stages = fs->stages();
+    if (fs->fuse_at) {
+      info.fused_into = fs->fuse_at->into->name;
+      info.fused_at = fs->fuse_at->at->name;
+    }
+    for (ir::Label l : schedulable_labels(program, *fs)) {
+      LabelSchedule ls;
+      ls.label = l->name;
+      ls.reduction = l->kind == ir::SymbolKind::RVar;
+      ls.block = fs->block_of(l).value_or(0);
+      ls.tensor = fs->fully_tensorized(l) ? 0 : fs->tensor_of(l);
+      if (fs->map)
+        for (const MapLevel& m : *fs->map)
+          if (m.dim == l && m.factor > 0 && !m.is_split_inner) ls.split = m.factor;
+      info.labels.push_back(std::move(ls));
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+bool lowering_matters(const std::vector<FuncScheduleInfo>& funcs) {
+  for (const FuncScheduleInfo& f : funcs) {
+    if (!f.fused_into.empty()) return true;
+    for (const LabelSchedule& l : f.labels)
+      if (l.reduction && l.block > 0) return true;
+  }
+  return false;
+}
+
+} // namespace
+
+std::string ScheduleInfo::reason() const {
+  for (const Message& m : messages)
+    if (m.severity == "error") return m.code;
+  return "";
+}
+
+Algorithm::Algorithm(std::string source, std::string file_name) : impl_(std::make_unique<Impl>()) {
+  impl_->source = std::move(source);
+  impl_->file_name = std::move(file_name);
+  DiagnosticEngine diags(impl_->file_name, impl_->source);
+  try {
+    impl_->front = run_frontend(impl_->source, diags);
+    if (impl_->front) {
+      const ir::Program& program = impl_->front->program;
+      diags.set_phase("schedule");
+      Schedule own;
+      apply_schedule(impl_->front->ast.schedule, program, own, diags);
+      if (!diags.has_errors()) impl_->own_canonical = canonical_text(own, program);
+      std::vector<const ir::Symbol*> funcs;
+      for (const auto& [f, def] : program.funcs)
+        funcs.push_back(f);
+      std::sort(funcs.begin(), funcs.end(),
+                [](const ir::Symbol* a, const ir::Symbol* b) { return a->order < b->order; });
+      for (const ir::Symbol* f : funcs) {
+        FuncInfo info;
+        info.name = f->name;
+        const ir::FuncDef& def = program.def(f);
+        for (ir::Label l : def.dims)
+          info.dims.push_back(l->name);
+        for (ir::Label l : definition_labels(program, f))
+          if (l->kind == ir::SymbolKind::RVar) info.rvars.push_back(l->name);
+        info.compiled =
+            std::find(own.compiled.begin(), own.compiled.end(), f) != own.compiled.end();
+        impl_->funcs.push_back(std::move(info));
+      }
+    }
+  } catch (const std::exception& e) {
+    diags.error("internal", {}, std::string(e.what()) + " (please report this compiler bug)");
+  }
+  if (diags.has_errors()) impl_->front.reset();
+  impl_->diagnostics = diags.render();
+  impl_->messages = messages_of(diags);
+  errors_first(impl_->messages);
+}
+
+Algorithm::~Algorithm() = default;
+Algorithm::Algorithm(Algorithm&&) noexcept = default;
+Algorithm& Algorithm::operator=(Algorithm&&) noexcept = default;
+
+bool Algorithm::ok() const {
+  return impl_->front != nullptr;
+}
+const std::string& Algorithm::source() const {
+  return impl_->source;
+}
+const std::string& Algorithm::file_name() const {
+  return impl_->file_name;
+}
+const std::string& Algorithm::diagnostics() const {
+  return impl_->diagnostics;
+}
+const std::vector<Message>& Algorithm::messages() const {
+  return impl_->messages;
+}
+const std::vector<FuncInfo>& Algorithm::funcs() const {
+  return impl_->funcs;
+}
+const std::string& Algorithm::own_canonical() const {
+  return impl_->own_canonical;
+}
+
+ScheduleInfo Algorithm::check_schedule(std::string_view text, bool lower) const {
+  ScheduleInfo info;
+  if (!ok()) {
+    info.messages = impl_->messages;
+    return info;
+  }
+  DiagnosticEngine diags(impl_->file_name, impl_->source);
+  try {
+    const ir::Program& program = impl_->front->program;
+    std::vector<ast::ScheduleStmt> stmts = replacement_schedule(impl_->front->ast, text, diags);
+    if (!diags.has_errors()) {
+      diags.set_phase("schedule");
+      Schedule schedule;
+      apply_schedule(stmts, program, schedule, diags);
+      if (!diags.has_errors()) {
+        info.canonical = canonical_text(schedule, program);
+        info.funcs = describe(schedule, program);
+        info.lowering_matters = lowering_matters(info.funcs);
+      }
+    }
+  } catch (const std::exception& e) {
+    diags.error("internal", {}, std::string(e.what()) + " (please report this compiler bug)");
+  }
+  info.messages = messages_of(diags);
+  info.ok = !diags.has_errors();
+  if (info.ok && lower) {
+    CompileResult full = compile(text, Emit::Check);
+    if (!full.ok) {
+      info.ok = false;
+      info.messages = std::move(full.messages);
+    }
+  }
+  if (!info.ok) info.canonical.clear();
+  errors_first(info.messages);
+  return info;
+}
+
+CompileResult Algorithm::compile(std::string_view schedule, Emit emit) const {
+  CompileOptions options;
+  options.file_name = impl_->file_name;
+  options.schedule = std::string(schedule);
+  options.emit = emit;
+  return dtc::compile(impl_->source, options);
+}
+
+} // namespace dtc
