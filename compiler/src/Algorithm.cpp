@@ -2,6 +2,7 @@
 #include "dtc/Algorithm.h"
 
 #include "Pipeline.h"
+#include "frontend/Parser.h"
 
 #include <algorithm>
 
@@ -14,6 +15,24 @@ struct Algorithm::Impl {
   std::vector<Message> messages;
   std::vector<FuncInfo> funcs;
 };
+
+struct Statements::Impl {
+  std::string text;
+  std::vector<ast::ScheduleStmt> stmts;
+  std::vector<Message> messages;
+  bool ok = false;
+};
+
+Statements::Statements() : impl_(std::make_shared<Impl>()) {}
+bool Statements::ok() const {
+  return impl_->ok;
+}
+const std::string& Statements::text() const {
+  return impl_->text;
+}
+const std::vector<Message>& Statements::messages() const {
+  return impl_->messages;
+}
 
 namespace {
 
@@ -138,25 +157,67 @@ const std::string& Algorithm::own_canonical() const {
   return impl_->own_canonical;
 }
 
+Statements Algorithm::parse_statements(std::string_view text) {
+  auto impl = std::make_shared<Statements::Impl>();
+  impl->text = std::string(text);
+  DiagnosticEngine diags("<schedule>", impl->text);
+  try {
+    impl->stmts = parse_schedule(impl->text, diags, 0);
+  } catch (const std::exception& e) {
+    diags.error("internal", {}, std::string(e.what()) + " (please report this compiler bug)");
+  }
+  impl->messages = messages_of(diags);
+  impl->ok = !diags.has_errors();
+  return Statements(std::move(impl));
+}
+
 ScheduleInfo Algorithm::check_schedule(std::string_view text, bool lower) const {
+  if (!ok()) {
+    ScheduleInfo info;
+    info.messages = impl_->messages;
+    return info;
+  }
+  Statements parsed = parse_statements(text);
+  return check_statements({&parsed}, lower);
+}
+
+ScheduleInfo Algorithm::check_statements(const std::vector<const Statements*>& parts,
+                                         bool lower) const {
   ScheduleInfo info;
   if (!ok()) {
     info.messages = impl_->messages;
     return info;
   }
+  for (const Statements* part : parts)
+    if (!part->ok()) {
+      info.messages = part->messages();
+      errors_first(info.messages);
+      return info;
+    }
   DiagnosticEngine diags(impl_->file_name, impl_->source);
   try {
     const ir::Program& program = impl_->front->program;
-    std::vector<ast::ScheduleStmt> stmts = replacement_schedule(impl_->front->ast, text, diags);
-    if (!diags.has_errors()) {
-      diags.set_phase("schedule");
-      Schedule schedule;
-      apply_schedule(stmts, program, schedule, diags);
-      if (!diags.has_errors()) {
-        info.canonical = canonical_text(schedule, program);
-        info.funcs = describe(schedule, program);
-        info.lowering_matters = lowering_matters(info.funcs);
+    // The file's `compile` statements, then the parts.
+    std::vector<ast::ScheduleStmt> stmts;
+    for (const ast::ScheduleStmt& s : impl_->front->ast.schedule)
+      if (s.primitive.text == "compile" || s.primitive.text == "compile_to_kernel")
+        stmts.push_back(s);
+    for (const Statements* part : parts) {
+      int id = diags.add_source("<schedule>", part->text());
+      for (ast::ScheduleStmt s : part->impl().stmts) {
+        s.loc.source = s.func.loc.source = s.primitive.loc.source = id;
+        for (ast::ScheduleArg& a : s.args)
+          a.loc.source = id;
+        stmts.push_back(std::move(s));
       }
+    }
+    diags.set_phase("schedule");
+    Schedule schedule;
+    apply_schedule(stmts, program, schedule, diags);
+    if (!diags.has_errors()) {
+      info.canonical = canonical_text(schedule, program);
+      info.funcs = describe(schedule, program);
+      info.lowering_matters = lowering_matters(info.funcs);
     }
   } catch (const std::exception& e) {
     diags.error("internal", {}, std::string(e.what()) + " (please report this compiler bug)");
@@ -164,6 +225,9 @@ ScheduleInfo Algorithm::check_schedule(std::string_view text, bool lower) const 
   info.messages = messages_of(diags);
   info.ok = !diags.has_errors();
   if (info.ok && lower) {
+    std::string text;
+    for (const Statements* part : parts)
+      text += part->text() + "\n";
     CompileResult full = compile(text, Emit::Check);
     if (!full.ok) {
       info.ok = false;

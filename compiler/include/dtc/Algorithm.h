@@ -52,6 +52,22 @@ struct ScheduleInfo {
   std::string reason() const;
 };
 
+/// Schedule statements parsed once, to be combined into many schedules (see
+/// Algorithm::check_statements). Cheap to copy.
+class Statements {
+public:
+  Statements();
+  bool ok() const;                              // parsed without errors
+  const std::string& text() const;              // as given
+  const std::vector<Message>& messages() const; // the parse errors
+  struct Impl;
+  explicit Statements(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  const Impl& impl() const { return *impl_; }
+
+private:
+  std::shared_ptr<const Impl> impl_;
+};
+
 class Algorithm {
 public:
   /// Parses and checks `source`. Never throws for bad input: ok() is false and the
@@ -77,6 +93,13 @@ public:
   /// fusion, reduction splitting and lowering, so every error code generation would report is
   /// found. Precondition: ok().
   ScheduleInfo check_schedule(std::string_view schedule, bool lower = false) const;
+
+  /// Parses schedule statements without applying them.
+  static Statements parse_statements(std::string_view text);
+  /// check_schedule of the statements of `parts`, in order, without parsing them again: the
+  /// explorer's fast path. Messages point into each part's own text.
+  ScheduleInfo check_statements(const std::vector<const Statements*>& parts,
+                                bool lower = false) const;
 
   /// The whole pipeline with `schedule` as in dtc::compile.
   CompileResult compile(std::string_view schedule, Emit emit = Emit::Python) const;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <memory>
 #include <set>
 
 namespace dtc {
@@ -78,7 +80,19 @@ std::string stmt_text(const ast::ScheduleStmt& stmt) {
 ir::Labels definition_labels(const ir::Program& program, const ir::Symbol* func) {
   auto it = program.funcs.find(func);
   if (it == program.funcs.end()) return {};
-  ir::Labels labels = it->second.dims;
+  const ir::FuncDef& def = it->second;
+  // Cached per definition: the explorer asks for the same Func's labels for every schedule.
+  struct Entry {
+    std::weak_ptr<const ir::Expr> value;
+    ir::Labels dims, labels;
+  };
+  thread_local std::map<const ir::Expr*, Entry> cache;
+  if (def.value) {
+    auto hit = cache.find(def.value.get());
+    if (hit != cache.end() && hit->second.value.lock() == def.value && hit->second.dims == def.dims)
+      return hit->second.labels;
+  }
+  ir::Labels labels = def.dims;
   struct Collect : ir::IRVisitor {
     ir::Labels* out;
     void visit(const ir::Reduce& e) override {
@@ -91,7 +105,11 @@ ir::Labels definition_labels(const ir::Program& program, const ir::Symbol* func)
     }
   } collect;
   collect.out = &labels;
-  if (it->second.value) it->second.value->accept(collect);
+  if (def.value) {
+    def.value->accept(collect);
+    if (cache.size() > 256) cache.clear();
+    cache[def.value.get()] = Entry{def.value, def.dims, labels};
+  }
   return labels;
 }
 

@@ -6,11 +6,47 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <memory>
+#include <set>
 
 namespace dtc {
 
 // Triton's cap on the elements of one tensor (triton.language.TRITON_MAX_TENSOR_NUMEL).
 constexpr long long kMaxTensorElements = 1 << 20;
+
+namespace {
+
+/// The distinct label lists along which the values of an expression vary (a reduction's operand
+/// along the reduced label too): the shapes of the tiles a kernel computing it builds. Cached per
+/// expression, since the explorer validates thousands of schedules of one algorithm.
+const std::vector<ir::Labels>& tile_label_sets(const ir::ExprPtr& value) {
+  struct Entry {
+    std::weak_ptr<const ir::Expr> expr;
+    std::vector<ir::Labels> sets;
+  };
+  thread_local std::map<const ir::Expr*, Entry> cache;
+  auto it = cache.find(value.get());
+  if (it != cache.end() && it->second.expr.lock() == value) return it->second.sets;
+  if (cache.size() > 256) cache.clear();
+  Entry entry{value, {}};
+  std::set<ir::Labels> seen;
+  std::set<const ir::Expr*> visited; // shared subexpressions once
+  std::vector<const ir::Expr*> stack{value.get()};
+  while (!stack.empty()) {
+    const ir::Expr* e = stack.back();
+    stack.pop_back();
+    if (!visited.insert(e).second) continue;
+    if (seen.insert(e->dims).second) entry.sets.push_back(e->dims);
+    if (auto* r = e->as<ir::Reduce>())
+      if (seen.insert(r->a->dims).second) entry.sets.push_back(r->a->dims);
+    for (const ir::Expr* k : ir::children(*e))
+      stack.push_back(k);
+  }
+  return (cache[value.get()] = std::move(entry)).sets;
+}
+
+} // namespace
 
 static long long next_power_of_two(long long v) {
   long long p = 1;
@@ -62,17 +98,12 @@ Primitive tensorize_primitive() {
       return n;
     };
     long long largest = 0;
-    std::function<void(const ir::Expr&)> walk = [&](const ir::Expr& e) {
-      largest = std::max(largest, elements(e.dims));
-      if (auto* r = e.as<ir::Reduce>()) largest = std::max(largest, elements(r->a->dims));
-      for (const ir::Expr* k : ir::children(e))
-        walk(*k);
-    };
     std::vector<const ir::Symbol*> funcs = fs.fused;
     funcs.push_back(fs.func);
     for (const ir::Symbol* f : funcs) {
       largest = std::max(largest, elements(prog.def(f).dims));
-      walk(*prog.def(f).value);
+      for (const ir::Labels& labels : tile_label_sets(prog.def(f).value))
+        largest = std::max(largest, elements(labels));
     }
     if (largest > kMaxTensorElements)
       diags.error("tensor-too-large", loc,
