@@ -20,6 +20,7 @@ struct Statements::Impl {
   std::string text;
   std::vector<ast::ScheduleStmt> stmts;
   std::vector<Message> messages;
+  std::vector<Statements::Statement> view;
   bool ok = false;
 };
 
@@ -32,6 +33,9 @@ const std::string& Statements::text() const {
 }
 const std::vector<Message>& Statements::messages() const {
   return impl_->messages;
+}
+const std::vector<Statements::Statement>& Statements::statements() const {
+  return impl_->view;
 }
 
 namespace {
@@ -168,6 +172,12 @@ Statements Algorithm::parse_statements(std::string_view text) {
   }
   impl->messages = messages_of(diags);
   impl->ok = !diags.has_errors();
+  for (const ast::ScheduleStmt& s : impl->stmts) {
+    Statements::Statement v{s.func.text, s.primitive.text, {}};
+    for (const ast::ScheduleArg& a : s.args)
+      v.args.push_back({a.name, a.has_value, a.value, a.split_name});
+    impl->view.push_back(std::move(v));
+  }
   return Statements(std::move(impl));
 }
 

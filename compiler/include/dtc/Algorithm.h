@@ -56,7 +56,19 @@ struct ScheduleInfo {
 /// Algorithm::check_statements). Cheap to copy.
 class Statements {
 public:
+  /// One parsed statement: `f.block(x:64, y)` is {f, block, {{x, true, 64}, {y}}}.
+  struct Arg {
+    std::string name; // empty for a bare integer
+    bool has_value = false;
+    long long value = 0;
+    std::string split_name; // `x:xi/4`
+  };
+  struct Statement {
+    std::string func, primitive;
+    std::vector<Arg> args;
+  };
   Statements();
+  const std::vector<Statement>& statements() const;
   bool ok() const;                              // parsed without errors
   const std::string& text() const;              // as given
   const std::vector<Message>& messages() const; // the parse errors

@@ -1,9 +1,8 @@
-// dtx: the explorer's command line. `dtx measure` compiles schedules of a DT program with the
-// dtc library and checks and times them (and baselines) through the worker pool.
+// `dtx measure`: compiles schedules of a DT program with the dtc library and checks and times
+// them (and baselines) through the worker pool.
+#include "Commands.h"
 #include "dtx/Measure.h"
 #include "dtx/WorkerPool.h"
-
-#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -12,37 +11,8 @@
 #include <sstream>
 #include <unistd.h>
 
+namespace dtx::cli {
 namespace {
-
-constexpr int kUsageError = 2;
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(s);
-  while (std::getline(in, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::map<std::string, std::int64_t> parse_shape(const std::string& text) {
-  std::map<std::string, std::int64_t> sizes;
-  for (const auto& item : split(text, ',')) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw CLI::ValidationError("--shape", "`" + item + "` is not LABEL=SIZE");
-    try {
-      std::size_t used = 0;
-      long long v = std::stoll(item.substr(eq + 1), &used);
-      if (used != item.size() - eq - 1 || v < 0) throw std::invalid_argument("size");
-      sizes[item.substr(0, eq)] = v;
-    } catch (const std::exception&) {
-      throw CLI::ValidationError("--shape", "`" + item + "`: the size is not a whole number");
-    }
-  }
-  if (sizes.empty()) throw CLI::ValidationError("--shape", "give LABEL=SIZE,...");
-  return sizes;
-}
 
 dtx::BaselineSpec parse_baseline(const std::string& text) {
   dtx::BaselineSpec b;
@@ -79,12 +49,6 @@ std::vector<std::string> read_schedules(const std::string& path) {
     out.push_back(line.substr(first, last - first + 1));
   }
   return out;
-}
-
-std::string fmt_ms(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
 }
 
 int measure(const std::string& file, const std::string& shape, const std::string& dtype,
@@ -215,15 +179,19 @@ int measure(const std::string& file, const std::string& shape, const std::string
 
 } // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{"dtx: explores Decoupled Triton schedules: compiles, checks and times kernels.",
-               "dtx"};
-  app.require_subcommand(1);
+Command add_measure_command(CLI::App& app) {
+  struct Args {
+    std::string file, shape, dtype = "float16", schedules_file, times = "bench",
+                             protocol = "single";
+    std::vector<std::string> schedules, baselines, modules;
+    bool json_flag = false, verbose_flag = false;
+  };
+  auto args = std::make_shared<Args>();
+  auto& [file, shape, dtype, schedules_file, times, protocol, schedules, baselines, modules,
+         json_flag, verbose_flag] = *args;
   CLI::App* sub = app.add_subcommand(
       "measure", "compile each schedule of FILE.dt, check and time the kernels and the "
                  "baselines, print them ranked");
-  std::string file, shape, dtype = "float16", schedules_file, times = "bench", protocol = "single";
-  std::vector<std::string> schedules, baselines, modules;
   sub->add_option("FILE", file, "the DT program")->required()->check(CLI::ExistingFile);
   sub->add_option("--shape", shape, "sizes by DT label: x=4096,y=4096")->required();
   sub->add_option("--dtype", dtype, "float32, float16 (default) or bfloat16")
@@ -260,7 +228,6 @@ int main(int argc, char** argv) {
   sub->add_option("--rep", "do_bench repetitions in ms (default 100)")->check(CLI::PositiveNumber);
   sub->add_option("--host-calls", "calls timed back to back for `host`")
       ->check(CLI::PositiveNumber);
-  bool json_flag = false, verbose_flag = false;
   sub->add_flag("--json", json_flag, "print the report as JSON");
   sub->add_option("--compile-workers", "compile workers (default 1)")
       ->default_val(1)
@@ -280,10 +247,10 @@ int main(int argc, char** argv) {
         opt->get_name() != "--module")
       opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
 
-  try {
-    app.parse(argc, argv);
-    return measure(file, shape, dtype, schedules, schedules_file, baselines, modules, times, *sub);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kUsageError;
-  }
+  return {sub, [args, sub] {
+            return measure(args->file, args->shape, args->dtype, args->schedules,
+                           args->schedules_file, args->baselines, args->modules, args->times, *sub);
+          }};
 }
+
+} // namespace dtx::cli

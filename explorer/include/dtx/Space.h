@@ -1,0 +1,142 @@
+#pragma once
+// The space of a schedule template for one algorithm and shape, expanded lazily.
+//
+// A point of the space is a choice vector: one alternative index per template variable (mixed
+// radix, the last variable varying fastest), so the size before pruning is a product computed
+// without enumerating, any index decodes to its schedule in O(variables), and sampling is
+// drawing an index. Evaluating a point renders its statements, checks the `where` constraints,
+// asks the compiler (dtc::Algorithm, statements parsed once and cached) and applies the
+// shape rules; a rejected point carries the reason's stable code.
+//
+// Duplicates: a variable that no chosen statement uses (inside an absent optional statement or
+// an alternative not taken) does not change the schedule; `normalize` sets such variables to
+// their first alternative and enumeration visits only normalized points. Schedules that differ
+// as written but mean the same kernel (the compiler's canonical form, spec section 1) are
+// recognised by their canonical text.
+#include "dtx/Template.h"
+
+#include <dtc/Algorithm.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace dtx {
+
+using ShapeSizes = std::map<std::string, std::int64_t>;
+
+struct SpaceOptions {
+  /// Prune blocks larger than their dimension rounded up to a power of two (they only add
+  /// masked-off lanes to a smaller block's kernel). Needs the shape.
+  bool prune_oversized_blocks = true;
+  /// Run fusion and lowering for schedules where they can reject more (fused Funcs, blocked
+  /// reductions). Off: such rejections surface when the candidate is compiled for measuring.
+  bool lower_when_it_matters = true;
+};
+
+struct Candidate {
+  std::uint64_t index = 0;
+  std::vector<int> choices;
+  std::string schedule;  // the concrete statements, `;`-separated
+  std::string canonical; // the compiler's canonical text (when ok)
+  bool ok = false;
+  std::string reason;  // why it was rejected: a compiler diagnostic code, `where`,
+                       // `block-exceeds-dimension`, `map-split-does-not-divide`, `arithmetic`
+  std::string message; // the first error's text
+};
+
+/// Reasons of the pruning the explorer adds to the compiler's (documented in docs/templates.md).
+inline constexpr const char* kReasonWhere = "where";
+inline constexpr const char* kReasonArithmetic = "arithmetic";
+inline constexpr const char* kReasonOversizedBlock = "block-exceeds-dimension";
+inline constexpr const char* kReasonSplit = "map-split-does-not-divide";
+
+class Space {
+public:
+  /// Precondition: algorithm->ok(). Labels in `shape` size the dimensions for the shape rules
+  /// and `size.v` in constraints.
+  Space(std::shared_ptr<const dtc::Algorithm> algorithm, Template tmpl, ShapeSizes shape = {},
+        SpaceOptions options = {});
+
+  /// Points before pruning; saturates at UINT64_MAX (then overflowed() is true).
+  std::uint64_t size() const { return size_; }
+  bool overflowed() const { return overflowed_; }
+  const Template& tmpl() const { return tmpl_; }
+  const dtc::Algorithm& algorithm() const { return *algorithm_; }
+  const ShapeSizes& shape() const { return shape_; }
+  /// Alternatives per variable.
+  const std::vector<int>& radices() const { return radices_; }
+
+  std::vector<int> decode(std::uint64_t index) const;
+  std::uint64_t encode(const std::vector<int>& choices) const;
+  /// Variables no chosen statement or constraint uses, set to 0.
+  std::vector<int> normalize(std::vector<int> choices) const;
+  bool normalized(const std::vector<int>& choices) const { return normalize(choices) == choices; }
+
+  /// Renders, constrains and checks one point. Thread-safe.
+  Candidate evaluate(const std::vector<int>& choices) const;
+  Candidate at(std::uint64_t index) const { return evaluate(decode(index)); }
+  /// A uniformly random normalized point (not necessarily valid).
+  std::vector<int> sample(std::mt19937_64& rng) const;
+
+  /// The concrete schedule text of a point (statements joined by `;\n`).
+  std::string render(const std::vector<int>& choices) const;
+
+private:
+  struct Rendered;
+  bool render_into(const std::vector<int>& choices, Rendered& out, std::string& error) const;
+  const dtc::Statements* parsed(const std::string& text) const;
+  std::optional<long long> eval(const TExpr& e, const std::vector<int>& choices, const Rendered& r,
+                                std::string& error) const;
+  std::string shape_rule(const dtc::ScheduleInfo& info, std::string& message) const;
+
+  std::shared_ptr<const dtc::Algorithm> algorithm_;
+  Template tmpl_;
+  ShapeSizes shape_;
+  SpaceOptions options_;
+  std::vector<int> radices_;
+  std::uint64_t size_ = 1;
+  bool overflowed_ = false;
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::unique_ptr<dtc::Statements>> cache_;
+};
+
+/// Counts of an expansion.
+struct ExpansionStats {
+  std::uint64_t space_size = 0; // before pruning
+  std::uint64_t visited = 0;    // normalized points evaluated
+  std::uint64_t unused = 0;     // points skipped because a variable they set is unused
+  std::uint64_t valid = 0;      // accepted by every check
+  std::uint64_t distinct = 0;   // valid with a canonical text not seen before
+  std::uint64_t duplicates = 0; // valid with a canonical text seen before
+  std::map<std::string, std::uint64_t> rejected; // by reason
+};
+
+/// Walks a space in index order, yielding each distinct valid schedule once (the first point
+/// with its canonical text). Memory: one 64-bit hash per distinct schedule.
+class Enumerator {
+public:
+  explicit Enumerator(const Space& space, std::uint64_t begin = 0, std::uint64_t end = UINT64_MAX);
+  /// The next distinct valid candidate; with `rejected`, rejected points are returned too
+  /// (ok false), but not unused-variable or duplicate points.
+  std::optional<Candidate> next(bool rejected = false);
+  const ExpansionStats& stats() const { return stats_; }
+
+private:
+  const Space& space_;
+  std::uint64_t pos_, end_;
+  std::unordered_set<std::uint64_t> seen_;
+  ExpansionStats stats_;
+};
+
+/// The canonical text's 64-bit hash used for deduplication.
+std::uint64_t canonical_hash(const std::string& canonical);
+
+} // namespace dtx

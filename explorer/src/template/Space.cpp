@@ -1,0 +1,384 @@
+// Lazy expansion of a schedule template (see Space.h).
+#include "dtx/Space.h"
+
+#include <functional>
+
+namespace dtx {
+
+struct Space::Rendered {
+  std::vector<std::string> texts;            // present statements, rendered
+  std::vector<const dtc::Statements*> parts; // the same, parsed
+  std::vector<char> used;                    // per variable
+};
+
+namespace {
+
+long long next_power_of_two(long long v) {
+  long long p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
+/// Validates the names a constraint uses against the algorithm (at construction).
+void check_constraint(const TExpr& e, const dtc::Algorithm& a, std::vector<TemplateError>& errors) {
+  if (e.kind == TExpr::Kind::Field || e.kind == TExpr::Kind::Present) {
+    bool found = false;
+    for (const dtc::FuncInfo& f : a.funcs())
+      found |= f.name == e.func;
+    if (!found) errors.push_back({e.loc, "`" + e.func + "` is not a Func of the algorithm"});
+    static const char* prims[] = {"block",  "tensorize", "map",       "fuse_at",
+                                  "atomic", "precision", "num_warps", "num_stages"};
+    bool known = false;
+    for (const char* p : prims)
+      known |= e.prim == p;
+    if (!known)
+      errors.push_back({e.loc, "`" + e.prim +
+                                   "` is not a scheduling primitive a constraint "
+                                   "can read"});
+  }
+  if (e.a) check_constraint(*e.a, a, errors);
+  if (e.b) check_constraint(*e.b, a, errors);
+}
+
+} // namespace
+
+Space::Space(std::shared_ptr<const dtc::Algorithm> algorithm, Template tmpl, ShapeSizes shape,
+             SpaceOptions options)
+    : algorithm_(std::move(algorithm)), tmpl_(std::move(tmpl)), shape_(std::move(shape)),
+      options_(options) {
+  std::vector<TemplateError> errors;
+  for (const TExprPtr& c : tmpl_.constraints)
+    check_constraint(*c, *algorithm_, errors);
+  for (const TemplateStatement& s : tmpl_.statements) {
+    bool found = false;
+    for (const dtc::FuncInfo& f : algorithm_->funcs())
+      found |= f.name == s.func;
+    if (!found) errors.push_back({s.loc, "`" + s.func + "` is not a Func of the algorithm"});
+  }
+  if (!errors.empty()) throw TemplateParseError(errors, render_template_errors(errors, "template"));
+  for (const Variable& v : tmpl_.variables) {
+    int r = static_cast<int>(v.alternatives.size());
+    radices_.push_back(r);
+    if (!overflowed_ && size_ > UINT64_MAX / static_cast<std::uint64_t>(r)) {
+      overflowed_ = true;
+      size_ = UINT64_MAX;
+    } else if (!overflowed_) {
+      size_ *= static_cast<std::uint64_t>(r);
+    }
+  }
+}
+
+std::vector<int> Space::decode(std::uint64_t index) const {
+  std::vector<int> c(radices_.size(), 0);
+  for (size_t i = radices_.size(); i-- > 0;) {
+    c[i] = static_cast<int>(index % static_cast<std::uint64_t>(radices_[i]));
+    index /= static_cast<std::uint64_t>(radices_[i]);
+  }
+  return c;
+}
+
+std::uint64_t Space::encode(const std::vector<int>& choices) const {
+  std::uint64_t index = 0;
+  for (size_t i = 0; i < radices_.size(); ++i)
+    index =
+        index * static_cast<std::uint64_t>(radices_[i]) + static_cast<std::uint64_t>(choices[i]);
+  return index;
+}
+
+const dtc::Statements* Space::parsed(const std::string& text) const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  auto it = cache_.find(text);
+  if (it != cache_.end()) return it->second.get();
+  if (cache_.size() > 100000) cache_.clear(); // bounded: distinct statement texts are few
+  auto parsed = std::make_unique<dtc::Statements>(dtc::Algorithm::parse_statements(text));
+  return cache_.emplace(text, std::move(parsed)).first->second.get();
+}
+
+std::optional<long long> Space::eval(const TExpr& e, const std::vector<int>& choices,
+                                     const Rendered& r, std::string& error) const {
+  using K = TExpr::Kind;
+  switch (e.kind) {
+  case K::Int:
+    return e.value;
+  case K::Tie: {
+    const Pieces& alt = tmpl_.variables[e.var].alternatives[choices[e.var]];
+    if (alt.size() == 1 && alt[0].kind == Piece::Kind::Int)
+      return eval(*alt[0].expr, choices, r, error);
+    if (alt.size() == 1 && alt[0].kind == Piece::Kind::Choice) {
+      TExpr inner;
+      inner.kind = K::Tie;
+      inner.var = alt[0].var;
+      return eval(inner, choices, r, error);
+    }
+    if (alt.size() == 1 && alt[0].kind == Piece::Kind::Text) {
+      const std::string& t = alt[0].text;
+      if (!t.empty() && t.size() < 19 && t.find_first_not_of("0123456789") == std::string::npos)
+        return std::stoll(t);
+    }
+    error = "`$" + e.label + "` is not a number here, so it cannot be used in arithmetic";
+    return std::nullopt;
+  }
+  case K::Size: {
+    auto it = shape_.find(e.label);
+    if (it == shape_.end()) {
+      error = "`size." + e.label + "` needs the shape to give `" + e.label + "`";
+      return std::nullopt;
+    }
+    return it->second;
+  }
+  case K::Present: {
+    for (const dtc::Statements* p : r.parts)
+      for (const auto& s : p->statements())
+        if (s.func == e.func && s.primitive == e.prim) return 1;
+    return 0;
+  }
+  case K::Field: {
+    // The value the last statement of F.prim gives the label (or the single value).
+    std::optional<long long> v;
+    for (const dtc::Statements* p : r.parts)
+      for (const auto& s : p->statements()) {
+        if (s.func != e.func || s.primitive != e.prim) continue;
+        for (const auto& a : s.args) {
+          if (e.label.empty() && a.name.empty()) v = a.value;
+          if (!e.label.empty() && a.name == e.label) v = a.has_value ? a.value : 1;
+        }
+      }
+    if (v) return v;
+    if (e.prim == "num_warps") return 4;
+    if (e.prim == "num_stages") return 3;
+    if (e.prim == "tensorize") return 1;
+    if (e.prim == "block" && !e.label.empty()) {
+      auto it = shape_.find(e.label); // an unblocked dimension is one block of the whole size
+      return it == shape_.end() ? 0 : it->second;
+    }
+    return 0;
+  }
+  case K::Unary: {
+    auto a = eval(*e.a, choices, r, error);
+    if (!a) return a;
+    return e.op == "not" ? static_cast<long long>(*a == 0) : -*a;
+  }
+  case K::Binary: {
+    auto a = eval(*e.a, choices, r, error);
+    if (!a) return a;
+    if (e.op == "and" && !*a) return 0;
+    if (e.op == "or" && *a) return 1;
+    auto b = eval(*e.b, choices, r, error);
+    if (!b) return b;
+    const std::string& op = e.op;
+    if (op == "+") return *a + *b;
+    if (op == "-") return *a - *b;
+    if (op == "*") return *a * *b;
+    if (op == "/" || op == "%") {
+      if (*b == 0) {
+        error = "division by zero";
+        return std::nullopt;
+      }
+      return op == "/" ? *a / *b : *a % *b;
+    }
+    if (op == "<") return *a < *b;
+    if (op == "<=") return *a <= *b;
+    if (op == ">") return *a > *b;
+    if (op == ">=") return *a >= *b;
+    if (op == "==") return *a == *b;
+    if (op == "!=") return *a != *b;
+    if (op == "and" || op == "or") return *b != 0;
+    error = "unknown operator `" + op + "`";
+    return std::nullopt;
+  }
+  }
+  return std::nullopt;
+}
+
+bool Space::render_into(const std::vector<int>& choices, Rendered& out, std::string& error) const {
+  out.used.assign(tmpl_.variables.size(), 0);
+  out.texts.clear();
+  out.parts.clear();
+  bool good = true;
+  // Ties a constraint reads are used (the constraint's outcome depends on them).
+  std::function<void(const TExpr&)> mark = [&](const TExpr& e) {
+    if (e.kind == TExpr::Kind::Tie) out.used[e.var] = 1;
+    if (e.a) mark(*e.a);
+    if (e.b) mark(*e.b);
+  };
+  for (const TExprPtr& c : tmpl_.constraints)
+    mark(*c);
+  std::function<void(const Pieces&, std::string&)> render = [&](const Pieces& pieces,
+                                                                std::string& text) {
+    for (const Piece& p : pieces) {
+      switch (p.kind) {
+      case Piece::Kind::Text:
+        text += p.text;
+        break;
+      case Piece::Kind::Choice:
+        out.used[p.var] = 1;
+        render(tmpl_.variables[p.var].alternatives[choices[p.var]], text);
+        break;
+      case Piece::Kind::Int: {
+        mark(*p.expr);
+        std::string why;
+        auto v = eval(*p.expr, choices, out, why);
+        if (!v) {
+          if (good) error = why;
+          good = false;
+        } else {
+          text += std::to_string(*v);
+        }
+        break;
+      }
+      }
+    }
+  };
+  for (const TemplateStatement& s : tmpl_.statements) {
+    if (s.optional_var >= 0) {
+      out.used[s.optional_var] = 1;
+      if (choices[s.optional_var] == 0) continue;
+    }
+    std::string text;
+    render(s.pieces, text);
+    out.texts.push_back(std::move(text));
+  }
+  return good;
+}
+
+std::vector<int> Space::normalize(std::vector<int> choices) const {
+  Rendered r;
+  std::string error;
+  render_into(choices, r, error);
+  for (size_t i = 0; i < choices.size(); ++i)
+    if (!r.used[i]) choices[i] = 0;
+  return choices;
+}
+
+std::string Space::render(const std::vector<int>& choices) const {
+  Rendered r;
+  std::string error;
+  render_into(choices, r, error);
+  std::string out;
+  for (const std::string& t : r.texts)
+    out += (out.empty() ? "" : ";\n") + t;
+  return out;
+}
+
+std::vector<int> Space::sample(std::mt19937_64& rng) const {
+  std::vector<int> c(radices_.size());
+  for (size_t i = 0; i < c.size(); ++i)
+    c[i] = std::uniform_int_distribution<int>(0, radices_[i] - 1)(rng);
+  return normalize(std::move(c));
+}
+
+std::string Space::shape_rule(const dtc::ScheduleInfo& info, std::string& message) const {
+  for (const dtc::FuncScheduleInfo& f : info.funcs)
+    for (const dtc::LabelSchedule& l : f.labels) {
+      auto it = shape_.find(l.label);
+      if (it == shape_.end()) continue;
+      long long size = it->second;
+      if (options_.prune_oversized_blocks && l.block > 0 && size > 0 &&
+          l.block > next_power_of_two(size)) {
+        message = "block " + std::to_string(l.block) + " of `" + f.func + "." + l.label +
+                  "` is larger than the dimension (" + std::to_string(size) + ")";
+        return kReasonOversizedBlock;
+      }
+      if (l.split > 0) {
+        long long blocks = l.block > 0 ? (size + l.block - 1) / l.block : 1;
+        if (blocks % l.split != 0) {
+          message = "`map` splits the " + std::to_string(blocks) + " blocks of `" + l.label +
+                    "` by " + std::to_string(l.split) + ", which does not divide them";
+          return kReasonSplit;
+        }
+      }
+    }
+  return "";
+}
+
+Candidate Space::evaluate(const std::vector<int>& choices) const {
+  Candidate c;
+  c.choices = choices;
+  c.index = encode(choices);
+  Rendered r;
+  std::string error;
+  bool rendered = render_into(choices, r, error);
+  for (const std::string& t : r.texts)
+    c.schedule += (c.schedule.empty() ? "" : ";\n") + t;
+  if (!rendered) {
+    c.reason = kReasonArithmetic;
+    c.message = error;
+    return c;
+  }
+  for (const std::string& t : r.texts)
+    r.parts.push_back(parsed(t));
+  for (const TExprPtr& constraint : tmpl_.constraints) {
+    std::string why;
+    auto v = eval(*constraint, choices, r, why);
+    if (!v || *v == 0) {
+      c.reason = kReasonWhere;
+      c.message = v ? "a `where` constraint does not hold" : why;
+      return c;
+    }
+  }
+  dtc::ScheduleInfo info = algorithm_->check_statements(r.parts);
+  if (info.ok && info.lowering_matters && options_.lower_when_it_matters)
+    info = algorithm_->check_statements(r.parts, true);
+  if (!info.ok) {
+    c.reason = info.reason();
+    for (const dtc::Message& m : info.messages)
+      if (m.severity == "error") {
+        c.message = m.text;
+        break;
+      }
+    return c;
+  }
+  std::string message;
+  std::string rule = shape_rule(info, message);
+  if (!rule.empty()) {
+    c.reason = rule;
+    c.message = message;
+    return c;
+  }
+  c.ok = true;
+  c.canonical = std::move(info.canonical);
+  return c;
+}
+
+std::uint64_t canonical_hash(const std::string& canonical) {
+  // FNV-1a, 64-bit: stable across runs and platforms (std::hash is not).
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char ch : canonical) {
+    h ^= ch;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+Enumerator::Enumerator(const Space& space, std::uint64_t begin, std::uint64_t end)
+    : space_(space), pos_(begin), end_(std::min(end, space.size())) {
+  stats_.space_size = space.size();
+}
+
+std::optional<Candidate> Enumerator::next(bool rejected) {
+  while (pos_ < end_) {
+    std::vector<int> choices = space_.decode(pos_++);
+    if (!space_.normalized(choices)) {
+      ++stats_.unused;
+      continue;
+    }
+    ++stats_.visited;
+    Candidate c = space_.evaluate(choices);
+    if (!c.ok) {
+      ++stats_.rejected[c.reason];
+      if (rejected) return c;
+      continue;
+    }
+    ++stats_.valid;
+    if (!seen_.insert(canonical_hash(c.canonical)).second) {
+      ++stats_.duplicates;
+      continue;
+    }
+    ++stats_.distinct;
+    return c;
+  }
+  return std::nullopt;
+}
+
+} // namespace dtx

@@ -1,0 +1,70 @@
+// dtx: the explorer's command line (one file per subcommand beside this one).
+#include "Commands.h"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace dtx::cli {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+ShapeSizes parse_shape(const std::string& text, const std::string& option) {
+  ShapeSizes sizes;
+  for (const auto& item : split(text, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw CLI::ValidationError(option, "`" + item + "` is not LABEL=SIZE");
+    try {
+      std::size_t used = 0;
+      long long v = std::stoll(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1 || v < 0) throw std::invalid_argument("size");
+      sizes[item.substr(0, eq)] = v;
+    } catch (const std::exception&) {
+      throw CLI::ValidationError(option, "`" + item + "`: the size is not a whole number");
+    }
+  }
+  if (sizes.empty()) throw CLI::ValidationError(option, "give LABEL=SIZE,...");
+  return sizes;
+}
+
+std::string fmt_ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string shape_text(const ShapeSizes& shape) {
+  std::string out;
+  for (const auto& [label, size] : shape)
+    out += (out.empty() ? "" : ",") + label + "=" + std::to_string(size);
+  return out;
+}
+
+} // namespace dtx::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtx: explores Decoupled Triton schedules: expands templates, compiles, checks "
+               "and times kernels.",
+               "dtx"};
+  app.require_subcommand(1);
+  std::vector<dtx::cli::Command> commands = {
+      dtx::cli::add_measure_command(app),
+      dtx::cli::add_expand_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+    for (auto& c : commands)
+      if (c.sub->parsed()) return c.run();
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : dtx::cli::kUsageError;
+  }
+  return dtx::cli::kUsageError;
+}
