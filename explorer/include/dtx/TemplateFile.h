@@ -24,6 +24,7 @@ struct NamedBaseline {
 
 struct TemplateFile {
   std::filesystem::path path; // empty for inline text
+  std::string name;           // how messages name it (the path, or what the caller said)
   std::string kernel;
   std::string algorithm;            // the DT source
   std::string algorithm_name;       // its file name, for diagnostics

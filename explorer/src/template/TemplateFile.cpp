@@ -123,6 +123,7 @@ TemplateFile parse_template_file(const std::string& yaml, const std::string& nam
                "test_shapes, dtype, baselines, strategy, budget");
   }
   TemplateFile t;
+  t.name = name;
   if (!root["kernel"]) throw TemplateFileError(name + ": error: missing `kernel:` (its name)\n");
   t.kernel = scalar(name, root["kernel"], "kernel");
   if (root["algorithm"] && root["source"])
@@ -220,8 +221,8 @@ Template TemplateFile::parse_schedule() const {
     std::vector<TemplateError> errors = e.errors;
     for (TemplateError& err : errors)
       if (err.loc.line == 1) err.loc.col += schedule_col;
-    std::string name = path.empty() ? std::string("template") : path.string();
-    throw TemplateFileError(render_template_errors(errors, name, schedule_line));
+    throw TemplateFileError(render_template_errors(
+        errors, name.empty() ? std::string("template") : name, schedule_line));
   }
 }
 
