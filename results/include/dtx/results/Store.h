@@ -4,7 +4,12 @@
 // and the server; knows neither (no compiler, no measurement types: plain rows).
 //
 // Thread-safe: one Store may be shared by threads (it serializes its own statements). Several
-// processes may open the same file; SQLite's locking keeps them consistent.
+// processes may open the same file; SQLite's locking keeps them consistent. Every write is one
+// statement or one transaction, so a process killed mid-write loses only that write.
+//
+// Errors: SQLite failures, and ids that name no row in the writing calls (set_*, add_*), throw
+// StoreError; the reading calls answer nullopt or an empty list for an unknown id. Paging:
+// `limit` < 0 means no limit. The schema and the rules below: docs/results-store.md.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -44,7 +49,7 @@ struct TimeQuantiles { // milliseconds
 
 /// One check-and-time of one generated module (or one baseline) at one shape and dtype.
 struct MeasurementRecord {
-  std::int64_t id = 0; // set by the store
+  std::int64_t id = 0;   // set by the store
   std::string code_hash; // SHA-256 of the generated module (empty for a baseline)
   std::string shape;     // shape_key
   std::string dtype;
@@ -67,20 +72,22 @@ struct MeasurementRecord {
 };
 
 struct ExplorationSpec {
-  std::string kernel;           // name used by best() and the UI
-  std::string algorithm;        // the DT source
-  std::string template_text;    // the schedule template
-  std::string template_file;    // where it came from ("" when sent inline)
-  std::string shape;            // shape_key
+  std::string kernel;        // name used by best() and the UI
+  std::string algorithm;     // the DT source
+  std::string template_text; // the schedule template
+  std::string template_file; // where it came from ("" when sent inline)
+  std::string shape;         // shape_key
   std::string dtype;
-  std::string strategy;         // exhaustive, random, evolution, local
-  std::string settings_json;    // everything else (budget, seed, protocol, baselines...) as JSON
+  std::string strategy;      // exhaustive, random, evolution, local
+  std::string settings_json; // everything else (budget, seed, protocol, baselines...) as JSON
 };
 
 enum class State { Queued, Running, Done, Failed, Cancelled };
 std::string state_name(State state);
 std::optional<State> parse_state(const std::string& name);
 
+/// measured, failed, best_ms and best_baseline_ms are computed from the rows when read. A
+/// schedule's ranking measurement is its latest `full` one, else its latest `screen` one.
 struct Exploration {
   std::int64_t id = 0;
   ExplorationSpec spec;
@@ -88,12 +95,12 @@ struct Exploration {
   std::string message;           // why it failed or was cancelled
   std::int64_t space_size = 0;   // schedules before pruning
   std::int64_t candidates = 0;   // distinct valid schedules considered
-  std::int64_t measured = 0;     // candidates with a stored result (any status)
-  std::int64_t failed = 0;       // of those, not ok
+  std::int64_t measured = 0;     // candidates with a stored result (any status, any protocol)
+  std::int64_t failed = 0;       // of those, whose ranking measurement is not ok
   std::optional<double> best_ms; // fastest ok candidate's ranking time
-  std::optional<double> best_baseline_ms;
+  std::optional<double> best_baseline_ms; // fastest ok baseline's time_ms
   std::string device_name;
-  std::string created_at, updated_at;
+  std::string created_at, updated_at; // updated_at: last set_*, measurement or baseline
 };
 
 /// A schedule of an exploration with its latest measurement per protocol.
@@ -101,10 +108,10 @@ struct RankedSchedule {
   std::int64_t schedule_id = 0;
   std::string canonical; // the canonical schedule text
   std::string code_hash;
-  std::int64_t candidate_index = -1; // its index in the exploration's space (-1: unknown)
+  std::int64_t candidate_index = -1;       // its index in the exploration's space (-1: unknown)
   std::optional<MeasurementRecord> screen; // latest `screen` measurement, if any
   std::optional<MeasurementRecord> full;   // latest `full` measurement, if any
-  int rank = 0;                            // 1 = fastest ok; 0 = not ranked
+  int rank = 0; // 1 = fastest ok in the exploration; 0 = not ranked (failed or not measured)
 };
 
 struct BaselineRecord {
@@ -130,7 +137,9 @@ struct HistoryEntry {
 };
 
 struct RankedQuery {
-  std::optional<std::string> status; // only these (`ok`, ...); nullopt: all
+  /// Only schedules whose ranking measurement (full, else screen) has this status (`ok`, ...);
+  /// nullopt: all, unmeasured ones included. Applied after ranking: ranks stay the same.
+  std::optional<std::string> status;
   std::int64_t offset = 0, limit = 100;
 };
 
@@ -155,18 +164,22 @@ public:
   virtual std::int64_t create_exploration(const ExplorationSpec& spec) = 0;
   virtual std::optional<Exploration> exploration(std::int64_t id) const = 0;
   virtual std::vector<Exploration> explorations(const ExplorationQuery& query = {}) const = 0;
+  /// Sets the state and replaces the message ("" clears it).
   virtual void set_state(std::int64_t id, State state, const std::string& message = "") = 0;
   virtual void set_space(std::int64_t id, std::int64_t space_size, std::int64_t candidates) = 0;
   virtual void set_device(std::int64_t id, const std::string& device_name) = 0;
   /// Pruned schedules of an exploration by reason code (replaces the previous counts).
-  virtual void set_rejections(std::int64_t id, const std::map<std::string, std::int64_t>& by_reason) = 0;
+  virtual void set_rejections(std::int64_t id,
+                              const std::map<std::string, std::int64_t>& by_reason) = 0;
   virtual std::map<std::string, std::int64_t> rejections(std::int64_t id) const = 0;
   /// Explorations left `queued` or `running` (to resume after a restart), oldest first.
   virtual std::vector<Exploration> unfinished() const = 0;
 
   // --- schedules and generated modules
   /// The schedule's id, inserting it (and its module, stored once per code hash) if new.
-  /// Idempotent: the same (exploration, canonical) pair always maps to one row.
+  /// Idempotent: the same (exploration, canonical) pair always maps to one row; a repeated call
+  /// changes that row only to fill a candidate index (-1) or a code hash ("") it lacked. An
+  /// empty code hash (e.g. the schedule did not compile) stores no module.
   virtual std::int64_t add_schedule(std::int64_t exploration_id, const std::string& canonical,
                                     std::int64_t candidate_index, const std::string& code_hash,
                                     const std::string& module_source) = 0;
@@ -174,22 +187,29 @@ public:
 
   // --- measurements
   /// Stores a measurement of a schedule of an exploration; returns its id. The measurement is
-  /// also found by find_measurement for every later exploration.
+  /// also found by find_measurement for every later exploration. `m.id` and `m.created_at` are
+  /// ignored (the store sets them); an empty `m.code_hash` takes the schedule's, a different one
+  /// is a StoreError.
   virtual std::int64_t add_measurement(std::int64_t schedule_id, MeasurementRecord m) = 0;
   /// Reuse: the latest measurement of this exact kernel (code hash) at this shape, dtype and
-  /// protocol in this environment (device, driver, CUDA, torch, triton), if any.
-  virtual std::optional<MeasurementRecord> find_measurement(const std::string& code_hash,
-                                                            const std::string& shape,
-                                                            const std::string& dtype,
-                                                            const std::string& protocol,
-                                                            const Environment& env) const = 0;
+  /// protocol in this environment (device name and kind, driver, CUDA, torch, triton; not the
+  /// host), if any. Measurements with status `timeout` or `crashed` are never returned: those
+  /// depend on the machine's state, so the kernel is measured again (an earlier reusable
+  /// measurement is returned instead, if there is one). Every other status is a property of the
+  /// code and is reused. Baselines are never returned.
+  virtual std::optional<MeasurementRecord>
+  find_measurement(const std::string& code_hash, const std::string& shape, const std::string& dtype,
+                   const std::string& protocol, const Environment& env) const = 0;
+  /// Stores a baseline time of an exploration; returns the baseline's id.
   virtual std::int64_t add_baseline(std::int64_t exploration_id, const std::string& name,
                                     MeasurementRecord m) = 0;
+  /// In the order they were added.
   virtual std::vector<BaselineRecord> baselines(std::int64_t exploration_id) const = 0;
 
   // --- queries
   /// An exploration's schedules, ok ones first by ranking time (the `full` time where there is
-  /// one, else the `screen` time), then the failures.
+  /// one, else the `screen` time), then the failures, then those not measured yet (ties and
+  /// the unranked in schedule id order). Paging applies after ranking.
   virtual std::vector<RankedSchedule> ranked(std::int64_t exploration_id,
                                              const RankedQuery& query = {}) const = 0;
   /// Candidate indices of an exploration that already have a measurement under `protocol`
@@ -198,10 +218,14 @@ public:
                                                      const std::string& protocol) const = 0;
   /// The best `ok` schedule for a kernel at a shape and dtype (full protocol preferred over
   /// screening), optionally on one device (substring of the device name, case-insensitive).
+  /// Searches every exploration of the kernel and every measurement at that shape and dtype:
+  /// the fastest `full` one if any, else the fastest `screen` one (other protocols: never).
   virtual std::optional<Best> best(const std::string& kernel, const std::string& shape,
                                    const std::string& dtype,
                                    const std::optional<std::string>& device = {}) const = 0;
+  /// Every measurement of a generated module, oldest first.
   virtual std::vector<HistoryEntry> history(const std::string& code_hash) const = 0;
+  /// One schedule with its latest measurements and its rank in its exploration.
   virtual std::optional<RankedSchedule> schedule(std::int64_t schedule_id) const = 0;
 };
 

@@ -1,0 +1,684 @@
+// The Store on SQLite. Every public call takes the store's mutex, names itself for error
+// messages, and runs in one statement or one transaction (writes: BEGIN IMMEDIATE; reads of
+// several statements: one snapshot). See docs/results-store.md for the schema and the rules.
+#include "Database.h"
+#include "Schema.h"
+#include "Sha256.h"
+#include "dtx/results/Store.h"
+
+#include <algorithm>
+#include <iterator>
+#include <mutex>
+
+namespace dtx::results {
+
+namespace {
+
+using detail::Database;
+using detail::Statement;
+using detail::Transaction;
+using Op = Database::Operation;
+
+#define DTX_NOW "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+// The measurement columns that add_measurement writes, in bind order; reads add `id` before
+// them and `created_at` after them.
+constexpr const char* kMeasurementColumns[] = {
+    "code_hash",     "shape",        "dtype",           "protocol",
+    "status",        "message",      "bench_median_ms", "bench_q20_ms",
+    "bench_q80_ms",  "bench_min_ms", "bench_max_ms",    "bench_samples",
+    "gpu_median_ms", "gpu_q20_ms",   "gpu_q80_ms",      "gpu_min_ms",
+    "gpu_max_ms",    "gpu_samples",  "host_us",         "time_ms",
+    "time_stdev_ms", "rounds",       "rel_l2",          "max_abs",
+    "compile_s",     "device_name",  "device_kind",     "driver",
+    "cuda",          "torch",        "triton",          "host"};
+constexpr int kMeasurementWritten = static_cast<int>(std::size(kMeasurementColumns));
+constexpr int kMeasurementRead = kMeasurementWritten + 2;
+
+std::string measurement_columns(const std::string& alias) {
+  std::string out = alias + ".id";
+  for (const char* column : kMeasurementColumns)
+    out += ", " + alias + "." + column;
+  return out + ", " + alias + ".created_at";
+}
+
+std::string measurement_insert() {
+  std::string columns = "schedule_id", values = "?";
+  for (const char* column : kMeasurementColumns) {
+    columns += ", ";
+    columns += column;
+    values += ", ?";
+  }
+  return "INSERT INTO measurements (" + columns + ") VALUES (" + values + ")";
+}
+
+void bind_quantiles(Statement& st, int first, const std::optional<TimeQuantiles>& q) {
+  if (!q) {
+    for (int i = 0; i < 6; ++i)
+      st.bind_null(first + i);
+    return;
+  }
+  st.bind(first, q->median_ms);
+  st.bind(first + 1, q->q20_ms);
+  st.bind(first + 2, q->q80_ms);
+  st.bind(first + 3, q->min_ms);
+  st.bind(first + 4, q->max_ms);
+  st.bind(first + 5, q->samples);
+}
+
+/// Binds the written columns from parameter `first` on, in kMeasurementColumns order.
+void bind_measurement(Statement& st, int first, const MeasurementRecord& m) {
+  int i = first;
+  st.bind(i++, m.code_hash);
+  st.bind(i++, m.shape);
+  st.bind(i++, m.dtype);
+  st.bind(i++, m.protocol);
+  st.bind(i++, m.status);
+  st.bind(i++, m.message);
+  bind_quantiles(st, i, m.bench);
+  i += 6;
+  bind_quantiles(st, i, m.gpu);
+  i += 6;
+  st.bind(i++, m.host_us);
+  st.bind(i++, m.time_ms);
+  st.bind(i++, m.time_stdev_ms);
+  st.bind(i++, m.rounds);
+  st.bind(i++, m.rel_l2);
+  st.bind(i++, m.max_abs);
+  st.bind(i++, m.compile_s);
+  st.bind(i++, m.env.device_name);
+  st.bind(i++, m.env.device_kind);
+  st.bind(i++, m.env.driver);
+  st.bind(i++, m.env.cuda);
+  st.bind(i++, m.env.torch);
+  st.bind(i++, m.env.triton);
+  st.bind(i++, m.env.host);
+}
+
+std::optional<TimeQuantiles> read_quantiles(const Statement& st, int first) {
+  if (st.is_null(first + 5)) return std::nullopt; // samples: NULL when there were no times
+  TimeQuantiles q;
+  q.median_ms = st.real(first);
+  q.q20_ms = st.real(first + 1);
+  q.q80_ms = st.real(first + 2);
+  q.min_ms = st.real(first + 3);
+  q.max_ms = st.real(first + 4);
+  q.samples = st.int64(first + 5);
+  return q;
+}
+
+/// Reads the columns of measurement_columns() from column `first` on.
+MeasurementRecord read_measurement(const Statement& st, int first) {
+  MeasurementRecord m;
+  int i = first;
+  m.id = st.int64(i++);
+  m.code_hash = st.text(i++);
+  m.shape = st.text(i++);
+  m.dtype = st.text(i++);
+  m.protocol = st.text(i++);
+  m.status = st.text(i++);
+  m.message = st.text(i++);
+  m.bench = read_quantiles(st, i);
+  i += 6;
+  m.gpu = read_quantiles(st, i);
+  i += 6;
+  m.host_us = st.opt_real(i++);
+  m.time_ms = st.opt_real(i++);
+  m.time_stdev_ms = st.opt_real(i++);
+  m.rounds = static_cast<int>(st.int64(i++));
+  m.rel_l2 = st.opt_real(i++);
+  m.max_abs = st.opt_real(i++);
+  m.compile_s = st.real(i++);
+  m.env.device_name = st.text(i++);
+  m.env.device_kind = st.text(i++);
+  m.env.driver = st.text(i++);
+  m.env.cuda = st.text(i++);
+  m.env.torch = st.text(i++);
+  m.env.triton = st.text(i++);
+  m.env.host = st.text(i++);
+  m.created_at = st.text(i++);
+  return m;
+}
+
+const std::string kExplorationSelect =
+    "SELECT e.id, e.kernel, a.source, t.text, e.template_file, e.shape, e.dtype, e.strategy, "
+    "e.settings_json, e.state, e.message, e.space_size, e.candidates, e.device_name, "
+    "e.created_at, e.updated_at "
+    "FROM explorations e JOIN algorithms a ON a.id = e.algorithm_id "
+    "JOIN templates t ON t.id = e.template_id";
+
+Exploration read_exploration(const Statement& st) {
+  Exploration e;
+  e.id = st.int64(0);
+  e.spec.kernel = st.text(1);
+  e.spec.algorithm = st.text(2);
+  e.spec.template_text = st.text(3);
+  e.spec.template_file = st.text(4);
+  e.spec.shape = st.text(5);
+  e.spec.dtype = st.text(6);
+  e.spec.strategy = st.text(7);
+  e.spec.settings_json = st.text(8);
+  e.state = parse_state(st.text(9)).value_or(State::Queued); // the table's CHECK lists them
+  e.message = st.text(10);
+  e.space_size = st.int64(11);
+  e.candidates = st.int64(12);
+  e.device_name = st.text(13);
+  e.created_at = st.text(14);
+  e.updated_at = st.text(15);
+  return e;
+}
+
+// A schedule with its latest `full` and `screen` measurements and its rank group. The ranking
+// key (schedules.rank_group, rank_ms) follows the ranking measurement, the latest `full` one
+// else the latest `screen` one (see Schema.cpp, migration 2).
+const std::string kScheduleSelect =
+    "SELECT s.id, s.canonical, s.code_hash, s.candidate_index, s.rank_group, " +
+    measurement_columns("f") + ", " + measurement_columns("sc") +
+    " FROM schedules s"
+    " LEFT JOIN measurements f ON f.id = s.full_id"
+    " LEFT JOIN measurements sc ON sc.id = s.screen_id";
+
+// ?1 exploration, ?2 status of the ranking measurement (NULL: all), ?3 limit, ?4 offset.
+const std::string kRankedSql =
+    kScheduleSelect +
+    " WHERE s.exploration_id = ?1 AND (?2 IS NULL OR COALESCE(f.status, sc.status) = ?2)"
+    " ORDER BY s.rank_group, s.rank_ms, s.id LIMIT ?3 OFFSET ?4";
+
+// Keeps a schedule's latest measurements as one more arrives (?1 the schedule, ?2 the
+// measurement, ?3 its protocol). Measurement ids only grow, so the new one is the latest.
+const std::string kScheduleLatestSql =
+    "UPDATE schedules SET"
+    " screen_id = CASE WHEN ?3 = 'screen' THEN ?2 ELSE screen_id END,"
+    " full_id = CASE WHEN ?3 = 'full' THEN ?2 ELSE full_id END"
+    " WHERE id = ?1";
+
+// Then its ranking key from its ranking measurement: the rule of migration 2's fill.
+const std::string kScheduleRankSql =
+    "UPDATE schedules SET (rank_group, rank_ms) = (SELECT"
+    " CASE WHEN m.id IS NULL THEN 2"
+    "  WHEN m.status = 'ok' AND m.time_ms IS NOT NULL THEN 0 ELSE 1 END,"
+    " CASE WHEN m.status = 'ok' THEN m.time_ms END"
+    " FROM (SELECT 1) LEFT JOIN measurements m"
+    "  ON m.id = COALESCE(schedules.full_id, schedules.screen_id))"
+    " WHERE id = ?1";
+
+// Per exploration: schedules with any measurement, those not ranked, the fastest ranked time
+// (all from the index schedules_by_rank).
+const std::string kSummarySql = "SELECT COUNT(*) FILTER (WHERE rank_group < 3),"
+                                " COUNT(*) FILTER (WHERE rank_group = 1), MIN(rank_ms)"
+                                " FROM schedules WHERE exploration_id = ?1";
+
+RankedSchedule read_schedule(const Statement& st) {
+  RankedSchedule r;
+  r.schedule_id = st.int64(0);
+  r.canonical = st.text(1);
+  r.code_hash = st.text(2);
+  r.candidate_index = st.int64(3);
+  if (!st.is_null(5)) r.full = read_measurement(st, 5);
+  if (!st.is_null(5 + kMeasurementRead)) r.screen = read_measurement(st, 5 + kMeasurementRead);
+  return r;
+}
+
+class SqliteStore final : public Store {
+public:
+  explicit SqliteStore(const std::filesystem::path& path) : db_(path) {
+    detail::check_store(db_.handle());
+    db_.exec("PRAGMA journal_mode = WAL"); // ":memory:" stays in memory mode
+    db_.exec("PRAGMA synchronous = NORMAL");
+    db_.exec("PRAGMA foreign_keys = ON");
+    detail::migrate_to(db_.handle(), detail::latest_version());
+  }
+
+  int version() const override {
+    std::lock_guard lock(mutex_);
+    return detail::schema_version(db_.handle());
+  }
+
+  // --- explorations
+
+  std::int64_t create_exploration(const ExplorationSpec& spec) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "create_exploration");
+    Transaction tx(db_, Transaction::Write);
+    std::int64_t algorithm = text_id("algorithms", "source", spec.algorithm);
+    std::int64_t template_id = text_id("templates", "text", spec.template_text);
+    {
+      auto st = db_.prepare("INSERT INTO explorations (kernel, algorithm_id, template_id, "
+                            "template_file, shape, dtype, strategy, settings_json) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+      st.bind(1, spec.kernel).bind(2, algorithm).bind(3, template_id);
+      st.bind(4, spec.template_file).bind(5, spec.shape).bind(6, spec.dtype);
+      st.bind(7, spec.strategy).bind(8, spec.settings_json);
+      st.run();
+    }
+    std::int64_t id = db_.last_insert_rowid();
+    tx.commit();
+    return id;
+  }
+
+  std::optional<Exploration> exploration(std::int64_t id) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "exploration");
+    Transaction tx(db_, Transaction::Read);
+    std::optional<Exploration> e;
+    {
+      auto st = db_.prepare(kExplorationSelect + " WHERE e.id = ?1");
+      st.bind(1, id);
+      if (st.step()) e = read_exploration(st);
+    }
+    if (e) add_summary(*e);
+    tx.commit();
+    return e;
+  }
+
+  std::vector<Exploration> explorations(const ExplorationQuery& query) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "explorations");
+    std::string sql = kExplorationSelect;
+    if (query.kernel && query.state)
+      sql += " WHERE e.kernel = ?1 AND e.state = ?2";
+    else if (query.kernel)
+      sql += " WHERE e.kernel = ?1";
+    else if (query.state)
+      sql += " WHERE e.state = ?2";
+    sql += " ORDER BY e.id DESC LIMIT ?3 OFFSET ?4";
+    Transaction tx(db_, Transaction::Read);
+    std::vector<Exploration> out;
+    {
+      auto st = db_.prepare(sql);
+      if (query.kernel) st.bind(1, *query.kernel);
+      if (query.state) st.bind(2, state_name(*query.state));
+      st.bind(3, query.limit).bind(4, query.offset);
+      while (st.step())
+        out.push_back(read_exploration(st));
+    }
+    for (auto& e : out)
+      add_summary(e);
+    tx.commit();
+    return out;
+  }
+
+  void set_state(std::int64_t id, State state, const std::string& message) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "set_state");
+    auto st = db_.prepare("UPDATE explorations SET state = ?2, message = ?3, updated_at = " DTX_NOW
+                          " WHERE id = ?1");
+    st.bind(1, id).bind(2, state_name(state)).bind(3, message).run();
+    if (db_.changes() == 0) no_exploration(id);
+  }
+
+  void set_space(std::int64_t id, std::int64_t space_size, std::int64_t candidates) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "set_space");
+    auto st = db_.prepare("UPDATE explorations SET space_size = ?2, candidates = ?3, "
+                          "updated_at = " DTX_NOW " WHERE id = ?1");
+    st.bind(1, id).bind(2, space_size).bind(3, candidates).run();
+    if (db_.changes() == 0) no_exploration(id);
+  }
+
+  void set_device(std::int64_t id, const std::string& device_name) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "set_device");
+    auto st = db_.prepare("UPDATE explorations SET device_name = ?2, updated_at = " DTX_NOW
+                          " WHERE id = ?1");
+    st.bind(1, id).bind(2, device_name).run();
+    if (db_.changes() == 0) no_exploration(id);
+  }
+
+  void set_rejections(std::int64_t id,
+                      const std::map<std::string, std::int64_t>& by_reason) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "set_rejections");
+    Transaction tx(db_, Transaction::Write);
+    touch(id);
+    db_.prepare("DELETE FROM rejections WHERE exploration_id = ?1").bind(1, id).run();
+    for (const auto& [reason, count] : by_reason) {
+      auto st =
+          db_.prepare("INSERT INTO rejections (exploration_id, reason, count) VALUES (?1, ?2, ?3)");
+      st.bind(1, id).bind(2, reason).bind(3, count).run();
+    }
+    tx.commit();
+  }
+
+  std::map<std::string, std::int64_t> rejections(std::int64_t id) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "rejections");
+    std::map<std::string, std::int64_t> out;
+    auto st = db_.prepare("SELECT reason, count FROM rejections WHERE exploration_id = ?1");
+    st.bind(1, id);
+    while (st.step())
+      out[st.text(0)] = st.int64(1);
+    return out;
+  }
+
+  std::vector<Exploration> unfinished() const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "unfinished");
+    Transaction tx(db_, Transaction::Read);
+    std::vector<Exploration> out;
+    {
+      auto st =
+          db_.prepare(kExplorationSelect + " WHERE e.state IN ('queued', 'running') ORDER BY e.id");
+      while (st.step())
+        out.push_back(read_exploration(st));
+    }
+    for (auto& e : out)
+      add_summary(e);
+    tx.commit();
+    return out;
+  }
+
+  // --- schedules and generated modules
+
+  std::int64_t add_schedule(std::int64_t exploration_id, const std::string& canonical,
+                            std::int64_t candidate_index, const std::string& code_hash,
+                            const std::string& module_source) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "add_schedule");
+    Transaction tx(db_, Transaction::Write);
+    require_exploration(exploration_id);
+    if (!code_hash.empty()) {
+      auto st = db_.prepare("INSERT INTO modules (code_hash, source) VALUES (?1, ?2) "
+                            "ON CONFLICT (code_hash) DO NOTHING");
+      st.bind(1, code_hash).bind(2, module_source).run();
+    }
+    std::int64_t id = 0;
+    {
+      // A repeated (exploration, canonical) keeps its row; it only learns a candidate index or
+      // a code hash it did not have.
+      auto st = db_.prepare(
+          "INSERT INTO schedules (exploration_id, canonical, candidate_index, code_hash) "
+          "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (exploration_id, canonical) DO UPDATE SET "
+          "candidate_index = CASE WHEN candidate_index < 0 THEN excluded.candidate_index "
+          "ELSE candidate_index END, code_hash = COALESCE(code_hash, excluded.code_hash) "
+          "RETURNING id");
+      st.bind(1, exploration_id).bind(2, canonical).bind(3, candidate_index);
+      if (code_hash.empty())
+        st.bind_null(4);
+      else
+        st.bind(4, code_hash);
+      if (!st.step()) db_.fail("the schedule row was not returned");
+      id = st.int64(0);
+      st.run();
+    }
+    tx.commit();
+    return id;
+  }
+
+  std::optional<std::string> module_source(const std::string& code_hash) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "module_source");
+    auto st = db_.prepare("SELECT source FROM modules WHERE code_hash = ?1");
+    st.bind(1, code_hash);
+    if (!st.step()) return std::nullopt;
+    return st.text(0);
+  }
+
+  // --- measurements
+
+  std::int64_t add_measurement(std::int64_t schedule_id, MeasurementRecord m) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "add_measurement");
+    Transaction tx(db_, Transaction::Write);
+    std::int64_t exploration_id = 0;
+    {
+      auto st = db_.prepare("SELECT exploration_id, code_hash FROM schedules WHERE id = ?1");
+      st.bind(1, schedule_id);
+      if (!st.step()) db_.fail("no schedule " + std::to_string(schedule_id));
+      exploration_id = st.int64(0);
+      std::string schedule_hash = st.text(1);
+      if (m.code_hash.empty())
+        m.code_hash = schedule_hash;
+      else if (!schedule_hash.empty() && m.code_hash != schedule_hash)
+        db_.fail("the measurement's code hash " + m.code_hash + " is not schedule " +
+                 std::to_string(schedule_id) + "'s (" + schedule_hash + ")");
+    }
+    std::int64_t id = insert_measurement(schedule_id, m);
+    db_.prepare(kScheduleLatestSql).bind(1, schedule_id).bind(2, id).bind(3, m.protocol).run();
+    db_.prepare(kScheduleRankSql).bind(1, schedule_id).run();
+    touch(exploration_id);
+    tx.commit();
+    return id;
+  }
+
+  std::optional<MeasurementRecord>
+  find_measurement(const std::string& code_hash, const std::string& shape, const std::string& dtype,
+                   const std::string& protocol, const Environment& env) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "find_measurement");
+    auto st = db_.prepare(
+        "SELECT " + measurement_columns("m") +
+        " FROM measurements m WHERE m.code_hash = ?1 AND m.shape = ?2 AND m.dtype = ?3"
+        " AND m.protocol = ?4 AND m.device_name = ?5 AND m.device_kind = ?6 AND m.driver = ?7"
+        " AND m.cuda = ?8 AND m.torch = ?9 AND m.triton = ?10"
+        " AND m.schedule_id IS NOT NULL AND m.status NOT IN ('timeout', 'crashed')"
+        " ORDER BY m.id DESC LIMIT 1");
+    st.bind(1, code_hash).bind(2, shape).bind(3, dtype).bind(4, protocol);
+    st.bind(5, env.device_name).bind(6, env.device_kind).bind(7, env.driver);
+    st.bind(8, env.cuda).bind(9, env.torch).bind(10, env.triton);
+    if (!st.step()) return std::nullopt;
+    return read_measurement(st, 0);
+  }
+
+  std::int64_t add_baseline(std::int64_t exploration_id, const std::string& name,
+                            MeasurementRecord m) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "add_baseline");
+    Transaction tx(db_, Transaction::Write);
+    touch(exploration_id);
+    std::int64_t measurement_id = insert_measurement(std::nullopt, m);
+    {
+      auto st = db_.prepare(
+          "INSERT INTO baselines (exploration_id, name, measurement_id) VALUES (?1, ?2, ?3)");
+      st.bind(1, exploration_id).bind(2, name).bind(3, measurement_id).run();
+    }
+    std::int64_t id = db_.last_insert_rowid();
+    tx.commit();
+    return id;
+  }
+
+  std::vector<BaselineRecord> baselines(std::int64_t exploration_id) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "baselines");
+    auto st = db_.prepare("SELECT b.id, b.exploration_id, b.name, " + measurement_columns("m") +
+                          " FROM baselines b JOIN measurements m ON m.id = b.measurement_id"
+                          " WHERE b.exploration_id = ?1 ORDER BY b.id");
+    st.bind(1, exploration_id);
+    std::vector<BaselineRecord> out;
+    while (st.step()) {
+      BaselineRecord b;
+      b.id = st.int64(0);
+      b.exploration_id = st.int64(1);
+      b.name = st.text(2);
+      b.measurement = read_measurement(st, 3);
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+
+  // --- queries
+
+  std::vector<RankedSchedule> ranked(std::int64_t exploration_id,
+                                     const RankedQuery& query) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "ranked");
+    std::int64_t offset = std::max<std::int64_t>(query.offset, 0);
+    auto st = db_.prepare(kRankedSql);
+    st.bind(1, exploration_id).bind(2, query.status).bind(3, query.limit).bind(4, offset);
+    std::vector<RankedSchedule> out;
+    while (st.step()) {
+      out.push_back(read_schedule(st));
+      // Ranked schedules come first, in rank order, in every listing that holds them (all, or
+      // status `ok`), so a row's rank is its position.
+      if (st.int64(4) == 0)
+        out.back().rank = static_cast<int>(offset) + static_cast<int>(out.size());
+    }
+    return out;
+  }
+
+  std::vector<std::int64_t> measured_indices(std::int64_t exploration_id,
+                                             const std::string& protocol) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "measured_indices");
+    auto st = db_.prepare("SELECT DISTINCT s.candidate_index FROM schedules s"
+                          " WHERE s.exploration_id = ?1 AND s.candidate_index >= 0"
+                          " AND EXISTS (SELECT 1 FROM measurements m"
+                          "  WHERE m.schedule_id = s.id AND m.protocol = ?2)"
+                          " ORDER BY s.candidate_index");
+    st.bind(1, exploration_id).bind(2, protocol);
+    std::vector<std::int64_t> out;
+    while (st.step())
+      out.push_back(st.int64(0));
+    return out;
+  }
+
+  std::optional<Best> best(const std::string& kernel, const std::string& shape,
+                           const std::string& dtype,
+                           const std::optional<std::string>& device) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "best");
+    // The fastest `full` measurement if there is one, else the fastest `screen` one.
+    for (const char* protocol : {"full", "screen"}) {
+      auto st =
+          db_.prepare("SELECT s.id, s.exploration_id, e.kernel, s.canonical, s.code_hash,"
+                      " COALESCE(md.source, ''), a.source, " +
+                      measurement_columns("m") +
+                      " FROM measurements m"
+                      " JOIN schedules s ON s.id = m.schedule_id"
+                      " JOIN explorations e ON e.id = s.exploration_id"
+                      " JOIN algorithms a ON a.id = e.algorithm_id"
+                      " LEFT JOIN modules md ON md.code_hash = s.code_hash"
+                      " WHERE m.shape = ?2 AND m.dtype = ?3 AND m.protocol = ?5 AND m.status = 'ok'"
+                      " AND m.time_ms IS NOT NULL AND e.kernel = ?1"
+                      " AND (?4 IS NULL OR instr(lower(m.device_name), lower(?4)) > 0)"
+                      " ORDER BY m.time_ms, m.id LIMIT 1");
+      st.bind(1, kernel).bind(2, shape).bind(3, dtype).bind(4, device).bind(5, protocol);
+      if (!st.step()) continue;
+      Best b;
+      b.schedule_id = st.int64(0);
+      b.exploration_id = st.int64(1);
+      b.kernel = st.text(2);
+      b.canonical = st.text(3);
+      b.code_hash = st.text(4);
+      b.module_source = st.text(5);
+      b.algorithm = st.text(6);
+      b.measurement = read_measurement(st, 7);
+      return b;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<HistoryEntry> history(const std::string& code_hash) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "history");
+    auto st = db_.prepare("SELECT s.exploration_id, " + measurement_columns("m") +
+                          " FROM measurements m JOIN schedules s ON s.id = m.schedule_id"
+                          " WHERE m.code_hash = ?1 ORDER BY m.id");
+    st.bind(1, code_hash);
+    std::vector<HistoryEntry> out;
+    while (st.step()) {
+      HistoryEntry h;
+      h.exploration_id = st.int64(0);
+      h.measurement = read_measurement(st, 1);
+      out.push_back(std::move(h));
+    }
+    return out;
+  }
+
+  std::optional<RankedSchedule> schedule(std::int64_t schedule_id) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "schedule");
+    auto st = db_.prepare(kScheduleSelect + " WHERE s.id = ?1");
+    st.bind(1, schedule_id);
+    if (!st.step()) return std::nullopt;
+    RankedSchedule r = read_schedule(st);
+    if (st.int64(4) == 0) {
+      // One more than the ranked schedules of its exploration before it.
+      auto before = db_.prepare(
+          "SELECT COUNT(*) FROM schedules WHERE exploration_id = (SELECT exploration_id FROM "
+          "schedules WHERE id = ?1) AND rank_group = 0 AND (rank_ms, id) < (SELECT rank_ms, id "
+          "FROM schedules WHERE id = ?1)");
+      before.bind(1, schedule_id);
+      before.step();
+      r.rank = static_cast<int>(before.int64(0)) + 1;
+    }
+    return r;
+  }
+
+private:
+  [[noreturn]] void no_exploration(std::int64_t id) const {
+    db_.fail("no exploration " + std::to_string(id));
+  }
+
+  void require_exploration(std::int64_t id) const {
+    auto st = db_.prepare("SELECT 1 FROM explorations WHERE id = ?1");
+    st.bind(1, id);
+    if (!st.step()) no_exploration(id);
+  }
+
+  /// Marks an exploration updated (throws for an unknown one).
+  void touch(std::int64_t id) {
+    db_.prepare("UPDATE explorations SET updated_at = " DTX_NOW " WHERE id = ?1").bind(1, id).run();
+    if (db_.changes() == 0) no_exploration(id);
+  }
+
+  /// The id of a text stored once by its SHA-256 (algorithms, templates).
+  std::int64_t text_id(const std::string& table, const std::string& column,
+                       const std::string& text) {
+    std::string hash = detail::sha256_hex(text);
+    db_.prepare("INSERT INTO " + table + " (sha256, " + column +
+                ") VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING")
+        .bind(1, hash)
+        .bind(2, text)
+        .run();
+    auto st = db_.prepare("SELECT id FROM " + table + " WHERE sha256 = ?1");
+    st.bind(1, hash);
+    if (!st.step()) db_.fail("no " + table + " row for " + hash);
+    return st.int64(0);
+  }
+
+  std::int64_t insert_measurement(std::optional<std::int64_t> schedule_id,
+                                  const MeasurementRecord& m) {
+    static const std::string sql = measurement_insert();
+    auto st = db_.prepare(sql);
+    st.bind(1, schedule_id);
+    bind_measurement(st, 2, m);
+    st.run();
+    return db_.last_insert_rowid();
+  }
+
+  /// measured, failed, best_ms and best_baseline_ms.
+  void add_summary(Exploration& e) const {
+    {
+      auto st = db_.prepare(kSummarySql);
+      st.bind(1, e.id);
+      if (st.step()) {
+        e.measured = st.int64(0);
+        e.failed = st.int64(1);
+        e.best_ms = st.opt_real(2);
+      }
+    }
+    auto st = db_.prepare("SELECT MIN(m.time_ms) FROM baselines b"
+                          " JOIN measurements m ON m.id = b.measurement_id"
+                          " WHERE b.exploration_id = ?1 AND m.status = 'ok'");
+    st.bind(1, e.id);
+    if (st.step()) e.best_baseline_ms = st.opt_real(0);
+  }
+
+  mutable std::mutex mutex_;
+  mutable Database db_;
+};
+
+#undef DTX_NOW
+
+} // namespace
+
+std::unique_ptr<Store> Store::open(const std::filesystem::path& path) {
+  return std::make_unique<SqliteStore>(path);
+}
+
+int Store::latest_version() {
+  return detail::latest_version();
+}
+
+} // namespace dtx::results
