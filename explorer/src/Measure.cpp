@@ -61,19 +61,19 @@ std::optional<double> time_of(const Result& r, const std::string& kind) {
   return std::nullopt;
 }
 
-std::string baseline_label(const BaselineSpec& b) {
-  if (b.reference) return "reference";
-  std::string file = std::filesystem::path(b.file).filename().string();
-  return (b.torch_compile ? "torch.compile(" : "") + file + ":" + b.function +
-         (b.torch_compile ? ")" : "");
-}
-
 struct Item {
   std::size_t entry;
   Request request;
 };
 
 } // namespace
+
+std::string baseline_label(const BaselineSpec& b) {
+  if (b.reference) return "reference";
+  std::string file = std::filesystem::path(b.file).filename().string();
+  return (b.torch_compile ? "torch.compile(" : "") + file + ":" + b.function +
+         (b.torch_compile ? ")" : "");
+}
 
 Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
                    const ProgressFn& progress) {

@@ -86,6 +86,9 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
 std::string format_table(const Report& report);
 nlohmann::json to_json(const Report& report);
 
+/// How a report labels a baseline: `reference`, `FILE.py:FUNC`, `torch.compile(FILE.py:FUNC)`.
+std::string baseline_label(const BaselineSpec& baseline);
+
 /// The compiled Funcs of a generated module (its `COMPILED` tuple).
 std::vector<std::string> compiled_funcs(const std::string& module_source);
 

@@ -2,7 +2,7 @@
 // the best points observed so far; a child takes each variable from either parent (uniform
 // crossover) and is then mutated (each variable with probability 1/n, at least one: most often
 // to a neighbouring alternative, sometimes to any). Children already proposed are redrawn, so
-// every proposal is a new point.
+// every proposal is a new point. A share of each generation is random immigrants.
 #include "SearchSupport.h"
 
 #include <algorithm>
@@ -21,7 +21,11 @@ public:
     std::vector<Point> out;
     int failures = 0;
     while (out.size() < n && failures < 2000) {
-      Point child = elite().size() < 2 || proposed_.count() < kPopulation ? random() : offspring();
+      // Random points seed the population, stand in when offspring keep repeating, and join
+      // as immigrants now and then so that the population does not settle in one basin.
+      bool immigrant = elite().size() < 2 || proposed_.count() < kPopulation || failures > 50 ||
+                       std::bernoulli_distribution(kImmigrants)(rng_);
+      Point child = immigrant ? random() : offspring();
       if (proposed_.take(child)) {
         out.push_back(std::move(child));
         failures = 0;
@@ -41,6 +45,7 @@ public:
 private:
   static constexpr std::size_t kPopulation = 20;
   static constexpr int kTournament = 3;
+  static constexpr double kImmigrants = 0.15;
 
   const std::multimap<double, Point>& elite() const { return ranked_; }
 

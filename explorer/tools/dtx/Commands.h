@@ -28,3 +28,26 @@ std::string fmt_ms(double v);
 std::string shape_text(const ShapeSizes& shape);
 
 } // namespace dtx::cli
+
+#include "dtx/WorkerPool.h"
+
+namespace dtx::cli {
+
+/// The worker-pool options shared by measure and explore.
+struct PoolArgs {
+  int compile_workers = 1;
+  std::string gpus, python, worker;
+  double startup_timeout = 300;
+  bool verbose = false;
+};
+void add_pool_options(CLI::App& sub, PoolArgs& args);
+PoolOptions make_pool_options(const PoolArgs& args);
+
+Command add_explore_command(CLI::App& app);
+Command add_results_command(CLI::App& app);
+Command add_best_command(CLI::App& app);
+
+/// The results database: --db, else $DTX_DB, else ./dtx.db.
+std::string default_db();
+
+} // namespace dtx::cli

@@ -2,7 +2,9 @@
 #include "Commands.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 
 namespace dtx::cli {
@@ -56,8 +58,9 @@ int main(int argc, char** argv) {
                "dtx"};
   app.require_subcommand(1);
   std::vector<dtx::cli::Command> commands = {
-      dtx::cli::add_measure_command(app),
-      dtx::cli::add_expand_command(app),
+      dtx::cli::add_measure_command(app), dtx::cli::add_expand_command(app),
+      dtx::cli::add_explore_command(app), dtx::cli::add_results_command(app),
+      dtx::cli::add_best_command(app),
   };
   try {
     app.parse(argc, argv);
@@ -68,3 +71,50 @@ int main(int argc, char** argv) {
   }
   return dtx::cli::kUsageError;
 }
+
+namespace dtx::cli {
+
+void add_pool_options(CLI::App& sub, PoolArgs& a) {
+  sub.add_option("--compile-workers", a.compile_workers, "compile workers (default 1)")
+      ->check(CLI::Range(0, 256));
+  sub.add_option("--gpus", a.gpus, "GPU indices, one timing worker each (default: all visible)");
+  sub.add_option("--startup-timeout", a.startup_timeout, "seconds a worker may take to start")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--python", a.python,
+                 "the workers' Python (default: the project's .venv/bin/python)");
+  sub.add_option("--worker", a.worker,
+                 "the worker script (default: explorer/worker/dtx_worker.py)");
+  sub.add_flag("-v,--verbose", a.verbose, "log the workers' standard error");
+}
+
+PoolOptions make_pool_options(const PoolArgs& a) {
+  PoolOptions o;
+  o.compile_workers = a.compile_workers;
+  if (!a.python.empty()) o.python = a.python;
+  if (!a.worker.empty()) o.worker_script = a.worker;
+  if (!a.gpus.empty()) {
+    for (const auto& g : split(a.gpus, ','))
+      o.gpus.push_back(std::stoi(g));
+  } else {
+    o.gpus = visible_gpus();
+  }
+  o.startup_timeout_s = a.startup_timeout;
+  bool verbose = a.verbose;
+  o.log = [verbose](const std::string& who, const std::string& line) {
+    bool event = false;
+    for (const char* prefix : {"started pid", "hello:", "worker ", "request ", "CUDA error"})
+      event = event || line.rfind(prefix, 0) == 0;
+    if (!verbose && !event) return;
+    static std::mutex m;
+    std::lock_guard lock(m);
+    std::cerr << "dtx: [" << who << "] " << line << "\n";
+  };
+  return o;
+}
+
+std::string default_db() {
+  const char* env = std::getenv("DTX_DB");
+  return env && *env ? env : "dtx.db";
+}
+
+} // namespace dtx::cli

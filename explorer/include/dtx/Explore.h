@@ -1,0 +1,92 @@
+#pragma once
+// An exploration: a template's space at one shape, searched by a strategy, every candidate
+// checked and timed through a MeasurementBackend, everything kept in the results store.
+//
+// The measurement plan (docs/search.md):
+// 1. The baselines are screened first, so progress can compare with them from the start.
+// 2. Each candidate the strategy proposes is evaluated (constraints, compiler, shape rules);
+//    a rejected one is counted by reason and costs no measurement. A candidate with the canonical
+//    text of one already seen is the same schedule: the strategy is told its cost again.
+// 3. A new schedule is compiled, stored, and screened (do_bench with short warm-up and
+//    repetitions, one round) unless the store already holds a screening of the same generated
+//    module at this shape, dtype and environment (reuse: across explorations and templates).
+// 4. The best few are re-measured with the full protocol together with the baselines: several
+//    rounds, each in a fresh random order, the mean of the rounds' medians.
+// Budget: distinct schedules screened (or reused); and/or wall time.
+// Resuming: the same seed replays the same search; measurements already stored are reused, so
+// a killed exploration continues where it stopped without measuring anything twice.
+#include "dtx/Measurement.h"
+#include "dtx/Space.h"
+#include "dtx/TemplateFile.h"
+
+#include <dtx/results/Store.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace dtx {
+
+struct ExploreSettings {
+  std::string strategy = "evolution";
+  std::uint64_t budget = 200; // distinct schedules screened; 0: no limit
+  double time_limit_s = 0;    // 0: none
+  std::uint64_t seed = 0;
+  BenchSettings screen{5, 20}; // do_bench warm-up and repetitions (ms) of the screening
+  int top = 10;                // re-measured with the full protocol
+  int rounds = 5;              // rounds of the full protocol
+  BenchSettings full{25, 100};
+  bool gpu_time = false, host_time = false; // also take these in the full protocol
+  int input_seed = 0;
+  double timeout_s = 120; // per request and stage
+  std::size_t in_flight = 8;
+  /// Stop when this many proposals in a row were rejected before any measurement.
+  std::uint64_t max_rejected_in_a_row = 20000;
+};
+
+nlohmann::json to_json(const ExploreSettings& s);
+ExploreSettings settings_from_json(const nlohmann::json& j);
+
+struct ExploreJob {
+  TemplateFile file;
+  ShapeSizes shape;
+  ExploreSettings settings;
+  std::int64_t exploration_id = 0; // resume this one (0: a new exploration)
+};
+
+struct ExploreProgress {
+  std::string phase; // baselines, search, full, done
+  std::uint64_t done = 0, budget = 0;
+  std::uint64_t proposed = 0, rejected = 0, duplicates = 0, reused = 0, failed = 0;
+  std::optional<double> best_ms, best_baseline_ms;
+  std::string best_schedule, best_baseline;
+  double elapsed_s = 0;
+  std::optional<double> eta_s;
+};
+
+struct ExploreSummary {
+  std::int64_t exploration_id = 0;
+  results::State state = results::State::Done;
+  std::uint64_t space_size = 0;
+  ExploreProgress progress;
+  std::map<std::string, std::uint64_t> rejected; // by reason
+  double wall_s = 0;
+};
+
+using ExploreProgressFn = std::function<void(const ExploreProgress&)>;
+
+/// Runs (or resumes) an exploration to its end, its budget, or `cancel`. Throws
+/// std::runtime_error for a template or program that cannot be explored at all (the exploration,
+/// if created, is marked failed with the message).
+ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, results::Store& store,
+                       const ExploreProgressFn& progress = {},
+                       const std::atomic<bool>* cancel = nullptr);
+
+/// Rebuilds the job of a stored exploration (to resume it).
+ExploreJob job_of(const results::Exploration& exploration);
+
+/// The measurement environment a worker's hello describes.
+results::Environment environment_of(const WorkerInfo& worker);
+
+} // namespace dtx
