@@ -40,7 +40,7 @@ struct Trace {
 /// Drives a strategy with up to `in_flight` outstanding points whose outcomes arrive in a
 /// scrambled order, for at most `budget` evaluations.
 Trace drive(const std::string& name, const std::vector<int>& radices, const Landscape& f,
-          std::size_t budget, double optimum, std::uint64_t seed = 1, std::size_t in_flight = 4) {
+            std::size_t budget, double optimum, std::uint64_t seed = 1, std::size_t in_flight = 4) {
   auto s = dtx::make_strategy(name, {radices, {}, seed});
   Trace run;
   std::deque<Point> pending;
