@@ -166,7 +166,8 @@ Statements Algorithm::parse_statements(std::string_view text) {
   impl->text = std::string(text);
   DiagnosticEngine diags("<schedule>", impl->text);
   try {
-    impl->stmts = parse_schedule(impl->text, diags, 0);
+    diags.add_source("<schedule>", impl->text);
+    impl->stmts = parse_schedule(impl->text, diags, 1);
   } catch (const std::exception& e) {
     diags.error("internal", {}, std::string(e.what()) + " (please report this compiler bug)");
   }
@@ -208,19 +209,16 @@ ScheduleInfo Algorithm::check_statements(const std::vector<const Statements*>& p
   try {
     const ir::Program& program = impl_->front->program;
     // The file's `compile` statements, then the parts.
-    std::vector<ast::ScheduleStmt> stmts;
+    // Statements are applied where they are (no copies: this is the explorer's inner loop).
+    // Their locations name source 1, `<schedule>`; line and column are within their part.
+    std::vector<const ast::ScheduleStmt*> stmts;
     for (const ast::ScheduleStmt& s : impl_->front->ast.schedule)
       if (s.primitive.text == "compile" || s.primitive.text == "compile_to_kernel")
-        stmts.push_back(s);
-    for (const Statements* part : parts) {
-      int id = diags.add_source("<schedule>", part->text());
-      for (ast::ScheduleStmt s : part->impl().stmts) {
-        s.loc.source = s.func.loc.source = s.primitive.loc.source = id;
-        for (ast::ScheduleArg& a : s.args)
-          a.loc.source = id;
-        stmts.push_back(std::move(s));
-      }
-    }
+        stmts.push_back(&s);
+    diags.add_source("<schedule>", parts.empty() ? std::string_view() : parts[0]->text());
+    for (const Statements* part : parts)
+      for (const ast::ScheduleStmt& s : part->impl().stmts)
+        stmts.push_back(&s);
     diags.set_phase("schedule");
     Schedule schedule;
     apply_schedule(stmts, program, schedule, diags);

@@ -100,6 +100,24 @@ TEST(Template, CanonicalFormsRoundTrip) {
   }
 }
 
+TEST(Template, ParallelExpansionMatchesSerial) {
+  dtx::Space s = space(std::string(kSpecExample) + "?geglu.num_stages({1..4:+1});");
+  std::vector<std::uint64_t> serial, parallel;
+  dtx::Enumerator one(s);
+  while (auto c = one.next(true))
+    serial.push_back(c->index);
+  dtx::Enumerator three(s, 0, UINT64_MAX, 3);
+  while (auto c = three.next(true))
+    parallel.push_back(c->index);
+  EXPECT_EQ(serial, parallel);
+  EXPECT_EQ(one.stats().distinct, three.stats().distinct);
+  EXPECT_EQ(one.stats().rejected, three.stats().rejected);
+  EXPECT_EQ(one.stats().unused, three.stats().unused);
+  // Stopping early joins the threads.
+  dtx::Enumerator early(s, 0, UINT64_MAX, 4);
+  EXPECT_TRUE(early.next());
+}
+
 TEST(Template, RangesAndSteps) {
   dtx::Template t = dtx::parse_template("geglu.num_stages({1..5:+1}); geglu.block(y:{64..4096})");
   EXPECT_EQ(t.variables[0].alternatives.size(), 5u);

@@ -203,16 +203,26 @@ static void settle_fusions(const ir::Program& program, Schedule& schedule) {
 
 void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Program& program,
                     Schedule& schedule, DiagnosticEngine& diags) {
+  std::vector<const ast::ScheduleStmt*> pointers;
+  pointers.reserve(stmts.size());
+  for (const ast::ScheduleStmt& s : stmts)
+    pointers.push_back(&s);
+  apply_schedule(pointers, program, schedule, diags);
+}
+
+void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir::Program& program,
+                    Schedule& schedule, DiagnosticEngine& diags) {
   // fuse_at first: fusion changes dependencies and which labels the consumer's schedule may
   // name. A fusion can depend on another (e into attention is legal once sm, which reads e,
   // is fused into attention), so fusions apply in dependency order, not statement order: the
   // canonical text sorts statements by Func name and must mean the same schedule.
   std::vector<const ast::ScheduleStmt*> ordered, pending;
-  for (const ast::ScheduleStmt& stmt : stmts)
-    if (stmt.primitive.text == "fuse_at") pending.push_back(&stmt);
+  for (const ast::ScheduleStmt* stmt : stmts)
+    if (stmt->primitive.text == "fuse_at") pending.push_back(stmt);
   std::map<const ir::Symbol*, std::vector<const ir::Symbol*>> deps;
-  for (const auto& [f, def] : program.funcs)
-    deps[f] = def.deps;
+  if (!pending.empty())
+    for (const auto& [f, def] : program.funcs)
+      deps[f] = def.deps;
   for (bool progress = true; progress && !pending.empty();) {
     progress = false;
     for (auto it = pending.begin(); it != pending.end();) {
@@ -236,8 +246,8 @@ void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Progr
   }
   ordered.insert(ordered.end(), pending.begin(), pending.end()); // these report their errors
   size_t fusions = ordered.size();
-  for (const ast::ScheduleStmt& stmt : stmts)
-    if (stmt.primitive.text != "fuse_at") ordered.push_back(&stmt);
+  for (const ast::ScheduleStmt* stmt : stmts)
+    if (stmt->primitive.text != "fuse_at") ordered.push_back(stmt);
   for (size_t n = 0; n < ordered.size(); ++n) {
     if (n == fusions) settle_fusions(program, schedule);
     const ast::ScheduleStmt* stmt_ptr = ordered[n];

@@ -91,6 +91,9 @@ struct Schedule {
 /// and skipped; the rest still apply. Then validates each Func's merged schedule.
 void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Program& program,
                     Schedule& schedule, DiagnosticEngine& diags);
+/// The same over statements held elsewhere (the explorer's parsed-once statements).
+void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir::Program& program,
+                    Schedule& schedule, DiagnosticEngine& diags);
 
 /// The canonical text of a schedule (no `compile` statements; see the spec's section 1).
 std::string canonical_text(const Schedule& schedule, const ir::Program& program);

@@ -57,6 +57,8 @@ inline constexpr const char* kReasonWhere = "where";
 inline constexpr const char* kReasonArithmetic = "arithmetic";
 inline constexpr const char* kReasonOversizedBlock = "block-exceeds-dimension";
 inline constexpr const char* kReasonSplit = "map-split-does-not-divide";
+/// Not a rejection: the point sets a variable no chosen statement uses (see normalize).
+inline constexpr const char* kReasonUnused = "unused-choice";
 
 class Space {
 public:
@@ -80,8 +82,9 @@ public:
   std::vector<int> normalize(std::vector<int> choices) const;
   bool normalized(const std::vector<int>& choices) const { return normalize(choices) == choices; }
 
-  /// Renders, constrains and checks one point. Thread-safe.
-  Candidate evaluate(const std::vector<int>& choices) const;
+  /// Renders, constrains and checks one point. Thread-safe. With `only_normalized`, a point
+  /// that is not normalized is answered at once with reason kReasonUnused.
+  Candidate evaluate(const std::vector<int>& choices, bool only_normalized = false) const;
   Candidate at(std::uint64_t index) const { return evaluate(decode(index)); }
   /// A uniformly random normalized point (not necessarily valid).
   std::vector<int> sample(std::mt19937_64& rng) const;
@@ -92,7 +95,7 @@ public:
 private:
   struct Rendered;
   bool render_into(const std::vector<int>& choices, Rendered& out, std::string& error) const;
-  const dtc::Statements* parsed(const std::string& text) const;
+  std::shared_ptr<const dtc::Statements> parsed(const std::string& text) const;
   std::optional<long long> eval(const TExpr& e, const std::vector<int>& choices, const Rendered& r,
                                 std::string& error) const;
   std::string shape_rule(const dtc::ScheduleInfo& info, std::string& message) const;
@@ -105,7 +108,7 @@ private:
   std::uint64_t size_ = 1;
   bool overflowed_ = false;
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::unique_ptr<dtc::Statements>> cache_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const dtc::Statements>> cache_;
 };
 
 /// Counts of an expansion.
@@ -120,20 +123,30 @@ struct ExpansionStats {
 };
 
 /// Walks a space in index order, yielding each distinct valid schedule once (the first point
-/// with its canonical text). Memory: one 64-bit hash per distinct schedule.
+/// with its canonical text). Memory: one 64-bit hash per distinct schedule. With `threads` > 1,
+/// points are evaluated ahead in chunks by that many threads; the order and the results are the
+/// same as with one.
 class Enumerator {
 public:
-  explicit Enumerator(const Space& space, std::uint64_t begin = 0, std::uint64_t end = UINT64_MAX);
+  explicit Enumerator(const Space& space, std::uint64_t begin = 0, std::uint64_t end = UINT64_MAX,
+                      unsigned threads = 1);
+  ~Enumerator();
+  Enumerator(const Enumerator&) = delete;
+  Enumerator& operator=(const Enumerator&) = delete;
   /// The next distinct valid candidate; with `rejected`, rejected points are returned too
   /// (ok false), but not unused-variable or duplicate points.
   std::optional<Candidate> next(bool rejected = false);
   const ExpansionStats& stats() const { return stats_; }
 
 private:
+  struct Parallel;
+  /// The next evaluated point (normalized or not), in index order.
+  std::optional<Candidate> step();
   const Space& space_;
   std::uint64_t pos_, end_;
   std::unordered_set<std::uint64_t> seen_;
   ExpansionStats stats_;
+  std::unique_ptr<Parallel> parallel_;
 };
 
 /// The canonical text's 64-bit hash used for deduplication.

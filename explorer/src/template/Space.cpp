@@ -1,14 +1,17 @@
 // Lazy expansion of a schedule template (see Space.h).
 #include "dtx/Space.h"
 
+#include <condition_variable>
 #include <functional>
+#include <thread>
 
 namespace dtx {
 
 struct Space::Rendered {
   std::vector<std::string> texts;            // present statements, rendered
   std::vector<const dtc::Statements*> parts; // the same, parsed
-  std::vector<char> used;                    // per variable
+  std::vector<std::shared_ptr<const dtc::Statements>> holders;
+  std::vector<char> used; // per variable
 };
 
 namespace {
@@ -86,13 +89,16 @@ std::uint64_t Space::encode(const std::vector<int>& choices) const {
   return index;
 }
 
-const dtc::Statements* Space::parsed(const std::string& text) const {
+std::shared_ptr<const dtc::Statements> Space::parsed(const std::string& text) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    auto it = cache_.find(text);
+    if (it != cache_.end()) return it->second;
+  }
+  auto p = std::make_shared<const dtc::Statements>(dtc::Algorithm::parse_statements(text));
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  auto it = cache_.find(text);
-  if (it != cache_.end()) return it->second.get();
-  if (cache_.size() > 100000) cache_.clear(); // bounded: distinct statement texts are few
-  auto parsed = std::make_unique<dtc::Statements>(dtc::Algorithm::parse_statements(text));
-  return cache_.emplace(text, std::move(parsed)).first->second.get();
+  if (cache_.size() > 100000) cache_.clear(); // bounded; holders keep their own references
+  return cache_.emplace(text, std::move(p)).first->second;
 }
 
 std::optional<long long> Space::eval(const TExpr& e, const std::vector<int>& choices,
@@ -292,13 +298,19 @@ std::string Space::shape_rule(const dtc::ScheduleInfo& info, std::string& messag
   return "";
 }
 
-Candidate Space::evaluate(const std::vector<int>& choices) const {
+Candidate Space::evaluate(const std::vector<int>& choices, bool only_normalized) const {
   Candidate c;
   c.choices = choices;
   c.index = encode(choices);
   Rendered r;
   std::string error;
   bool rendered = render_into(choices, r, error);
+  if (only_normalized)
+    for (size_t i = 0; i < choices.size(); ++i)
+      if (!r.used[i] && choices[i] != 0) {
+        c.reason = kReasonUnused;
+        return c;
+      }
   for (const std::string& t : r.texts)
     c.schedule += (c.schedule.empty() ? "" : ";\n") + t;
   if (!rendered) {
@@ -306,8 +318,10 @@ Candidate Space::evaluate(const std::vector<int>& choices) const {
     c.message = error;
     return c;
   }
-  for (const std::string& t : r.texts)
-    r.parts.push_back(parsed(t));
+  for (const std::string& t : r.texts) {
+    r.holders.push_back(parsed(t));
+    r.parts.push_back(r.holders.back().get());
+  }
   for (const TExprPtr& constraint : tmpl_.constraints) {
     std::string why;
     auto v = eval(*constraint, choices, r, why);
@@ -351,27 +365,102 @@ std::uint64_t canonical_hash(const std::string& canonical) {
   return h;
 }
 
-Enumerator::Enumerator(const Space& space, std::uint64_t begin, std::uint64_t end)
+/// Threads evaluating chunks of points ahead of the consumer; chunk k holds the points
+/// [begin + k * kChunk, ...). At most `ahead` chunks wait to be consumed.
+struct Enumerator::Parallel {
+  static constexpr std::uint64_t kChunk = 64;
+  std::mutex mutex;
+  std::condition_variable ready, room;
+  std::map<std::uint64_t, std::vector<Candidate>> done;
+  std::uint64_t next_chunk = 0, consumed = 0, chunks = 0, ahead = 0;
+  bool stop = false;
+  std::vector<std::thread> threads;
+  std::vector<Candidate> current;
+  std::size_t at = 0;
+  std::uint64_t current_chunk = 0;
+};
+
+Enumerator::Enumerator(const Space& space, std::uint64_t begin, std::uint64_t end, unsigned threads)
     : space_(space), pos_(begin), end_(std::min(end, space.size())) {
   stats_.space_size = space.size();
+  if (threads <= 1 || end_ <= pos_) return;
+  parallel_ = std::make_unique<Parallel>();
+  Parallel& p = *parallel_;
+  p.chunks = (end_ - pos_ + Parallel::kChunk - 1) / Parallel::kChunk;
+  p.ahead = 4 * threads;
+  const std::uint64_t first = pos_, last = end_;
+  for (unsigned t = 0; t < threads; ++t)
+    p.threads.emplace_back([this, first, last] {
+      Parallel& q = *parallel_;
+      while (true) {
+        std::uint64_t k;
+        {
+          std::unique_lock lock(q.mutex);
+          q.room.wait(lock, [&] { return q.stop || q.next_chunk < q.consumed + q.ahead; });
+          if (q.stop || q.next_chunk >= q.chunks) return;
+          k = q.next_chunk++;
+        }
+        std::vector<Candidate> out;
+        std::uint64_t lo = first + k * Parallel::kChunk;
+        std::uint64_t hi = std::min(last, lo + Parallel::kChunk);
+        out.reserve(hi - lo);
+        for (std::uint64_t i = lo; i < hi; ++i)
+          out.push_back(space_.evaluate(space_.decode(i), true));
+        {
+          std::lock_guard lock(q.mutex);
+          q.done.emplace(k, std::move(out));
+        }
+        q.ready.notify_all();
+      }
+    });
+}
+
+Enumerator::~Enumerator() {
+  if (!parallel_) return;
+  {
+    std::lock_guard lock(parallel_->mutex);
+    parallel_->stop = true;
+  }
+  parallel_->room.notify_all();
+  for (std::thread& t : parallel_->threads)
+    t.join();
+}
+
+std::optional<Candidate> Enumerator::step() {
+  if (!parallel_) {
+    if (pos_ >= end_) return std::nullopt;
+    return space_.evaluate(space_.decode(pos_++), true);
+  }
+  Parallel& p = *parallel_;
+  if (p.at >= p.current.size()) {
+    if (p.current_chunk >= p.chunks) return std::nullopt;
+    std::unique_lock lock(p.mutex);
+    p.ready.wait(lock, [&] { return p.done.count(p.current_chunk) > 0; });
+    p.current = std::move(p.done[p.current_chunk]);
+    p.done.erase(p.current_chunk);
+    p.at = 0;
+    ++p.current_chunk;
+    p.consumed = p.current_chunk;
+    lock.unlock();
+    p.room.notify_all();
+  }
+  return std::move(p.current[p.at++]);
 }
 
 std::optional<Candidate> Enumerator::next(bool rejected) {
-  while (pos_ < end_) {
-    std::vector<int> choices = space_.decode(pos_++);
-    if (!space_.normalized(choices)) {
+  while (auto c = step()) {
+    if (!c->ok && c->reason == kReasonUnused) {
       ++stats_.unused;
       continue;
     }
     ++stats_.visited;
-    Candidate c = space_.evaluate(choices);
-    if (!c.ok) {
-      ++stats_.rejected[c.reason];
+    if (!c->ok) {
+      ++stats_.rejected[c->reason];
       if (rejected) return c;
       continue;
     }
     ++stats_.valid;
-    if (!seen_.insert(canonical_hash(c.canonical)).second) {
+    if (!seen_.insert(canonical_hash(c->canonical)).second) {
       ++stats_.duplicates;
       continue;
     }

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <thread>
 
 namespace dtx::cli {
 namespace {
@@ -15,6 +16,7 @@ struct ExpandArgs {
   std::string file, shape;
   bool count = false, list = false, json = false, rejected = false;
   std::uint64_t limit = 0;
+  unsigned threads = 0;
 };
 
 int expand(const ExpandArgs& a) {
@@ -48,7 +50,8 @@ int expand(const ExpandArgs& a) {
       return 1;
     }
     auto start = std::chrono::steady_clock::now();
-    Enumerator en(*space);
+    unsigned threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+    Enumerator en(*space, 0, UINT64_MAX, threads);
     std::uint64_t listed = 0;
     nlohmann::json schedules = nlohmann::json::array();
     while (auto c = en.next(a.rejected)) {
@@ -125,6 +128,7 @@ Command add_expand_command(CLI::App& app) {
   sub->add_flag("--rejected", a->rejected, "with --list: also the rejected ones, as comments");
   sub->add_option("--limit", a->limit, "with --list: at most this many");
   sub->add_flag("--json", a->json, "print JSON");
+  sub->add_option("--threads", a->threads, "threads evaluating points (default: one per core)");
   for (CLI::Option* opt : sub->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   return {sub, [a] { return expand(*a); }};
