@@ -14,7 +14,7 @@ namespace {
 #define DTX_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 // Migration N (1-based) takes a file from version N-1 to version N.
-constexpr std::array<const char*, 2> kMigrations = {
+constexpr std::array<const char*, 3> kMigrations = {
     // 1: the tables.
     R"sql(
 CREATE TABLE algorithms (
@@ -132,6 +132,15 @@ CREATE INDEX measurements_by_schedule ON measurements (schedule_id, protocol, id
 CREATE INDEX measurements_by_key ON measurements (code_hash, shape, dtype, protocol, id);
 CREATE INDEX measurements_by_result ON measurements (shape, dtype, protocol, status, time_ms);
 CREATE INDEX baselines_by_exploration ON baselines (exploration_id, id);
+)sql",
+    // 3: schedules timed with the full protocol rank before those only screened (a screening
+    // time is short do_bench runs, not comparable with the full protocol's mean of medians):
+    // rank_tier 1 for a ranked schedule whose ranking measurement is `screen`, else 0.
+    R"sql(
+ALTER TABLE schedules ADD COLUMN rank_tier INTEGER NOT NULL DEFAULT 0;
+UPDATE schedules SET rank_tier = CASE WHEN rank_group = 0 AND full_id IS NULL THEN 1 ELSE 0 END;
+DROP INDEX schedules_by_rank;
+CREATE INDEX schedules_by_rank ON schedules (exploration_id, rank_group, rank_tier, rank_ms, id);
 )sql",
 };
 

@@ -182,7 +182,7 @@ const std::string kScheduleSelect =
 const std::string kRankedSql =
     kScheduleSelect +
     " WHERE s.exploration_id = ?1 AND (?2 IS NULL OR COALESCE(f.status, sc.status) = ?2)"
-    " ORDER BY s.rank_group, s.rank_ms, s.id LIMIT ?3 OFFSET ?4";
+    " ORDER BY s.rank_group, s.rank_tier, s.rank_ms, s.id LIMIT ?3 OFFSET ?4";
 
 // Keeps a schedule's latest measurements as one more arrives (?1 the schedule, ?2 the
 // measurement, ?3 its protocol). Measurement ids only grow, so the new one is the latest.
@@ -194,19 +194,23 @@ const std::string kScheduleLatestSql =
 
 // Then its ranking key from its ranking measurement: the rule of migration 2's fill.
 const std::string kScheduleRankSql =
-    "UPDATE schedules SET (rank_group, rank_ms) = (SELECT"
+    "UPDATE schedules SET (rank_group, rank_ms, rank_tier) = (SELECT"
     " CASE WHEN m.id IS NULL THEN 2"
     "  WHEN m.status = 'ok' AND m.time_ms IS NOT NULL THEN 0 ELSE 1 END,"
-    " CASE WHEN m.status = 'ok' THEN m.time_ms END"
+    " CASE WHEN m.status = 'ok' THEN m.time_ms END,"
+    " CASE WHEN m.status = 'ok' AND m.time_ms IS NOT NULL AND schedules.full_id IS NULL"
+    "  THEN 1 ELSE 0 END"
     " FROM (SELECT 1) LEFT JOIN measurements m"
     "  ON m.id = COALESCE(schedules.full_id, schedules.screen_id))"
     " WHERE id = ?1";
 
 // Per exploration: schedules with any measurement, those not ranked, the fastest ranked time
 // (all from the index schedules_by_rank).
-const std::string kSummarySql = "SELECT COUNT(*) FILTER (WHERE rank_group < 3),"
-                                " COUNT(*) FILTER (WHERE rank_group = 1), MIN(rank_ms)"
-                                " FROM schedules WHERE exploration_id = ?1";
+const std::string kSummarySql =
+    "SELECT COUNT(*) FILTER (WHERE rank_group < 3), COUNT(*) FILTER (WHERE rank_group = 1),"
+    " (SELECT rank_ms FROM schedules WHERE exploration_id = ?1 AND rank_group = 0"
+    "  ORDER BY rank_tier, rank_ms, id LIMIT 1)"
+    " FROM schedules WHERE exploration_id = ?1";
 
 RankedSchedule read_schedule(const Statement& st) {
   RankedSchedule r;
@@ -596,7 +600,8 @@ public:
       // One more than the ranked schedules of its exploration before it.
       auto before = db_.prepare(
           "SELECT COUNT(*) FROM schedules WHERE exploration_id = (SELECT exploration_id FROM "
-          "schedules WHERE id = ?1) AND rank_group = 0 AND (rank_ms, id) < (SELECT rank_ms, id "
+          "schedules WHERE id = ?1) AND rank_group = 0 AND (rank_tier, rank_ms, id) < (SELECT "
+          "rank_tier, rank_ms, id "
           "FROM schedules WHERE id = ?1)");
       before.bind(1, schedule_id);
       before.step();

@@ -42,10 +42,12 @@ struct Expected {
   int group; // 0 ranked, 1 not ranked, 2 other protocols only, 3 not measured
   double time;
   std::string status; // of the ranking measurement
+  int tier = 1;       // ranked: 0 by a `full` time, 1 by a `screen` time
 };
 
 /// The store's rules, computed directly: the ranking measurement is the latest `full`, else
-/// the latest `screen`; ranked ones by time, then the rest by group, ties by schedule id.
+/// the latest `screen`; ranked ones with a `full` time first, then those with a `screen` time
+/// only, each by time, then the rest by group, ties by schedule id.
 std::vector<Expected> expected_ranking(const std::vector<std::int64_t>& schedule_ids,
                                        const std::vector<std::pair<int, Result>>& results) {
   std::vector<Expected> out;
@@ -62,6 +64,7 @@ std::vector<Expected> expected_ranking(const std::vector<std::int64_t>& schedule
     if (auto ranking = full ? full : screen) {
       bool ranked = ranking->status == "ok" && ranking->time_ms;
       e.group = ranked ? 0 : 1;
+      e.tier = full ? 0 : 1;
       e.time = ranked ? *ranking->time_ms : 0;
       e.status = ranking->status;
     } else if (any) {
@@ -70,7 +73,9 @@ std::vector<Expected> expected_ranking(const std::vector<std::int64_t>& schedule
     out.push_back(e);
   }
   std::sort(out.begin(), out.end(), [](const Expected& a, const Expected& b) {
-    return std::tie(a.group, a.time, a.schedule_id) < std::tie(b.group, b.time, b.schedule_id);
+    int ta = a.group == 0 ? a.tier : 0, tb = b.group == 0 ? b.tier : 0;
+    return std::tie(a.group, ta, a.time, a.schedule_id) <
+           std::tie(b.group, tb, b.time, b.schedule_id);
   });
   return out;
 }

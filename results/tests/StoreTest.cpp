@@ -511,7 +511,8 @@ protected:
     store = Store::open(":memory:");
     e = store->create_exploration(spec());
     a = add("a", 0, {{"screen", "ok", 3.0}});
-    b = add("b", 1, {{"screen", "ok", 1.0}, {"full", "ok", 4.0}}); // the full time ranks it
+    // The full time ranks it, and before every schedule that was only screened.
+    b = add("b", 1, {{"screen", "ok", 1.0}, {"full", "ok", 4.0}});
     c = add("c", 2, {{"screen", "ok", 2.0}});
     d = add("d", 3, {{"screen", "wrong_result", 0.0}});
     x = add("x", 4, {{"screen", "ok", 0.5}, {"full", "crashed", 0.0}}); // full failed
@@ -541,9 +542,9 @@ protected:
 
 TEST_F(Ranking, OkFirstByRankingTimeThenFailuresThenUnmeasured) {
   auto rows = store->ranked(e);
-  EXPECT_EQ(schedule_ids(rows), (std::vector<std::int64_t>{c, a, b, g, d, x, o, f}));
+  EXPECT_EQ(schedule_ids(rows), (std::vector<std::int64_t>{b, c, a, g, d, x, o, f}));
   EXPECT_EQ(ranks(rows), (std::vector<int>{1, 2, 3, 4, 0, 0, 0, 0}));
-  const auto& rb = rows[2];
+  const auto& rb = rows[0];
   ASSERT_TRUE(rb.screen && rb.full);
   EXPECT_EQ(rb.screen->time_ms, 1.0);
   EXPECT_EQ(rb.full->time_ms, 4.0);
@@ -562,7 +563,7 @@ TEST_F(Ranking, StatusFilterUsesTheRankingMeasurement) {
   RankedQuery q;
   q.status = "ok";
   auto ok = store->ranked(e, q);
-  EXPECT_EQ(schedule_ids(ok), (std::vector<std::int64_t>{c, a, b, g}));
+  EXPECT_EQ(schedule_ids(ok), (std::vector<std::int64_t>{b, c, a, g}));
   EXPECT_EQ(ranks(ok), (std::vector<int>{1, 2, 3, 4}));
   q.status = "crashed";
   EXPECT_EQ(schedule_ids(store->ranked(e, q)), (std::vector<std::int64_t>{x}));
@@ -577,7 +578,7 @@ TEST_F(Ranking, PagingKeepsGlobalRanks) {
   q.offset = 1;
   q.limit = 2;
   auto page = store->ranked(e, q);
-  EXPECT_EQ(schedule_ids(page), (std::vector<std::int64_t>{a, b}));
+  EXPECT_EQ(schedule_ids(page), (std::vector<std::int64_t>{c, a}));
   EXPECT_EQ(ranks(page), (std::vector<int>{2, 3}));
   q.offset = 4;
   q.limit = 10;
@@ -592,9 +593,9 @@ TEST_F(Ranking, PagingKeepsGlobalRanks) {
 TEST_F(Ranking, ScheduleCarriesItsRank) {
   auto rb = store->schedule(b);
   ASSERT_TRUE(rb);
-  EXPECT_EQ(rb->rank, 3);
+  EXPECT_EQ(rb->rank, 1);
   EXPECT_EQ(rb->full->time_ms, 4.0);
-  EXPECT_EQ(store->schedule(c)->rank, 1);
+  EXPECT_EQ(store->schedule(c)->rank, 2);
   EXPECT_EQ(store->schedule(d)->rank, 0);
   EXPECT_EQ(store->schedule(f)->rank, 0);
   EXPECT_EQ(store->schedule(o)->rank, 0);
@@ -604,14 +605,14 @@ TEST_F(Ranking, ExplorationSummaryFollowsTheRanking) {
   auto ex = store->exploration(e);
   EXPECT_EQ(ex->measured, 7); // all but f
   EXPECT_EQ(ex->failed, 2);   // d, x
-  EXPECT_EQ(ex->best_ms, 2.0);
+  EXPECT_EQ(ex->best_ms, 4.0); // b's full time ranks first
   EXPECT_FALSE(ex->best_baseline_ms);
   // The listing computes the same.
   auto listed = store->explorations();
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].measured, 7);
   EXPECT_EQ(listed[0].failed, 2);
-  EXPECT_EQ(listed[0].best_ms, 2.0);
+  EXPECT_EQ(listed[0].best_ms, 4.0);
 }
 
 TEST_F(Ranking, MeasuredIndicesPerProtocol) {
