@@ -43,7 +43,7 @@ public:
   }
 
 private:
-  static constexpr std::size_t kPopulation = 20;
+  static constexpr std::size_t kPopulation = 12;
   static constexpr int kTournament = 3;
   static constexpr double kImmigrants = 0.15;
 

@@ -67,6 +67,7 @@ public:
 
 private:
   static constexpr int kStartsInFlight = 4;
+  static constexpr int kAllValues = 4; // variables of at most this many alternatives: every one
 
   void move_to(const Point& p, double cost) {
     current_ = p;
@@ -76,7 +77,7 @@ private:
       int r = ctx_.radices[i];
       for (int v = 0; v < r; ++v) {
         if (v == p[i]) continue;
-        if (r > 4 && std::abs(v - p[i]) != 1) continue;
+        if (r > kAllValues && std::abs(v - p[i]) != 1) continue;
         Point q = p;
         q[i] = v;
         q = proposed_.normalize(std::move(q));
