@@ -144,6 +144,6 @@ INSTANTIATE_TEST_SUITE_P(
         // One schedule of the 420 is within 2% of the best (the next is 3.8% slower), so a
         // tenth of the space finds it only sometimes: the bar here is 5%, most of the time.
         Recording{"softmax_4096x512", "softmax.yaml", {{"x", 4096}, {"y", 512}}, 0.05, 6}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& p) { return p.param.name; });
 
 } // namespace
