@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Main job: installs everything, then compiles the example kernel with dtc and runs it against
-# its PyTorch reference (on the GPU when there is one, else under the Triton interpreter).
+# The main job: installs and builds what is missing, then runs dtxd, the dtx daemon, on an
+# embedded SQLite database under data/ on localhost. A first start queues the example
+# exploration (GeGLU from templates/; small shapes on the Triton interpreter when there is no
+# GPU). Ctrl-C stops it cleanly; running explorations resume on the next start.
+#   deploy/run.sh [dtxd options, e.g. --port 8080 --config deploy/dtxd.yaml]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/deploy/setup.sh"
 cd "$ROOT"
-mkdir -p out
-./build/compiler/dtc examples/geglu.dt -o out/geglu.py
-echo "dtc: examples/geglu.dt -> out/geglu.py"
-.venv/bin/python examples/run_example.py out/geglu.py --sizes x=64,y=1000
+exec ./build/server/dtxd --config deploy/dtxd.yaml "$@"

@@ -174,6 +174,26 @@ ExploreJob job_of(const results::Exploration& x) {
   return job;
 }
 
+results::ExplorationSpec spec_of(const ExploreJob& job) {
+  const TemplateFile& tf = job.file;
+  results::ExplorationSpec spec;
+  spec.kernel = tf.kernel;
+  spec.algorithm = tf.program();
+  spec.template_text = tf.schedule;
+  spec.template_file = tf.path.empty() ? tf.name : tf.path.string();
+  spec.shape = shape_key_of(job.shape);
+  spec.dtype = tf.dtype;
+  spec.strategy = job.settings.strategy;
+  nlohmann::json s = to_json(job.settings);
+  s["algorithm_name"] = tf.algorithm_name;
+  s["compile"] = tf.compile;
+  s["baselines"] = nlohmann::json::array();
+  for (const NamedBaseline& b : tf.baselines)
+    s["baselines"].push_back(baseline_to_json(b));
+  spec.settings_json = s.dump();
+  return spec;
+}
+
 ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, results::Store& store,
                        const ExploreProgressFn& progress, const std::atomic<bool>* cancel) {
   const auto start = Clock::now();
@@ -185,24 +205,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   // --- the exploration's row
   std::int64_t id = job.exploration_id;
   const std::string program = tf.program();
-  if (id == 0) {
-    results::ExplorationSpec spec;
-    spec.kernel = tf.kernel;
-    spec.algorithm = program;
-    spec.template_text = tf.schedule;
-    spec.template_file = tf.path.empty() ? tf.name : tf.path.string();
-    spec.shape = shape;
-    spec.dtype = tf.dtype;
-    spec.strategy = set.strategy;
-    nlohmann::json s = to_json(set);
-    s["algorithm_name"] = tf.algorithm_name;
-    s["compile"] = tf.compile;
-    s["baselines"] = nlohmann::json::array();
-    for (const NamedBaseline& b : tf.baselines)
-      s["baselines"].push_back(baseline_to_json(b));
-    spec.settings_json = s.dump();
-    id = store.create_exploration(spec);
-  }
+  if (id == 0) id = store.create_exploration(spec_of(job));
   ExploreSummary summary;
   summary.exploration_id = id;
   auto fail = [&](const std::string& message) {

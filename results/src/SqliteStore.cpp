@@ -512,6 +512,7 @@ public:
     std::vector<RankedSchedule> out;
     while (st.step()) {
       out.push_back(read_schedule(st));
+      out.back().exploration_id = exploration_id;
       // Ranked schedules come first, in rank order, in every listing that holds them (all, or
       // status `ok`), so a row's rank is its position.
       if (st.int64(4) == 0)
@@ -596,6 +597,11 @@ public:
     st.bind(1, schedule_id);
     if (!st.step()) return std::nullopt;
     RankedSchedule r = read_schedule(st);
+    {
+      auto owner = db_.prepare("SELECT exploration_id FROM schedules WHERE id = ?1");
+      owner.bind(1, schedule_id);
+      if (owner.step()) r.exploration_id = owner.int64(0);
+    }
     if (st.int64(4) == 0) {
       // One more than the ranked schedules of its exploration before it.
       auto before = db_.prepare(

@@ -83,6 +83,9 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
                        const ExploreProgressFn& progress = {},
                        const std::atomic<bool>* cancel = nullptr);
 
+/// The stored form of a job (what create_exploration takes; job_of reverses it).
+results::ExplorationSpec spec_of(const ExploreJob& job);
+
 /// Rebuilds the job of a stored exploration (to resume it).
 ExploreJob job_of(const results::Exploration& exploration);
 

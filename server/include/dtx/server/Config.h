@@ -1,0 +1,45 @@
+#pragma once
+// dtxd's configuration: a YAML file (docs/server.md) with command-line overrides.
+#include "dtx/Explore.h"
+
+#include <cstddef>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dtx::server {
+
+class ConfigError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  std::string bind = "127.0.0.1";
+  int port = 8080;
+  std::filesystem::path data_dir = "data"; // the database and the Triton cache live here
+  std::filesystem::path db;                // default: data_dir/dtx.db
+  std::filesystem::path templates_dir;     // baselines.py and baseline files; default templates/
+  std::filesystem::path web_dir;           // the page's static files; default web/
+  // The measurement pool.
+  int compile_workers = 1;
+  std::vector<int> gpus; // empty: those visible (none: the interpreter)
+  bool gpus_given = false;
+  std::string python, worker_script;
+  // Explorations.
+  int max_running = 2;      // explorations measured at once, sharing the pool
+  ExploreSettings defaults; // for fields a request leaves out
+  std::size_t max_body = 1 << 20;
+  std::vector<std::string> tokens; // non-empty: writes need `Authorization: Bearer TOKEN`
+  std::string log_format = "text"; // text or json
+  std::string log_level = "info";
+  bool example = true; // queue the example exploration on a first start
+
+  std::filesystem::path db_path() const { return db.empty() ? data_dir / "dtx.db" : db; }
+};
+
+/// Reads a configuration file; unknown keys and bad values are errors naming file:line.
+Config load_config(const std::filesystem::path& path);
+
+} // namespace dtx::server

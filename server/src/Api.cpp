@@ -1,0 +1,144 @@
+// The HTTP layer of dtxd (see Api.h).
+#include "Api.h"
+
+#include <chrono>
+
+namespace dtx::server {
+
+void send_json(httplib::Response& res, const nlohmann::json& body, int status) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+nlohmann::json body_json(const httplib::Request& req) {
+  nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
+  if (j.is_discarded()) throw ApiError(400, "malformed_json", "the request body is not valid JSON");
+  if (!j.is_object()) throw ApiError(400, "bad_request", "the request body must be a JSON object");
+  return j;
+}
+
+std::int64_t path_id(const httplib::Request& req, int group) {
+  try {
+    return std::stoll(req.matches[group].str());
+  } catch (const std::exception&) {
+    throw ApiError(400, "bad_request", "the id in the path is not a number");
+  }
+}
+
+httplib::Server::Handler Api::wrap(const std::string& method, const std::string& route, Handler h,
+                                   bool write) {
+  return [this, method, route, h, write](const httplib::Request& req, httplib::Response& res) {
+    auto start = std::chrono::steady_clock::now();
+    try {
+      if (write && !ctx_.config.tokens.empty()) {
+        std::string auth = req.get_header_value("Authorization");
+        bool ok = false;
+        for (const std::string& t : ctx_.config.tokens)
+          ok |= auth == "Bearer " + t;
+        if (!ok)
+          throw ApiError(401, "unauthorized",
+                         "this server needs a token: send `Authorization: Bearer TOKEN`");
+      }
+      h(req, res, ctx_);
+    } catch (const ApiError& e) {
+      nlohmann::json err = {{"code", e.code}, {"message", e.what()}};
+      if (!e.field.empty()) err["field"] = e.field;
+      if (!e.details.is_null()) err["details"] = e.details;
+      send_json(res, {{"error", err}}, e.status);
+    } catch (const std::exception& e) {
+      ctx_.log->error("{} {}: {}", method, req.path, e.what());
+      send_json(res, {{"error", {{"code", "internal"}, {"message", e.what()}}}}, 500);
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ctx_.metrics.request(route, method, res.status, s);
+    ctx_.log->debug("{} {} -> {} in {:.1f} ms", method, req.path, res.status, s * 1000);
+  };
+}
+
+void Api::get(const std::string& pattern, const std::string& route, Handler h) {
+  routes_.emplace_back("get", route);
+  http_.Get(pattern, wrap("GET", route, std::move(h), false));
+}
+
+void Api::post(const std::string& pattern, const std::string& route, Handler h, bool write) {
+  routes_.emplace_back("post", route);
+  http_.Post(pattern, wrap("POST", route, std::move(h), write));
+}
+
+nlohmann::json to_json(const results::MeasurementRecord& m) {
+  nlohmann::json j = {{"id", m.id},
+                      {"protocol", m.protocol},
+                      {"status", m.status},
+                      {"message", m.message},
+                      {"rounds", m.rounds},
+                      {"compile_s", m.compile_s},
+                      {"device", m.env.device_name},
+                      {"device_kind", m.env.device_kind},
+                      {"driver", m.env.driver},
+                      {"cuda", m.env.cuda},
+                      {"torch", m.env.torch},
+                      {"triton", m.env.triton},
+                      {"created_at", m.created_at}};
+  auto q = [](const results::TimeQuantiles& t) {
+    return nlohmann::json{{"median_ms", t.median_ms}, {"q20_ms", t.q20_ms}, {"q80_ms", t.q80_ms},
+                          {"min_ms", t.min_ms},       {"max_ms", t.max_ms}, {"samples", t.samples}};
+  };
+  if (m.time_ms) j["time_ms"] = *m.time_ms;
+  if (m.time_stdev_ms) j["time_stdev_ms"] = *m.time_stdev_ms;
+  if (m.bench) j["bench"] = q(*m.bench);
+  if (m.gpu) j["gpu"] = q(*m.gpu);
+  if (m.host_us) j["host_us"] = *m.host_us;
+  if (m.rel_l2) j["rel_l2"] = *m.rel_l2;
+  if (m.max_abs) j["max_abs"] = *m.max_abs;
+  return j;
+}
+
+nlohmann::json to_json(const ExploreProgress& p) {
+  nlohmann::json j = {{"phase", p.phase},
+                      {"done", p.done},
+                      {"budget", p.budget},
+                      {"proposed", p.proposed},
+                      {"rejected", p.rejected},
+                      {"duplicates", p.duplicates},
+                      {"reused", p.reused},
+                      {"failed", p.failed},
+                      {"elapsed_s", p.elapsed_s},
+                      {"best_schedule", p.best_schedule},
+                      {"best_baseline", p.best_baseline}};
+  if (p.best_ms) j["best_ms"] = *p.best_ms;
+  if (p.best_baseline_ms) j["best_baseline_ms"] = *p.best_baseline_ms;
+  if (p.eta_s) j["eta_s"] = *p.eta_s;
+  return j;
+}
+
+nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
+  nlohmann::json settings = nlohmann::json::parse(x.spec.settings_json, nullptr, false);
+  nlohmann::json j = {{"id", x.id},
+                      {"url", "/v1/explorations/" + std::to_string(x.id)},
+                      {"kernel", x.spec.kernel},
+                      {"shape", x.spec.shape},
+                      {"dtype", x.spec.dtype},
+                      {"strategy", x.spec.strategy},
+                      {"state", results::state_name(x.state)},
+                      {"message", x.message},
+                      {"space_size", x.space_size},
+                      {"candidates", x.candidates},
+                      {"measured", x.measured},
+                      {"failed", x.failed},
+                      {"device", x.device_name},
+                      {"created_at", x.created_at},
+                      {"updated_at", x.updated_at}};
+  if (!settings.is_discarded()) {
+    j["budget"] = settings.value("budget", 0);
+    j["baselines"] = nlohmann::json::array();
+    for (const auto& b : settings.value("baselines", nlohmann::json::array()))
+      j["baselines"].push_back(b.value("name", ""));
+  }
+  if (x.best_ms) j["best_ms"] = *x.best_ms;
+  if (x.best_baseline_ms) j["best_baseline_ms"] = *x.best_baseline_ms;
+  if (x.best_ms && x.best_baseline_ms) j["speedup"] = *x.best_baseline_ms / *x.best_ms;
+  if (auto e = ctx.scheduler.latest(x.id)) j["progress"] = to_json(e->progress);
+  return j;
+}
+
+} // namespace dtx::server

@@ -1,0 +1,81 @@
+#pragma once
+// The HTTP layer of dtxd: routes registered with their name (for metrics and the OpenAPI test),
+// JSON helpers, errors as `{"error": {"code", "message", "field"?}}`, and bearer tokens.
+// One file per group of handlers in handlers/.
+#include "Metrics.h"
+#include "Scheduler.h"
+
+#include "dtx/server/Config.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/logger.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dtx::server {
+
+/// A request the server refuses: HTTP status, a code, a message, and the field at fault.
+struct ApiError : std::runtime_error {
+  ApiError(int status_, std::string code_, const std::string& message, std::string field_ = "",
+           nlohmann::json details_ = nullptr)
+      : std::runtime_error(message), status(status_), code(std::move(code_)),
+        field(std::move(field_)), details(std::move(details_)) {}
+  int status;
+  std::string code, field;
+  nlohmann::json details; // e.g. diagnostics with line and column
+};
+
+struct Context {
+  const Config& config;
+  results::Store& store;
+  Scheduler& scheduler;
+  Metrics& metrics;
+  std::shared_ptr<spdlog::logger> log;
+};
+
+using Handler = std::function<void(const httplib::Request&, httplib::Response&, Context&)>;
+
+class Api {
+public:
+  Api(httplib::Server& http, Context& context) : http_(http), ctx_(context) {}
+  /// `pattern` is httplib's (a regex for paths with ids); `route` names it in metrics and in
+  /// the OpenAPI document (`/v1/explorations/{id}`). `write`: needs a token when tokens are set.
+  void get(const std::string& pattern, const std::string& route, Handler h);
+  void post(const std::string& pattern, const std::string& route, Handler h, bool write = true);
+  /// Every registered (method, route).
+  const std::vector<std::pair<std::string, std::string>>& routes() const { return routes_; }
+
+private:
+  httplib::Server::Handler wrap(const std::string& method, const std::string& route, Handler h,
+                                bool write);
+  httplib::Server& http_;
+  Context& ctx_;
+  std::vector<std::pair<std::string, std::string>> routes_;
+};
+
+void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
+/// The request body as a JSON object (ApiError 400 when it is not).
+nlohmann::json body_json(const httplib::Request& req);
+std::int64_t path_id(const httplib::Request& req, int group = 1);
+
+// JSON of stored rows, shared by handlers.
+nlohmann::json to_json(const results::MeasurementRecord& m);
+nlohmann::json to_json(const results::Exploration& x, const Context& ctx);
+nlohmann::json to_json(const ExploreProgress& p);
+
+// One registration function per file of handlers/.
+void register_system(Api& api);       // /healthz, /metrics, /v1/openapi.json
+void register_compile(Api& api);      // /v1/compile
+void register_expand(Api& api);       // /v1/expand
+void register_explorations(Api& api); // /v1/explorations..., /explore
+void register_schedules(Api& api);    // /v1/schedules/{id}, /v1/best
+
+/// Builds exploration jobs from a request body with the fields of a template file (one job per
+/// shape); ApiError for anything wrong, with the field named. Shared with the example.
+std::vector<ExploreJob> jobs_from_json(const nlohmann::json& body, const Config& config);
+
+} // namespace dtx::server

@@ -1,0 +1,167 @@
+// dtxd's assembly: store, pool, scheduler, routes (see Server.h).
+#include "dtx/server/Server.h"
+
+#include "Api.h"
+
+#include "dtx/WorkerPool.h"
+
+#include <filesystem>
+
+namespace dtx::server {
+
+struct Server::Impl {
+  Config config;
+  std::shared_ptr<spdlog::logger> log;
+  std::unique_ptr<results::Store> store;
+  Metrics metrics;
+  std::unique_ptr<WorkerPool> pool;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<Context> context;
+  httplib::Server http;
+  std::unique_ptr<Api> api;
+  int port = 0;
+  std::mutex stop_mutex;
+  bool stopped = false;
+};
+
+Server::Server(Config config, std::shared_ptr<spdlog::logger> log)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->config = std::move(config);
+  impl_->log = std::move(log);
+}
+
+Server::~Server() {
+  stop();
+}
+
+void Server::start() {
+  Impl& s = *impl_;
+  Config& c = s.config;
+  if (c.templates_dir.empty())
+    c.templates_dir = std::filesystem::path(DTX_SOURCE_DIR) / "templates";
+  if (c.web_dir.empty()) c.web_dir = std::filesystem::path(DTX_SOURCE_DIR) / "web";
+  std::filesystem::create_directories(c.data_dir);
+  s.store = results::Store::open(c.db_path());
+  s.log->info("results store {} (schema {})", c.db_path().string(), s.store->version());
+
+  PoolOptions po;
+  po.compile_workers = c.compile_workers;
+  po.gpus = c.gpus_given ? c.gpus : visible_gpus();
+  if (!c.python.empty()) po.python = c.python;
+  if (!c.worker_script.empty()) po.worker_script = c.worker_script;
+  po.triton_cache_dir = c.data_dir / "triton-cache";
+  std::filesystem::create_directories(po.triton_cache_dir);
+  auto log = s.log;
+  Metrics* metrics = &s.metrics;
+  po.log = [log, metrics](const std::string& who, const std::string& line) {
+    if (line.rfind("started pid", 0) == 0) {
+      metrics->worker_started();
+      log->info("[{}] {}", who, line);
+    } else if (line.rfind("hello:", 0) == 0 || line.rfind("worker ", 0) == 0 ||
+               line.rfind("CUDA error", 0) == 0) {
+      log->info("[{}] {}", who, line);
+    } else {
+      log->debug("[{}] {}", who, line);
+    }
+  };
+  s.log->info("{} compile worker(s), {} timing worker(s){}", po.compile_workers,
+              std::max<std::size_t>(1, po.gpus.size()),
+              po.gpus.empty() ? " on the Triton interpreter (no GPU)" : "");
+  std::size_t capacity = po.capacity;
+  s.pool = std::make_unique<WorkerPool>(std::move(po));
+  s.scheduler =
+      std::make_unique<Scheduler>(*s.store, *s.pool, c.max_running, capacity / 2, s.metrics, s.log);
+  s.context =
+      std::make_unique<Context>(Context{s.config, *s.store, *s.scheduler, s.metrics, s.log});
+
+  s.http.set_payload_max_length(c.max_body);
+  s.http.set_read_timeout(30, 0);
+  s.api = std::make_unique<Api>(s.http, *s.context);
+  register_system(*s.api);
+  register_compile(*s.api);
+  register_expand(*s.api);
+  register_explorations(*s.api);
+  register_schedules(*s.api);
+  s.http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404)
+      send_json(res, {{"error", {{"code", "not_found"}, {"message", "no route " + req.path}}}},
+                404);
+    else if (res.status == 413)
+      send_json(res,
+                {{"error", {{"code", "too_large"}, {"message", "the request body is too large"}}}},
+                413);
+  });
+
+  // Resume what a previous process left: running ones were interrupted (even by SIGKILL).
+  for (const results::Exploration& x : s.store->unfinished()) {
+    if (x.state == results::State::Running)
+      s.store->set_state(x.id, results::State::Queued, "resumed after a restart");
+    s.log->info("exploration {} ({} at {}) resumes", x.id, x.spec.kernel, x.spec.shape);
+    s.scheduler->enqueue(x.id);
+  }
+  // A first start queues the example, so that the API and the page have something to show.
+  if (c.example && s.store->explorations({}).empty()) {
+    std::filesystem::path example = c.templates_dir / "geglu.yaml";
+    try {
+      TemplateFile tf = load_template_file(example);
+      bool gpu = !s.pool->timing_workers().empty() &&
+                 s.pool->timing_workers().front().device_kind == "cuda";
+      gpu = gpu || !visible_gpus().empty();
+      std::vector<ShapeSizes> shapes = gpu || tf.test_shapes.empty() ? tf.shapes : tf.test_shapes;
+      // Without a GPU, the largest test shape (the smallest may be below the template's blocks).
+      auto numel = [](const ShapeSizes& shape) {
+        long long n = 1;
+        for (const auto& [l, v] : shape)
+          n *= v;
+        return n;
+      };
+      if (!gpu)
+        std::sort(shapes.begin(), shapes.end(),
+                  [&](const ShapeSizes& a, const ShapeSizes& b) { return numel(a) > numel(b); });
+      ExploreSettings set = c.defaults;
+      if (!gpu) {
+        set.budget = 12;
+        set.top = 3;
+        set.rounds = 2;
+        set.screen = {1, 5};
+        set.full = {2, 10};
+      }
+      ExploreJob job{tf, shapes.front(), set, 0};
+      std::int64_t id = s.store->create_exploration(spec_of(job));
+      s.scheduler->enqueue(id);
+      s.log->info("first start: queued the example exploration {} ({} at {})", id, tf.kernel,
+                  results::shape_key(results::Shape(job.shape.begin(), job.shape.end())));
+    } catch (const std::exception& e) {
+      s.log->warn("the example exploration could not be queued: {}", e.what());
+    }
+  }
+
+  s.port = c.port == 0 ? s.http.bind_to_any_port(c.bind) : c.port;
+  if (c.port != 0 && !s.http.bind_to_port(c.bind, c.port))
+    throw std::runtime_error("cannot listen on " + c.bind + ":" + std::to_string(c.port) +
+                             " (in use, or not an address of this machine)");
+  if (s.port < 0) throw std::runtime_error("cannot listen on " + c.bind);
+}
+
+void Server::run() {
+  impl_->log->info("dtxd listening on http://{}:{}", impl_->config.bind, impl_->port);
+  impl_->http.listen_after_bind();
+}
+
+void Server::stop() {
+  std::lock_guard lock(impl_->stop_mutex);
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  if (impl_->log) impl_->log->info("stopping: checkpointing explorations, stopping workers");
+  impl_->http.stop();
+  if (impl_->scheduler) impl_->scheduler->shutdown();
+  if (impl_->pool) impl_->pool->shutdown();
+  if (impl_->log) impl_->log->info("stopped");
+}
+
+int Server::port() const {
+  return impl_->port;
+}
+
+} // namespace dtx::server

@@ -1,0 +1,352 @@
+// POST /v1/explorations (and POST /explore), GET /v1/explorations, GET /v1/explorations/{id},
+// its events (server-sent), its cancel and its ranked schedules.
+#include "../Api.h"
+
+#include "dtx/Space.h"
+#include "dtx/Strategy.h"
+
+#include <algorithm>
+
+#include <set>
+
+namespace dtx::server {
+namespace {
+
+std::string text_field(const nlohmann::json& b, const char* key, bool required) {
+  if (!b.contains(key)) {
+    if (required)
+      throw ApiError(400, "missing_field", std::string("`") + key + "` is required", key);
+    return "";
+  }
+  if (!b[key].is_string())
+    throw ApiError(400, "bad_field", std::string("`") + key + "` must be a string", key);
+  return b[key].get<std::string>();
+}
+
+template <class T>
+T number_field(const nlohmann::json& b, const char* key, T fallback, T lo, T hi) {
+  if (!b.contains(key)) return fallback;
+  if (!b[key].is_number())
+    throw ApiError(400, "bad_field", std::string("`") + key + "` must be a number", key);
+  double v = b[key].get<double>();
+  if (v < static_cast<double>(lo) || v > static_cast<double>(hi))
+    throw ApiError(400, "bad_field",
+                   std::string("`") + key + "` must be from " + std::to_string(lo) + " to " +
+                       std::to_string(hi),
+                   key);
+  return static_cast<T>(v);
+}
+
+ShapeSizes shape_of(const nlohmann::json& s, const std::string& field) {
+  if (!s.is_object() || s.empty())
+    throw ApiError(400, "bad_field", "a shape is an object of label to size, as {\"x\": 1024}",
+                   field);
+  ShapeSizes out;
+  for (const auto& [label, size] : s.items()) {
+    if (!size.is_number_integer() || size.get<long long>() < 0)
+      throw ApiError(400, "bad_field", "the size of `" + label + "` must be a whole number >= 0",
+                     field);
+    out[label] = size.get<long long>();
+  }
+  return out;
+}
+
+/// A baseline named in a request: `torch`, `torch.compile`, `reference`, or a file of the
+/// server's templates directory (never a path outside it: the workers run that code).
+NamedBaseline baseline_of(const std::string& name, const std::string& kernel,
+                          const Config& config) {
+  std::string file = name.substr(0, name.find(':'));
+  if (name != "torch" && name != "torch.compile" && name != "reference" &&
+      (file.find('/') != std::string::npos || file.find("..") != std::string::npos))
+    throw ApiError(400, "bad_field",
+                   "baseline `" + name +
+                       "`: name a file of the server's templates directory "
+                       "(FILE.py:FUNCTION), not a path",
+                   "baselines");
+  try {
+    return parse_baseline_entry(name, kernel, config.templates_dir);
+  } catch (const std::invalid_argument& e) {
+    throw ApiError(400, "bad_field", e.what(), "baselines");
+  }
+}
+
+} // namespace
+
+std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& config) {
+  static const std::set<std::string> known = {"kernel",        "algorithm",      "algorithm_name",
+                                              "source",        "schedule",       "shapes",
+                                              "shape",         "dtype",          "compile",
+                                              "baselines",     "strategy",       "budget",
+                                              "time_limit_s",  "seed",           "top",
+                                              "rounds",        "times",          "screen_warmup_ms",
+                                              "screen_rep_ms", "full_warmup_ms", "full_rep_ms",
+                                              "timeout_s",     "test_shapes"};
+  for (const auto& [k, v] : b.items())
+    if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field `" + k + "`", k);
+  TemplateFile tf;
+  tf.kernel = text_field(b, "kernel", true);
+  if (tf.kernel.empty()) throw ApiError(400, "bad_field", "`kernel` is empty", "kernel");
+  tf.algorithm = text_field(b, b.contains("source") ? "source" : "algorithm", true);
+  tf.algorithm_name =
+      b.contains("algorithm_name") ? text_field(b, "algorithm_name", false) : tf.kernel + ".dt";
+  tf.schedule = text_field(b, "schedule", true);
+  tf.name = "schedule";
+  if (b.contains("dtype")) {
+    tf.dtype = text_field(b, "dtype", false);
+    if (tf.dtype != "float32" && tf.dtype != "float16" && tf.dtype != "bfloat16")
+      throw ApiError(400, "bad_field", "`dtype` is float32, float16 or bfloat16", "dtype");
+  }
+  if (b.contains("compile")) {
+    if (!b["compile"].is_array())
+      throw ApiError(400, "bad_field", "`compile` is a list of Func names", "compile");
+    for (const auto& f : b["compile"]) {
+      if (!f.is_string()) throw ApiError(400, "bad_field", "`compile` lists names", "compile");
+      tf.compile.push_back(f.get<std::string>());
+    }
+  }
+  if (b.contains("baselines")) {
+    if (!b["baselines"].is_array())
+      throw ApiError(400, "bad_field", "`baselines` is a list, as [\"torch\", \"torch.compile\"]",
+                     "baselines");
+    for (const auto& x : b["baselines"]) {
+      if (!x.is_string()) throw ApiError(400, "bad_field", "`baselines` lists names", "baselines");
+      tf.baselines.push_back(baseline_of(x.get<std::string>(), tf.kernel, config));
+    }
+  }
+  std::vector<ShapeSizes> shapes;
+  if (b.contains("shape")) shapes.push_back(shape_of(b["shape"], "shape"));
+  if (b.contains("shapes")) {
+    if (!b["shapes"].is_array() || b["shapes"].empty())
+      throw ApiError(400, "bad_field", "`shapes` is a non-empty list of shapes", "shapes");
+    for (const auto& s : b["shapes"])
+      shapes.push_back(shape_of(s, "shapes"));
+  }
+  if (shapes.empty())
+    throw ApiError(400, "missing_field", "give `shapes` (a list) or `shape`", "shapes");
+
+  ExploreSettings s = config.defaults;
+  if (b.contains("strategy")) {
+    s.strategy = text_field(b, "strategy", false);
+    const auto& names = strategy_names();
+    if (std::find(names.begin(), names.end(), s.strategy) == names.end())
+      throw ApiError(400, "bad_field", "`strategy` is exhaustive, random, evolution or local",
+                     "strategy");
+  }
+  s.budget = number_field<std::uint64_t>(b, "budget", s.budget, 0, 10000000);
+  if (s.strategy == "exhaustive" && !b.contains("budget")) s.budget = 0;
+  s.time_limit_s = number_field<double>(b, "time_limit_s", s.time_limit_s, 0, 1e7);
+  s.seed = number_field<std::uint64_t>(b, "seed", s.seed, 0, 1ULL << 62);
+  s.top = number_field<int>(b, "top", s.top, 0, 1000);
+  s.rounds = number_field<int>(b, "rounds", s.rounds, 1, 100);
+  s.screen.warmup_ms = number_field<double>(b, "screen_warmup_ms", s.screen.warmup_ms, 0, 1e5);
+  s.screen.rep_ms = number_field<double>(b, "screen_rep_ms", s.screen.rep_ms, 0.01, 1e5);
+  s.full.warmup_ms = number_field<double>(b, "full_warmup_ms", s.full.warmup_ms, 0, 1e5);
+  s.full.rep_ms = number_field<double>(b, "full_rep_ms", s.full.rep_ms, 0.01, 1e5);
+  s.timeout_s = number_field<double>(b, "timeout_s", s.timeout_s, 1, 86400);
+  if (b.contains("times")) {
+    if (!b["times"].is_array()) throw ApiError(400, "bad_field", "`times` is a list", "times");
+    for (const auto& t : b["times"]) {
+      std::string v = t.is_string() ? t.get<std::string>() : "";
+      if (v == "gpu")
+        s.gpu_time = true;
+      else if (v == "host")
+        s.host_time = true;
+      else if (v != "bench")
+        throw ApiError(400, "bad_field", "`times` holds bench, gpu and host", "times");
+    }
+  }
+
+  // The template and the algorithm must be usable: errors now, with their place.
+  Template tmpl;
+  try {
+    tmpl = parse_template(tf.schedule);
+  } catch (const TemplateParseError& e) {
+    nlohmann::json details = nlohmann::json::array();
+    for (const TemplateError& err : e.errors)
+      details.push_back({{"line", err.loc.line}, {"col", err.loc.col}, {"message", err.message}});
+    throw ApiError(400, "template_error", "the schedule template has errors", "schedule", details);
+  }
+  auto algorithm = std::make_shared<const dtc::Algorithm>(tf.program(), tf.algorithm_name);
+  if (!algorithm->ok()) {
+    nlohmann::json details = nlohmann::json::array();
+    for (const dtc::Message& m : algorithm->messages())
+      details.push_back({{"line", m.line},
+                         {"col", m.col},
+                         {"code", m.code},
+                         {"severity", m.severity},
+                         {"message", m.text}});
+    throw ApiError(400, "algorithm_error", "the algorithm has errors", "algorithm", details);
+  }
+  std::vector<ExploreJob> jobs;
+  for (const ShapeSizes& shape : shapes) {
+    try {
+      Space space(algorithm, tmpl, shape);
+    } catch (const TemplateParseError& e) {
+      nlohmann::json details = nlohmann::json::array();
+      for (const TemplateError& err : e.errors)
+        details.push_back({{"line", err.loc.line}, {"col", err.loc.col}, {"message", err.message}});
+      throw ApiError(400, "template_error", "the schedule template does not fit the algorithm",
+                     "schedule", details);
+    }
+    jobs.push_back({tf, shape, s, 0});
+  }
+  return jobs;
+}
+
+void register_explorations(Api& api) {
+  Handler create = [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+    std::vector<ExploreJob> jobs = jobs_from_json(body_json(req), ctx.config);
+    nlohmann::json created = nlohmann::json::array();
+    for (const ExploreJob& job : jobs) {
+      std::int64_t id = ctx.store.create_exploration(spec_of(job));
+      ctx.scheduler.enqueue(id);
+      created.push_back(
+          {{"id", id}, {"url", "/v1/explorations/" + std::to_string(id)}, {"shape", job.shape}});
+      ctx.log->info("exploration {} queued: {} at {}", id, job.file.kernel,
+                    results::shape_key(results::Shape(job.shape.begin(), job.shape.end())));
+    }
+    res.set_header("Location", created[0]["url"].get<std::string>());
+    send_json(res,
+              {{"id", created[0]["id"]}, {"url", created[0]["url"]}, {"explorations", created}},
+              202);
+  };
+  api.post("/v1/explorations", "/v1/explorations", create);
+  api.post("/explore", "/explore", create);
+
+  api.get("/v1/explorations", "/v1/explorations",
+          [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+            results::ExplorationQuery q;
+            if (req.has_param("kernel")) q.kernel = req.get_param_value("kernel");
+            if (req.has_param("state")) {
+              q.state = results::parse_state(req.get_param_value("state"));
+              if (!q.state)
+                throw ApiError(400, "bad_parameter",
+                               "`state` is queued, running, done, failed or cancelled", "state");
+            }
+            auto num = [&](const char* k, std::int64_t d) {
+              if (!req.has_param(k)) return d;
+              try {
+                return static_cast<std::int64_t>(std::stoll(req.get_param_value(k)));
+              } catch (const std::exception&) {
+                throw ApiError(400, "bad_parameter", std::string("`") + k + "` is a number", k);
+              }
+            };
+            q.offset = std::max<std::int64_t>(0, num("offset", 0));
+            q.limit = std::clamp<std::int64_t>(num("limit", 50), 1, 1000);
+            nlohmann::json list = nlohmann::json::array();
+            for (const auto& x : ctx.store.explorations(q))
+              list.push_back(to_json(x, ctx));
+            send_json(res, {{"explorations", list}, {"offset", q.offset}, {"limit", q.limit}});
+          });
+
+  api.get(R"(/v1/explorations/(\d+))", "/v1/explorations/{id}",
+          [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+            auto x = ctx.store.exploration(path_id(req));
+            if (!x) throw ApiError(404, "not_found", "no exploration " + req.matches[1].str());
+            nlohmann::json j = to_json(*x, ctx);
+            j["rejected"] = ctx.store.rejections(x->id);
+            j["template"] = x->spec.template_text;
+            j["algorithm"] = x->spec.algorithm;
+            send_json(res, j);
+          });
+
+  api.post(R"(/v1/explorations/(\d+)/cancel)", "/v1/explorations/{id}/cancel",
+           [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+             std::int64_t id = path_id(req);
+             auto x = ctx.store.exploration(id);
+             if (!x) throw ApiError(404, "not_found", "no exploration " + std::to_string(id));
+             if (!ctx.scheduler.cancel(id))
+               throw ApiError(409, "not_running",
+                              "exploration " + std::to_string(id) + " is " +
+                                  results::state_name(x->state) + ", not queued or running");
+             send_json(res, {{"id", id}, {"cancelling", true}}, 202);
+           });
+
+  api.get(R"(/v1/explorations/(\d+)/schedules)", "/v1/explorations/{id}/schedules",
+          [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+            std::int64_t id = path_id(req);
+            auto x = ctx.store.exploration(id);
+            if (!x) throw ApiError(404, "not_found", "no exploration " + std::to_string(id));
+            results::RankedQuery q;
+            if (req.has_param("status")) q.status = req.get_param_value("status");
+            try {
+              if (req.has_param("offset")) q.offset = std::stoll(req.get_param_value("offset"));
+              if (req.has_param("limit")) q.limit = std::stoll(req.get_param_value("limit"));
+            } catch (const std::exception&) {
+              throw ApiError(400, "bad_parameter", "`offset` and `limit` are numbers");
+            }
+            q.offset = std::max<std::int64_t>(0, q.offset);
+            q.limit = std::clamp<std::int64_t>(q.limit, 1, 10000);
+            if (req.has_param("shape") && req.get_param_value("shape") != x->spec.shape)
+              throw ApiError(400, "bad_parameter",
+                             "exploration " + std::to_string(id) + " is at " + x->spec.shape,
+                             "shape");
+            nlohmann::json list = nlohmann::json::array();
+            for (const auto& r : ctx.store.ranked(id, q)) {
+              nlohmann::json j = {{"schedule_id", r.schedule_id},
+                                  {"url", "/v1/schedules/" + std::to_string(r.schedule_id)},
+                                  {"rank", r.rank},
+                                  {"canonical", r.canonical},
+                                  {"code_hash", r.code_hash},
+                                  {"index", r.candidate_index}};
+              if (r.screen) j["screen"] = to_json(*r.screen);
+              if (r.full) j["full"] = to_json(*r.full);
+              list.push_back(j);
+            }
+            nlohmann::json baselines = nlohmann::json::array();
+            for (const auto& bl : ctx.store.baselines(id))
+              baselines.push_back({{"name", bl.name}, {"measurement", to_json(bl.measurement)}});
+            send_json(res, {{"exploration", id},
+                            {"shape", x->spec.shape},
+                            {"schedules", list},
+                            {"baselines", baselines},
+                            {"offset", q.offset},
+                            {"limit", q.limit}});
+          });
+
+  api.get(R"(/v1/explorations/(\d+)/events)", "/v1/explorations/{id}/events",
+          [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+            std::int64_t id = path_id(req);
+            auto x = ctx.store.exploration(id);
+            if (!x) throw ApiError(404, "not_found", "no exploration " + std::to_string(id));
+            auto last = std::make_shared<std::uint64_t>(0);
+            auto ended = std::make_shared<bool>(false);
+            Context* c = &ctx;
+            res.set_header("Cache-Control", "no-cache");
+            res.set_chunked_content_provider(
+                "text/event-stream", [c, id, last, ended](size_t, httplib::DataSink& sink) {
+                  if (*ended) {
+                    sink.done();
+                    return true;
+                  }
+                  auto finished_event = [&] {
+                    auto now = c->store.exploration(id);
+                    nlohmann::json j = now ? to_json(*now, *c) : nlohmann::json::object();
+                    std::string msg = "event: done\ndata: " + j.dump() + "\n\n";
+                    *ended = true;
+                    return sink.write(msg.data(), msg.size());
+                  };
+                  auto e = c->scheduler.wait(id, *last, 15.0);
+                  if (!e) {
+                    // Not run by this process: its stored state is all there is.
+                    auto now = c->store.exploration(id);
+                    if (!now || (now->state != results::State::Queued &&
+                                 now->state != results::State::Running))
+                      return finished_event();
+                    std::string ping = ": waiting\n\n";
+                    return sink.write(ping.data(), ping.size());
+                  }
+                  if (e->seq == *last) {
+                    std::string ping = ": alive\n\n";
+                    return sink.write(ping.data(), ping.size());
+                  }
+                  *last = e->seq;
+                  if (e->finished) return finished_event();
+                  std::string msg = "event: progress\nid: " + std::to_string(e->seq) +
+                                    "\ndata: " + to_json(e->progress).dump() + "\n\n";
+                  return sink.write(msg.data(), msg.size());
+                });
+          });
+}
+
+} // namespace dtx::server

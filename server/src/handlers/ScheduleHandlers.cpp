@@ -1,0 +1,102 @@
+// GET /v1/schedules/{id}: the canonical text, the full DT program, the generated module and
+// every measurement of its code; GET /v1/best: the best correct schedule for CI.
+#include "../Api.h"
+
+#include <regex>
+#include <sstream>
+
+namespace dtx::server {
+namespace {
+
+/// The algorithm with its schedule statements replaced by `canonical` (one per line); its
+/// `compile` statements stay.
+std::string program_with(const std::string& algorithm, const std::string& canonical) {
+  static const std::regex stmt(
+      R"(^\s*[A-Za-z_]\w*\s*\.\s*(block|tensorize|map|fuse_at|atomic|precision|num_warps|num_stages)\s*\()");
+  std::istringstream in(algorithm);
+  std::string line, out, compiles;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, stmt)) continue;
+    if (line.find(".compile") != std::string::npos) {
+      compiles += line + "\n";
+      continue;
+    }
+    out += line + "\n";
+  }
+  while (out.size() > 1 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n')
+    out.pop_back();
+  out += "\n";
+  std::istringstream parts(canonical);
+  std::string s;
+  while (std::getline(parts, s, ';'))
+    if (!s.empty()) out += s + ";\n";
+  return out + compiles;
+}
+
+} // namespace
+
+void register_schedules(Api& api) {
+  api.get(R"(/v1/schedules/(\d+))", "/v1/schedules/{id}",
+          [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+            std::int64_t id = path_id(req);
+            auto s = ctx.store.schedule(id);
+            if (!s) throw ApiError(404, "not_found", "no schedule " + std::to_string(id));
+            nlohmann::json measurements = nlohmann::json::array();
+            std::int64_t exploration = s->exploration_id;
+            for (const auto& h : ctx.store.history(s->code_hash)) {
+              nlohmann::json m = to_json(h.measurement);
+              m["exploration"] = h.exploration_id;
+              measurements.push_back(m);
+            }
+            nlohmann::json j = {
+                {"id", id},        {"canonical", s->canonical},   {"code_hash", s->code_hash},
+                {"rank", s->rank}, {"index", s->candidate_index}, {"measurements", measurements}};
+            if (auto module = ctx.store.module_source(s->code_hash)) j["module"] = *module;
+            if (exploration) {
+              auto x = ctx.store.exploration(exploration);
+              j["exploration"] = exploration;
+              j["kernel"] = x->spec.kernel;
+              j["shape"] = x->spec.shape;
+              j["dtype"] = x->spec.dtype;
+              j["program"] = program_with(x->spec.algorithm, s->canonical);
+            }
+            if (s->screen) j["screen"] = to_json(*s->screen);
+            if (s->full) j["full"] = to_json(*s->full);
+            send_json(res, j);
+          });
+
+  api.get("/v1/best", "/v1/best",
+          [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+            if (!req.has_param("kernel") || !req.has_param("shape"))
+              throw ApiError(400, "missing_parameter",
+                             "give `kernel` and `shape` (as x=1024,y=512)",
+                             req.has_param("kernel") ? "shape" : "kernel");
+            std::string kernel = req.get_param_value("kernel");
+            std::string dtype = req.has_param("dtype") ? req.get_param_value("dtype") : "float32";
+            results::Shape shape;
+            try {
+              shape = results::parse_shape(req.get_param_value("shape"));
+            } catch (const std::invalid_argument& e) {
+              throw ApiError(400, "bad_parameter", e.what(), "shape");
+            }
+            std::optional<std::string> device;
+            if (req.has_param("device")) device = req.get_param_value("device");
+            auto best = ctx.store.best(kernel, results::shape_key(shape), dtype, device);
+            if (!best)
+              throw ApiError(404, "no_result",
+                             "no correct schedule of `" + kernel + "` is known at " +
+                                 results::shape_key(shape) + " in " + dtype +
+                                 (device ? " on a device matching `" + *device + "`" : "") +
+                                 "; POST /v1/explorations to explore it");
+            send_json(res, {{"kernel", best->kernel},
+                            {"canonical", best->canonical},
+                            {"schedule_id", best->schedule_id},
+                            {"schedule_url", "/v1/schedules/" + std::to_string(best->schedule_id)},
+                            {"exploration", best->exploration_id},
+                            {"code_hash", best->code_hash},
+                            {"module", best->module_source},
+                            {"measurement", to_json(best->measurement)}});
+          });
+}
+
+} // namespace dtx::server

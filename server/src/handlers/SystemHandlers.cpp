@@ -1,0 +1,39 @@
+// GET /healthz, GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look).
+#include "../Api.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace dtx::server {
+
+void register_system(Api& api) {
+  api.get("/healthz", "/healthz",
+          [](const httplib::Request&, httplib::Response& res, Context& ctx) {
+            send_json(res, {{"status", "ok"},
+                            {"queued", ctx.scheduler.queue_depth()},
+                            {"running", ctx.scheduler.running()},
+                            {"database", ctx.config.db_path().string()}});
+          });
+  api.get("/metrics", "/metrics",
+          [](const httplib::Request&, httplib::Response& res, Context& ctx) {
+            ctx.metrics.set_queue(ctx.scheduler.queue_depth(), ctx.scheduler.running());
+            res.set_content(ctx.metrics.text(), "text/plain; version=0.0.4");
+          });
+  api.get("/v1/openapi.json", "/v1/openapi.json",
+          [](const httplib::Request&, httplib::Response& res, Context&) {
+            std::ifstream in(std::string(DTX_SOURCE_DIR) + "/server/openapi.json");
+            if (!in) throw ApiError(500, "internal", "server/openapi.json is missing");
+            std::stringstream ss;
+            ss << in.rdbuf();
+            res.set_content(ss.str(), "application/json");
+          });
+  api.get("/", "/", [](const httplib::Request&, httplib::Response& res, Context&) {
+    send_json(res, {{"service", "dtxd"},
+                    {"api", "/v1/openapi.json"},
+                    {"explorations", "/v1/explorations"},
+                    {"health", "/healthz"},
+                    {"metrics", "/metrics"}});
+  });
+}
+
+} // namespace dtx::server
