@@ -603,8 +603,8 @@ TEST_F(Ranking, ScheduleCarriesItsRank) {
 
 TEST_F(Ranking, ExplorationSummaryFollowsTheRanking) {
   auto ex = store->exploration(e);
-  EXPECT_EQ(ex->measured, 7); // all but f
-  EXPECT_EQ(ex->failed, 2);   // d, x
+  EXPECT_EQ(ex->measured, 7);  // all but f
+  EXPECT_EQ(ex->failed, 2);    // d, x
   EXPECT_EQ(ex->best_ms, 4.0); // b's full time ranks first
   EXPECT_FALSE(ex->best_baseline_ms);
   // The listing computes the same.

@@ -107,7 +107,7 @@ struct Exploration {
 struct RankedSchedule {
   std::int64_t schedule_id = 0;
   std::int64_t exploration_id = 0; // the exploration the schedule row belongs to
-  std::string canonical; // the canonical schedule text
+  std::string canonical;           // the canonical schedule text
   std::string code_hash;
   std::int64_t candidate_index = -1;       // its index in the exploration's space (-1: unknown)
   std::optional<MeasurementRecord> screen; // latest `screen` measurement, if any
