@@ -330,7 +330,9 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   std::unordered_map<std::string, Known> known; // by canonical text
   std::map<std::uint64_t, std::string> tickets; // in flight: ticket -> canonical
   std::uint64_t next_ticket = 0;
-  Inbox inbox;
+  // Shared with the pool's callbacks: results of requests abandoned by a cancel arrive after
+  // this function returned.
+  auto inbox = std::make_shared<Inbox>();
   std::uint64_t rejected_in_a_row = 0;
   bool exhausted = false;
   std::vector<std::pair<double, std::string>> ok_times; // (screen ms, canonical)
@@ -421,10 +423,12 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
       std::uint64_t ticket = next_ticket++;
       tickets[ticket] = c.canonical;
       backend.submit(std::move(r),
-                     [&inbox, ticket](const Result& res) { inbox.push(ticket, res); });
+                     [inbox, ticket](const Result& res) { inbox->push(ticket, res); });
     }
-    if (tickets.empty()) break;
-    auto item = inbox.pop(1.0);
+    // Cancelled: the requests in flight are abandoned (their results are not stored), so that
+    // the exploration stops at once.
+    if (tickets.empty() || cancelled()) break;
+    auto item = inbox->pop(1.0);
     if (!item) continue;
     auto t = tickets.find(item->first);
     std::string canonical = t->second;

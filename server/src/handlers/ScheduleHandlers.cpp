@@ -33,6 +33,22 @@ std::string program_with(const std::string& algorithm, const std::string& canoni
   return out + compiles;
 }
 
+/// A query parameter as written: `shape=x=1024,y=512` keeps its `=` and `,` unencoded, as CI
+/// scripts write it (httplib's parsed value stops at the second `=`).
+std::string raw_param(const httplib::Request& req, const std::string& key) {
+  const std::string& t = req.target;
+  size_t q = t.find('?');
+  while (q != std::string::npos) {
+    size_t start = q + 1;
+    size_t end = t.find('&', start);
+    std::string item = t.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (item.rfind(key + "=", 0) == 0)
+      return httplib::detail::decode_url(item.substr(key.size() + 1), true);
+    q = end;
+  }
+  return req.get_param_value(key);
+}
+
 } // namespace
 
 void register_schedules(Api& api) {
@@ -75,7 +91,7 @@ void register_schedules(Api& api) {
             std::string dtype = req.has_param("dtype") ? req.get_param_value("dtype") : "float32";
             results::Shape shape;
             try {
-              shape = results::parse_shape(req.get_param_value("shape"));
+              shape = results::parse_shape(raw_param(req, "shape"));
             } catch (const std::invalid_argument& e) {
               throw ApiError(400, "bad_parameter", e.what(), "shape");
             }

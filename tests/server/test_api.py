@@ -1,0 +1,326 @@
+"""dtxd end to end: a real daemon on a free port with interpreter workers and its own SQLite
+file. The API (docs/server.md, server/openapi.json): compile, expand, explorations from POST to
+ranked schedules, events, the best schedule, metrics; bad requests; tokens; and the daemon's
+life: SIGTERM leaves no worker and resumes on restart, SIGKILL loses nothing."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import ROOT
+
+DTXD = pathlib.Path(os.environ.get("DTXD", ROOT / "build" / "server" / "dtxd"))
+GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
+TEMPLATE = """\
+$BY = {32, 64, 128};
+geglu.block(x:{1, 2}, y:$BY);
+geglu.tensorize(x:0, y:{0, 64});
+where geglu.tensorize.y == 0 or geglu.tensorize.y < $BY;
+"""
+TINY = {"screen_warmup_ms": 1, "screen_rep_ms": 2, "full_warmup_ms": 1, "full_rep_ms": 2,
+        "rounds": 2, "top": 2}
+
+
+def exploration_body(**extra):
+    body = {"kernel": "geglu_api", "algorithm": GEGLU, "schedule": TEMPLATE,
+            "shapes": [{"x": 4, "y": 96}], "dtype": "float32", "strategy": "exhaustive",
+            "baselines": ["reference"], **TINY}
+    body.update(extra)
+    return body
+
+
+class Daemon:
+    def __init__(self, data_dir, *args):
+        self.data_dir = data_dir
+        self.proc = subprocess.Popen(
+            [str(DTXD), "--port", "0", "--data-dir", str(data_dir), "--no-example", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert m, f"dtxd did not start: {line}{self.proc.stderr.read()}"
+        self.base = f"http://127.0.0.1:{m.group(1)}"
+
+    def request(self, method, path, body=None, raw=None, headers=None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                text = r.read().decode()
+                return r.status, (json.loads(text) if "json" in r.headers.get("Content-Type", "")
+                                  else text)
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            return e.code, json.loads(text) if text.startswith("{") else text
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def wait_done(self, eid, timeout=600):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, x = self.get(f"/v1/explorations/{eid}")
+            assert status == 200
+            if x["state"] in ("done", "failed", "cancelled"):
+                return x
+            time.sleep(0.5)
+        raise AssertionError(f"exploration {eid} did not finish: {x}")
+
+    def worker_pids(self):
+        return [int(p) for p in re.findall(r"started pid (\d+)", self.stderr_so_far())]
+
+    def stderr_so_far(self):
+        return self._stderr if hasattr(self, "_stderr") else ""
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=60)
+        self._stderr = err
+        return self.proc.returncode, err
+
+
+def alive(pid):
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    if not DTXD.exists():
+        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
+    d = Daemon(tmp_path_factory.mktemp("dtxd"))
+    yield d
+    if d.proc.poll() is None:
+        d.stop()
+
+
+@pytest.fixture(scope="module")
+def finished(daemon):
+    """One exhaustive exploration through the API, waited for."""
+    status, created = daemon.post("/v1/explorations", exploration_body())
+    assert status == 202, created
+    return daemon.wait_done(created["id"])
+
+
+def test_health_and_index(daemon):
+    status, h = daemon.get("/healthz")
+    assert status == 200 and h["status"] == "ok"
+    status, index = daemon.get("/")
+    assert status == 200 and index["api"] == "/v1/openapi.json"
+
+
+def test_openapi_covers_every_route(daemon):
+    status, doc = daemon.get("/v1/openapi.json")
+    assert status == 200 and doc["openapi"].startswith("3.")
+    registered = set()
+    for f in (ROOT / "server" / "src" / "handlers").glob("*.cpp"):
+        for method, route in re.findall(r'api\.(get|post)\(\s*(?:R?"[^"]*"\s*,\s*)?"([^"]+)"',
+                                        f.read_text()):
+            registered.add((method, route))
+    documented = {(m, p) for p, ops in doc["paths"].items() for m in ops}
+    assert registered == documented
+    # Every documented path answers (not "no route").
+    for method, path in documented:
+        if method == "get":
+            status, body = daemon.get(path.replace("{id}", "999999"))
+            assert not (status == 404 and "no route" in json.dumps(body)), path
+
+
+def test_compile(daemon):
+    status, r = daemon.post("/v1/compile", {"source": GEGLU, "emit": "canonical",
+                                            "schedule": "geglu.block(x:1, y:256)"})
+    assert status == 200 and r["ok"] and r["canonical"].startswith("geglu.block(x:1,y:256)")
+    status, r = daemon.post("/v1/compile", {"source": GEGLU, "schedule": "geglu.tensorize(y:3)"})
+    assert status == 200 and not r["ok"]
+    d = r["diagnostics"][0]
+    assert d["code"] == "tensor-not-power-of-two" and d["line"] == 1 and d["col"] > 1
+    status, r = daemon.post("/v1/compile", {"source": GEGLU})
+    assert status == 200 and r["ok"] and "@triton.jit" in r["output"]
+
+
+def test_expand(daemon):
+    status, r = daemon.post("/v1/expand", {"algorithm": GEGLU, "schedule": TEMPLATE,
+                                           "shape": {"x": 4, "y": 96}, "limit": 3})
+    assert status == 200, r
+    assert r["space_size"] == 12 and r["rejected"] == {"where": 4} and r["distinct"] == 8
+    assert len(r["schedules"]) == 3
+    status, r = daemon.post("/v1/expand", {"algorithm": GEGLU, "shape": {"x": 4, "y": 96},
+                                           "schedule": "geglu.block(y:{64..128);\n"})
+    assert status == 400 and r["error"]["code"] == "template_error"
+    assert r["error"]["field"] == "schedule" and r["error"]["details"][0]["line"] == 1
+
+
+def test_exploration_from_post_to_ranked_schedules(daemon, finished):
+    x = finished
+    assert x["state"] == "done" and x["measured"] == 8 and x["failed"] == 0
+    assert x["rejected"] == {"where": 4}
+    assert x["best_ms"] > 0 and x["baselines"] == ["reference"]
+    status, page = daemon.get(f"/v1/explorations/{x['id']}/schedules?limit=5")
+    assert status == 200
+    assert [s["rank"] for s in page["schedules"]] == [1, 2, 3, 4, 5]
+    assert "full" in page["schedules"][0] and page["baselines"][0]["name"] == "reference"
+    status, ok = daemon.get(f"/v1/explorations/{x['id']}/schedules?status=ok&offset=7")
+    assert [s["rank"] for s in ok["schedules"]] == [8]
+    status, listing = daemon.get("/v1/explorations?kernel=geglu_api&state=done")
+    assert status == 200 and x["id"] in [e["id"] for e in listing["explorations"]]
+
+
+def test_schedule_page_has_program_module_and_measurements(daemon, finished):
+    status, page = daemon.get(f"/v1/explorations/{finished['id']}/schedules?limit=1")
+    sid = page["schedules"][0]["schedule_id"]
+    status, s = daemon.get(f"/v1/schedules/{sid}")
+    assert status == 200
+    assert s["exploration"] == finished["id"] and s["kernel"] == "geglu_api"
+    assert "@triton.jit" in s["module"]
+    for stmt in s["canonical"].split(";"):
+        assert stmt + ";" in s["program"]
+    assert "geglu.compile();" in s["program"]
+    assert {m["protocol"] for m in s["measurements"]} == {"screen", "full"}
+
+
+def test_best_for_ci(daemon, finished):
+    status, b = daemon.get("/v1/best?kernel=geglu_api&shape=x=4,y=96&dtype=float32")
+    assert status == 200 and b["canonical"] and "def geglu(" in b["module"]
+    assert b["measurement"]["protocol"] == "full"
+    status, b = daemon.get("/v1/best?kernel=geglu_api&shape=x=4,y=97")
+    assert status == 404 and "no correct schedule" in b["error"]["message"]
+    status, b = daemon.get("/v1/best?kernel=geglu_api")
+    assert status == 400 and b["error"]["field"] == "shape"
+
+
+def test_events_stream_progress_then_done(daemon):
+    status, created = daemon.post("/explore", exploration_body(strategy="random", budget=3,
+                                                               top=0, seed=5))
+    assert status == 202
+    eid = created["id"]
+    with urllib.request.urlopen(daemon.base + f"/v1/explorations/{eid}/events",
+                                timeout=300) as stream:
+        events = []
+        for raw in stream:
+            line = raw.decode().strip()
+            if line.startswith("event: "):
+                events.append(line[7:])
+            if events and events[-1] == "done":
+                break
+    assert "progress" in events and events[-1] == "done"
+    assert daemon.wait_done(eid)["measured"] == 3
+
+
+def test_bad_requests_are_named(daemon):
+    status, r = daemon.post("/v1/explorations", raw=b"{not json")
+    assert status == 400 and r["error"]["code"] == "malformed_json"
+    body = exploration_body()
+    del body["schedule"]
+    status, r = daemon.post("/v1/explorations", body)
+    assert status == 400 and r["error"]["field"] == "schedule"
+    status, r = daemon.post("/v1/explorations", exploration_body(strategy="annealing"))
+    assert status == 400 and r["error"]["field"] == "strategy"
+    status, r = daemon.post("/v1/explorations", exploration_body(colour="blue"))
+    assert status == 400 and r["error"]["code"] == "unknown_field"
+    status, r = daemon.post("/v1/explorations", exploration_body(shapes=[{"x": -1}]))
+    assert status == 400 and r["error"]["field"] == "shapes"
+    status, r = daemon.post("/v1/explorations", exploration_body(baselines=["../../etc/x.py:f"]))
+    assert status == 400 and r["error"]["field"] == "baselines"
+    status, r = daemon.post("/v1/explorations", exploration_body(algorithm="Func f;\nf[x] = 1;"))
+    assert status == 400 and r["error"]["code"] == "algorithm_error"
+    assert r["error"]["details"][0]["line"] == 2
+    status, r = daemon.post("/v1/explorations", raw=b"[" + b"1," * 700000 + b"1]")
+    assert status == 413
+    status, r = daemon.get("/v1/explorations/424242")
+    assert status == 404
+    status, r = daemon.get("/v1/nothing")
+    assert status == 404 and "no route" in r["error"]["message"]
+
+
+def test_cancel(daemon, finished):
+    status, r = daemon.post(f"/v1/explorations/{finished['id']}/cancel")
+    assert status == 409 and r["error"]["code"] == "not_running"
+    # Another shape, so that nothing is reused from the explorations before.
+    status, created = daemon.post("/v1/explorations", exploration_body(
+        screen_rep_ms=200, strategy="exhaustive", shapes=[{"x": 4, "y": 80}]))
+    eid = created["id"]
+    time.sleep(1)
+    status, r = daemon.post(f"/v1/explorations/{eid}/cancel")
+    assert status == 202
+    x = daemon.wait_done(eid, timeout=300)
+    assert x["state"] == "cancelled" and x["measured"] < 8
+
+
+def test_metrics(daemon, finished):
+    status, text = daemon.get("/metrics")
+    assert status == 200
+    assert re.search(r'dtxd_http_requests_total\{method="POST",route="/v1/explorations",'
+                     r'status="202"\} \d+', text)
+    assert "dtxd_explorations_queued" in text and "dtxd_worker_starts_total 2" in text
+    assert re.search(r"dtxd_schedules_measured_total \d+", text)
+    assert 'dtxd_http_request_seconds_bucket{route="/v1/compile"' in text
+
+
+def test_tokens_guard_writes(tmp_path):
+    d = Daemon(tmp_path, "--token", "s3cret")
+    try:
+        status, r = d.post("/v1/explorations", exploration_body())
+        assert status == 401 and "Bearer" in r["error"]["message"]
+        status, r = d.post("/v1/explorations", exploration_body(budget=1, top=0,
+                                                                 strategy="random"),
+                           headers={"Authorization": "Bearer s3cret"})
+        assert status == 202
+        assert d.get("/healthz")[0] == 200  # reads need no token
+    finally:
+        d.stop()
+
+
+def screened(db):
+    with sqlite3.connect(db, timeout=10) as c:
+        return c.execute("SELECT s.canonical, COUNT(*) FROM measurements m JOIN schedules s "
+                         "ON s.id = m.schedule_id WHERE m.protocol = 'screen' "
+                         "GROUP BY s.id").fetchall()
+
+
+def test_sigterm_checkpoints_and_sigkill_loses_nothing(tmp_path):
+    d = Daemon(tmp_path)
+    status, created = d.post("/v1/explorations", exploration_body(screen_rep_ms=40, top=0,
+                                                                  shapes=[{"x": 4, "y": 72}]))
+    eid = created["id"]
+    db = tmp_path / "dtx.db"
+    deadline = time.time() + 300
+    while time.time() < deadline and len(screened(db)) < 2:
+        time.sleep(0.3)
+    rc, err = d.stop(signal.SIGTERM)
+    assert rc == 0, err
+    workers = [int(p) for p in re.findall(r"started pid (\d+)", err)]
+    assert workers and not [p for p in workers if alive(p)], "a worker outlived dtxd"
+    with sqlite3.connect(db) as c:
+        (state,), = c.execute("SELECT state FROM explorations WHERE id = ?", (eid,)).fetchall()
+    assert state == "queued"
+    before = len(screened(db))
+
+    # Restart: it resumes; then SIGKILL in the middle, and restart again.
+    d2 = Daemon(tmp_path)
+    while time.time() < deadline and len(screened(db)) < before + 1:
+        time.sleep(0.3)
+    d2.proc.send_signal(signal.SIGKILL)
+    d2.proc.wait()
+    d3 = Daemon(tmp_path)
+    try:
+        x = d3.wait_done(eid)
+        assert x["state"] == "done" and x["measured"] == 8
+        rows = screened(db)
+        assert len(rows) == 8 and all(n == 1 for _, n in rows), rows
+    finally:
+        d3.stop()
