@@ -2,6 +2,7 @@
 #include "Api.h"
 
 #include <chrono>
+#include <regex>
 
 namespace dtx::server {
 
@@ -57,12 +58,41 @@ httplib::Server::Handler Api::wrap(const std::string& method, const std::string&
 
 void Api::get(const std::string& pattern, const std::string& route, Handler h) {
   routes_.emplace_back("get", route);
+  patterns_.emplace_back("GET", pattern);
   http_.Get(pattern, wrap("GET", route, std::move(h), false));
 }
 
 void Api::post(const std::string& pattern, const std::string& route, Handler h, bool write) {
   routes_.emplace_back("post", route);
+  patterns_.emplace_back("POST", pattern);
   http_.Post(pattern, wrap("POST", route, std::move(h), write));
+}
+
+void Api::finish() {
+  auto patterns = patterns_;
+  auto other = [patterns](const httplib::Request& req, httplib::Response& res) {
+    std::string allow;
+    for (const auto& [method, pattern] : patterns)
+      if (std::regex_match(req.path, std::regex(pattern)) &&
+          allow.find(method) == std::string::npos)
+        allow += (allow.empty() ? "" : ", ") + method;
+    if (allow.empty()) {
+      send_json(res, {{"error", {{"code", "not_found"}, {"message", "no route " + req.path}}}},
+                404);
+      return;
+    }
+    res.set_header("Allow", allow);
+    send_json(res,
+              {{"error",
+                {{"code", "method_not_allowed"},
+                 {"message", req.method + " is not allowed on " + req.path + "; use " + allow}}}},
+              405);
+  };
+  http_.Get(".*", other);
+  http_.Post(".*", other);
+  http_.Put(".*", other);
+  http_.Delete(".*", other);
+  http_.Patch(".*", other);
 }
 
 nlohmann::json to_json(const results::MeasurementRecord& m) {

@@ -48,6 +48,9 @@ public:
   void post(const std::string& pattern, const std::string& route, Handler h, bool write = true);
   /// Every registered (method, route).
   const std::vector<std::pair<std::string, std::string>>& routes() const { return routes_; }
+  /// After every route: other methods on a known path answer 405 with `Allow`, unknown paths
+  /// 404.
+  void finish();
 
 private:
   httplib::Server::Handler wrap(const std::string& method, const std::string& route, Handler h,
@@ -55,6 +58,7 @@ private:
   httplib::Server& http_;
   Context& ctx_;
   std::vector<std::pair<std::string, std::string>> routes_;
+  std::vector<std::pair<std::string, std::string>> patterns_; // (method, regex)
 };
 
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);

@@ -82,6 +82,7 @@ void Server::start() {
   register_expand(*s.api);
   register_explorations(*s.api);
   register_schedules(*s.api);
+  s.api->finish();
   s.http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404)

@@ -161,7 +161,7 @@ def test_expand(daemon):
     assert len(r["schedules"]) == 3
     status, r = daemon.post("/v1/expand", {"algorithm": GEGLU, "shape": {"x": 4, "y": 96},
                                            "schedule": "geglu.block(y:{64..128);\n"})
-    assert status == 400 and r["error"]["code"] == "template_error"
+    assert status == 422 and r["error"]["code"] == "template_error"
     assert r["error"]["field"] == "schedule" and r["error"]["details"][0]["line"] == 1
 
 
@@ -237,7 +237,7 @@ def test_bad_requests_are_named(daemon):
     status, r = daemon.post("/v1/explorations", exploration_body(baselines=["../../etc/x.py:f"]))
     assert status == 400 and r["error"]["field"] == "baselines"
     status, r = daemon.post("/v1/explorations", exploration_body(algorithm="Func f;\nf[x] = 1;"))
-    assert status == 400 and r["error"]["code"] == "algorithm_error"
+    assert status == 422 and r["error"]["code"] == "algorithm_error"
     assert r["error"]["details"][0]["line"] == 2
     status, r = daemon.post("/v1/explorations", raw=b"[" + b"1," * 700000 + b"1]")
     assert status == 413
@@ -324,3 +324,89 @@ def test_sigterm_checkpoints_and_sigkill_loses_nothing(tmp_path):
         assert len(rows) == 8 and all(n == 1 for _, n in rows), rows
     finally:
         d3.stop()
+
+
+BAD_REQUESTS = [
+    # (method, path, body (dict, bytes or None), expected status, expected code or field)
+    ("POST", "/v1/explorations", b"{not json", 400, "malformed_json"),
+    ("POST", "/v1/explorations", b"[1, 2]", 400, "bad_request"),
+    ("POST", "/v1/explorations", b"", 400, "malformed_json"),
+    ("POST", "/v1/explorations", {"algorithm": "x", "schedule": "y", "shapes": []}, 400, "kernel"),
+    ("POST", "/v1/explorations", {**exploration_body(), "kernel": 7}, 400, "kernel"),
+    ("POST", "/v1/explorations", {**exploration_body(), "kernel": ""}, 400, "kernel"),
+    ("POST", "/v1/explorations", {k: v for k, v in exploration_body().items() if k != "algorithm"},
+     400, "algorithm"),
+    ("POST", "/v1/explorations", {**exploration_body(), "shapes": []}, 400, "shapes"),
+    ("POST", "/v1/explorations", {**exploration_body(), "shapes": "x=4"}, 400, "shapes"),
+    ("POST", "/v1/explorations", {**exploration_body(), "shapes": [{"x": 1.5}]}, 400, "shapes"),
+    ("POST", "/v1/explorations", {**exploration_body(), "shape": {}}, 400, "shape"),
+    ("POST", "/v1/explorations", {k: v for k, v in exploration_body().items() if k != "shapes"},
+     400, "shapes"),
+    ("POST", "/v1/explorations", {**exploration_body(), "dtype": "float64"}, 400, "dtype"),
+    ("POST", "/v1/explorations", {**exploration_body(), "budget": -1}, 400, "budget"),
+    ("POST", "/v1/explorations", {**exploration_body(), "budget": "many"}, 400, "budget"),
+    ("POST", "/v1/explorations", {**exploration_body(), "top": 5000}, 400, "top"),
+    ("POST", "/v1/explorations", {**exploration_body(), "rounds": 0}, 400, "rounds"),
+    ("POST", "/v1/explorations", {**exploration_body(), "times": ["wall"]}, 400, "times"),
+    ("POST", "/v1/explorations", {**exploration_body(), "compile": "geglu"}, 400, "compile"),
+    ("POST", "/v1/explorations", {**exploration_body(), "baselines": "torch"}, 400, "baselines"),
+    ("POST", "/v1/explorations", {**exploration_body(), "baselines": ["/etc/passwd:f"]}, 400,
+     "baselines"),
+    ("POST", "/v1/explorations", {**exploration_body(), "baselines": ["nothere.py:f"]}, 400,
+     "baselines"),
+    ("POST", "/v1/explorations", {**exploration_body(), "schedule": "geglu.block(y:{1..3})"}, 422,
+     "template_error"),
+    ("POST", "/v1/explorations", {**exploration_body(), "schedule": "nofunc.block(y:64)"}, 422,
+     "template_error"),
+    ("POST", "/v1/explorations", {**exploration_body(), "algorithm": "Func f;\nf[x] = 1;"}, 422,
+     "algorithm_error"),
+    ("POST", "/v1/explorations", {**exploration_body(), "strategy": "annealing"}, 400, "strategy"),
+    ("POST", "/v1/explorations", {**exploration_body(), "extra": 1}, 400, "unknown_field"),
+    ("POST", "/v1/compile", {}, 400, "source"),
+    ("POST", "/v1/compile", {"source": GEGLU, "emit": "asm"}, 400, "emit"),
+    ("POST", "/v1/compile", {"source": GEGLU, "schedule": 5}, 400, "schedule"),
+    ("POST", "/v1/expand", {"algorithm": GEGLU, "schedule": TEMPLATE}, 400, "shapes"),
+    ("GET", "/v1/explorations?state=sleeping", None, 400, "state"),
+    ("GET", "/v1/explorations?limit=lots", None, 400, "bad_parameter"),
+    ("GET", "/v1/explorations/99999", None, 404, "not_found"),
+    ("GET", "/v1/explorations/99999/schedules", None, 404, "not_found"),
+    ("GET", "/v1/explorations/99999/events", None, 404, "not_found"),
+    ("POST", "/v1/explorations/99999/cancel", None, 404, "not_found"),
+    ("GET", "/v1/schedules/99999", None, 404, "not_found"),
+    ("GET", "/v1/best?shape=x=1", None, 400, "kernel"),
+    ("GET", "/v1/best?kernel=k&shape=x", None, 400, "shape"),
+    ("GET", "/v1/nowhere", None, 404, "not_found"),
+    ("DELETE", "/v1/explorations", None, 405, "method_not_allowed"),
+    ("PUT", "/v1/compile", {}, 405, "method_not_allowed"),
+    ("GET", "/v1/expand", None, 405, "method_not_allowed"),
+]
+
+
+@pytest.mark.parametrize("method,path,body,status,what", BAD_REQUESTS,
+                         ids=[f"{m} {p} {w}" for m, p, _, _, w in BAD_REQUESTS])
+def test_bad_request_kinds(daemon, method, path, body, status, what):
+    raw = body if isinstance(body, bytes) else None
+    got, r = daemon.request(method, path, None if raw is not None else body, raw=raw)
+    assert got == status, r
+    err = r["error"]
+    assert what in (err["code"], err.get("field")), err
+    assert daemon.get("/healthz")[0] == 200
+
+
+def test_names_cannot_inject_python_through_the_api(daemon, tmp_path):
+    # Labels and Funcs named like Python builtins, keywords and the module's own names.
+    source = ("Func os, exec_;\nIn __import__, print;\nVar eval, lambda_, x;\n"
+              "os[eval, x] = __import__[eval, x] * 2 + print[eval, x];\nos.compile();\n")
+    status, r = daemon.post("/v1/compile", {"source": source})
+    assert status == 200, r
+    if not r["ok"]:
+        assert all(d["severity"] != "error" or d["code"] == "semantic" for d in r["diagnostics"])
+        return
+    module = tmp_path / "m.py"
+    module.write_text(r["output"])
+    from conftest import load_module
+    import torch
+    m = load_module(module)
+    a, b = torch.randn(3, 5), torch.randn(3, 5)
+    torch.testing.assert_close(m.os(a, b), a * 2 + b)
+    assert __builtins__ is not None and callable(print)

@@ -164,7 +164,7 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
     nlohmann::json details = nlohmann::json::array();
     for (const TemplateError& err : e.errors)
       details.push_back({{"line", err.loc.line}, {"col", err.loc.col}, {"message", err.message}});
-    throw ApiError(400, "template_error", "the schedule template has errors", "schedule", details);
+    throw ApiError(422, "template_error", "the schedule template has errors", "schedule", details);
   }
   auto algorithm = std::make_shared<const dtc::Algorithm>(tf.program(), tf.algorithm_name);
   if (!algorithm->ok()) {
@@ -175,7 +175,7 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
                          {"code", m.code},
                          {"severity", m.severity},
                          {"message", m.text}});
-    throw ApiError(400, "algorithm_error", "the algorithm has errors", "algorithm", details);
+    throw ApiError(422, "algorithm_error", "the algorithm has errors", "algorithm", details);
   }
   std::vector<ExploreJob> jobs;
   for (const ShapeSizes& shape : shapes) {
@@ -185,7 +185,7 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
       nlohmann::json details = nlohmann::json::array();
       for (const TemplateError& err : e.errors)
         details.push_back({{"line", err.loc.line}, {"col", err.loc.col}, {"message", err.message}});
-      throw ApiError(400, "template_error", "the schedule template does not fit the algorithm",
+      throw ApiError(422, "template_error", "the schedule template does not fit the algorithm",
                      "schedule", details);
     }
     jobs.push_back({tf, shape, s, 0});
