@@ -7,6 +7,8 @@
 
 #include <filesystem>
 
+#include <sys/socket.h>
+
 namespace dtx::server {
 
 struct Server::Impl {
@@ -20,6 +22,7 @@ struct Server::Impl {
   httplib::Server http;
   std::unique_ptr<Api> api;
   int port = 0;
+  int listen_fd = -1;
   std::mutex stop_mutex;
   bool stopped = false;
 };
@@ -75,6 +78,19 @@ void Server::start() {
       std::make_unique<Context>(Context{s.config, *s.store, *s.scheduler, s.metrics, s.log});
 
   s.http.set_payload_max_length(c.max_body);
+  s.http.set_tcp_nodelay(true); // headers and body are separate writes: no Nagle delay
+  // Debian's cpp-httplib listens with a backlog of 5: many clients connecting at once would
+  // see dropped SYNs (a second's retransmission). Keep the socket to listen again with more.
+  int* listen_fd = &s.listen_fd;
+  s.http.set_socket_options([listen_fd](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *listen_fd = sock;
+  });
+  // A keep-alive connection holds its thread while it is open: enough threads for many clients
+  // (each mostly waiting), so that 64 concurrent CI jobs are not served eight at a time.
+  const std::size_t threads = c.http_threads;
+  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.http.set_read_timeout(30, 0);
   s.api = std::make_unique<Api>(s.http, *s.context);
   register_system(*s.api);
@@ -143,6 +159,7 @@ void Server::start() {
     throw std::runtime_error("cannot listen on " + c.bind + ":" + std::to_string(c.port) +
                              " (in use, or not an address of this machine)");
   if (s.port < 0) throw std::runtime_error("cannot listen on " + c.bind);
+  if (s.listen_fd >= 0) ::listen(s.listen_fd, SOMAXCONN);
 }
 
 void Server::run() {

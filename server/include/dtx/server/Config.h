@@ -31,6 +31,7 @@ struct Config {
   int max_running = 2;      // explorations measured at once, sharing the pool
   ExploreSettings defaults; // for fields a request leaves out
   std::size_t max_body = 1 << 20;
+  std::size_t http_threads = 128;  // connections served at once (keep-alive holds one each)
   std::vector<std::string> tokens; // non-empty: writes need `Authorization: Bearer TOKEN`
   std::string log_format = "text"; // text or json
   std::string log_level = "info";
