@@ -1,153 +1,15 @@
 #include "dtx/Protocol.h"
 
+#include <dtx/results/Sha256.h>
+
 #include <array>
 #include <cstdint>
 #include <cstdio>
 
 namespace dtx {
 
-namespace {
-
-constexpr std::array<std::uint32_t, 64> kSha256K = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-std::uint32_t rotr(std::uint32_t x, int n) {
-  return (x >> n) | (x << (32 - n));
-}
-
-void sha256_block(std::array<std::uint32_t, 8>& h, const unsigned char* block) {
-  std::array<std::uint32_t, 64> w{};
-  for (int i = 0; i < 16; ++i)
-    w[i] = std::uint32_t(block[4 * i]) << 24 | std::uint32_t(block[4 * i + 1]) << 16 |
-           std::uint32_t(block[4 * i + 2]) << 8 | std::uint32_t(block[4 * i + 3]);
-  for (int i = 16; i < 64; ++i) {
-    std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-  for (int i = 0; i < 64; ++i) {
-    std::uint32_t t1 =
-        k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kSha256K[i] + w[i];
-    std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    k = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
-}
-
-std::string_view kind_name(RequestKind kind) {
-  switch (kind) {
-  case RequestKind::Measure:
-    return "measure";
-  case RequestKind::Baseline:
-    return "baseline";
-  case RequestKind::Compile:
-    return "compile";
-  }
-  return "measure";
-}
-
-nlohmann::json times_json(const TimesSpec& times) {
-  nlohmann::json out = nlohmann::json::object();
-  if (times.bench)
-    out["bench"] = {{"warmup_ms", times.bench->warmup_ms}, {"rep_ms", times.bench->rep_ms}};
-  if (times.gpu) out["gpu"] = {{"rep_ms", times.gpu->rep_ms}};
-  if (times.host) out["host"] = {{"calls", times.host->calls}};
-  return out;
-}
-
-double number(const nlohmann::json& object, const char* key, double fallback = 0) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-std::string text(const nlohmann::json& object, const char* key) {
-  auto it = object.find(key);
-  if (it == object.end()) return {};
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-std::optional<TimeStats> parse_time(const nlohmann::json& times, const char* key) {
-  auto it = times.find(key);
-  if (it == times.end() || !it->is_object()) return std::nullopt;
-  TimeStats t;
-  t.median_ms = number(*it, "median_ms");
-  t.q20_ms = number(*it, "q20_ms", t.median_ms);
-  t.q80_ms = number(*it, "q80_ms", t.median_ms);
-  t.min_ms = number(*it, "min_ms", t.median_ms);
-  t.max_ms = number(*it, "max_ms", t.median_ms);
-  t.samples = static_cast<std::int64_t>(number(*it, "samples"));
-  return t;
-}
-
-} // namespace
-
-std::string_view status_name(Status status) {
-  switch (status) {
-  case Status::Ok:
-    return "ok";
-  case Status::CompileError:
-    return "compile_error";
-  case Status::OutOfResources:
-    return "out_of_resources";
-  case Status::RuntimeError:
-    return "runtime_error";
-  case Status::WrongResult:
-    return "wrong_result";
-  case Status::Timeout:
-    return "timeout";
-  case Status::Crashed:
-    return "crashed";
-  }
-  return "crashed";
-}
-
-std::optional<Status> parse_status(std::string_view name) {
-  for (Status s : {Status::Ok, Status::CompileError, Status::OutOfResources, Status::RuntimeError,
-                   Status::WrongResult, Status::Timeout, Status::Crashed})
-    if (status_name(s) == name) return s;
-  return std::nullopt;
-}
-
 std::string sha256_hex(std::string_view data) {
-  std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::size_t full = data.size() / 64 * 64;
-  for (std::size_t i = 0; i < full; i += 64)
-    sha256_block(h, reinterpret_cast<const unsigned char*>(data.data() + i));
-  // The tail, the 0x80 marker and the length in bits, big-endian, in one or two blocks.
-  std::array<unsigned char, 128> tail{};
-  std::size_t rest = data.size() - full;
-  for (std::size_t i = 0; i < rest; ++i)
-    tail[i] = static_cast<unsigned char>(data[full + i]);
-  tail[rest] = 0x80;
-  std::size_t blocks = rest + 9 <= 64 ? 1 : 2;
-  std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
-  for (int i = 0; i < 8; ++i)
-    tail[blocks * 64 - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  for (std::size_t b = 0; b < blocks; ++b)
-    sha256_block(h, tail.data() + 64 * b);
-  std::string out;
-  char buf[9];
-  for (std::uint32_t word : h) {
-    std::snprintf(buf, sizeof buf, "%08x", word);
-    out += buf;
-  }
-  return out;
+  return results::sha256_hex(data);
 }
 
 nlohmann::json request_json(const Request& request, std::string_view id) {

@@ -1,9 +1,9 @@
-#include "Sha256.h"
+#include "dtx/results/Sha256.h"
 
 #include <array>
 #include <cstdint>
 
-namespace dtx::results::detail {
+namespace dtx::results {
 
 namespace {
 
@@ -75,4 +75,4 @@ std::string sha256_hex(std::string_view data) {
   return out;
 }
 
-} // namespace dtx::results::detail
+} // namespace dtx::results

@@ -3,7 +3,7 @@
 // several statements: one snapshot). See docs/results-store.md for the schema and the rules.
 #include "Database.h"
 #include "Schema.h"
-#include "Sha256.h"
+#include "dtx/results/Sha256.h"
 #include "dtx/results/Store.h"
 
 #include <algorithm>
@@ -636,7 +636,7 @@ private:
   /// The id of a text stored once by its SHA-256 (algorithms, templates).
   std::int64_t text_id(const std::string& table, const std::string& column,
                        const std::string& text) {
-    std::string hash = detail::sha256_hex(text);
+    std::string hash = sha256_hex(text);
     db_.prepare("INSERT INTO " + table + " (sha256, " + column +
                 ") VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING")
         .bind(1, hash)

@@ -1,6 +1,6 @@
 #include "Schema.h"
-#include "Sha256.h"
 #include "TestSupport.h"
+#include "dtx/results/Sha256.h"
 
 #include <gtest/gtest.h>
 
@@ -177,7 +177,7 @@ TEST(Schema, AMissingDirectoryIsAnError) {
 }
 
 TEST(Sha256, KnownVectors) {
-  using detail::sha256_hex;
+  using dtx::results::sha256_hex;
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
