@@ -8,6 +8,82 @@
 
 namespace dtx {
 
+namespace {
+
+std::string_view kind_name(RequestKind kind) {
+  switch (kind) {
+  case RequestKind::Measure:
+    return "measure";
+  case RequestKind::Baseline:
+    return "baseline";
+  case RequestKind::Compile:
+    return "compile";
+  }
+  return "measure";
+}
+
+nlohmann::json times_json(const TimesSpec& times) {
+  nlohmann::json out = nlohmann::json::object();
+  if (times.bench)
+    out["bench"] = {{"warmup_ms", times.bench->warmup_ms}, {"rep_ms", times.bench->rep_ms}};
+  if (times.gpu) out["gpu"] = {{"rep_ms", times.gpu->rep_ms}};
+  if (times.host) out["host"] = {{"calls", times.host->calls}};
+  return out;
+}
+
+double number(const nlohmann::json& object, const char* key, double fallback = 0) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string text(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end()) return {};
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::optional<TimeStats> parse_time(const nlohmann::json& times, const char* key) {
+  auto it = times.find(key);
+  if (it == times.end() || !it->is_object()) return std::nullopt;
+  TimeStats t;
+  t.median_ms = number(*it, "median_ms");
+  t.q20_ms = number(*it, "q20_ms", t.median_ms);
+  t.q80_ms = number(*it, "q80_ms", t.median_ms);
+  t.min_ms = number(*it, "min_ms", t.median_ms);
+  t.max_ms = number(*it, "max_ms", t.median_ms);
+  t.samples = static_cast<std::int64_t>(number(*it, "samples"));
+  return t;
+}
+
+} // namespace
+
+std::string_view status_name(Status status) {
+  switch (status) {
+  case Status::Ok:
+    return "ok";
+  case Status::CompileError:
+    return "compile_error";
+  case Status::OutOfResources:
+    return "out_of_resources";
+  case Status::RuntimeError:
+    return "runtime_error";
+  case Status::WrongResult:
+    return "wrong_result";
+  case Status::Timeout:
+    return "timeout";
+  case Status::Crashed:
+    return "crashed";
+  }
+  return "crashed";
+}
+
+std::optional<Status> parse_status(std::string_view name) {
+  for (Status s : {Status::Ok, Status::CompileError, Status::OutOfResources, Status::RuntimeError,
+                   Status::WrongResult, Status::Timeout, Status::Crashed})
+    if (status_name(s) == name) return s;
+  return std::nullopt;
+}
+
 std::string sha256_hex(std::string_view data) {
   return results::sha256_hex(data);
 }
