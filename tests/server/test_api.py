@@ -14,11 +14,33 @@ import time
 import urllib.error
 import urllib.request
 
+import jsonschema
 import pytest
 
 from conftest import ROOT
 
 DTXD = pathlib.Path(os.environ.get("DTXD", ROOT / "build" / "server" / "dtxd"))
+OPENAPI = json.loads((ROOT / "server" / "openapi.json").read_text())
+
+
+def check_against_openapi(method, path, status, body, content_type):
+    """Every response the tests see must be one the OpenAPI document describes."""
+    path = path.split("?")[0]
+    for template, ops in OPENAPI["paths"].items():
+        if re.fullmatch(re.sub(r"\{id\}", r"[^/]+", template), path) and method.lower() in ops:
+            responses = ops[method.lower()]["responses"]
+            response = responses.get(str(status)) or responses.get("default")
+            assert response, f"{method} {path} answered {status}, which is not documented"
+            content = response.get("content", {})
+            media = "application/json" if "json" in content_type else content_type.split(";")[0]
+            if media in content and media == "application/json":
+                root = dict(content[media]["schema"], components=OPENAPI["components"])
+                jsonschema.validate(body, root)
+            return
+    # Not a documented route: only the not-found and wrong-method answers may come back.
+    assert status in (404, 405), f"{method} {path} answered {status} but is not documented"
+    jsonschema.validate(body, dict(OPENAPI["components"]["schemas"]["Error"],
+                                   components=OPENAPI["components"]))
 GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 TEMPLATE = """\
 $BY = {32, 64, 128};
@@ -56,11 +78,14 @@ class Daemon:
         try:
             with urllib.request.urlopen(req, timeout=120) as r:
                 text = r.read().decode()
-                return r.status, (json.loads(text) if "json" in r.headers.get("Content-Type", "")
-                                  else text)
+                ctype = r.headers.get("Content-Type", "")
+                status, body = r.status, (json.loads(text) if "json" in ctype else text)
         except urllib.error.HTTPError as e:
             text = e.read().decode()
-            return e.code, json.loads(text) if text.startswith("{") else text
+            ctype = e.headers.get("Content-Type", "")
+            status, body = e.code, json.loads(text) if text.startswith("{") else text
+        check_against_openapi(method, path, status, body, ctype)
+        return status, body
 
     def get(self, path):
         return self.request("GET", path)
