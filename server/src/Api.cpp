@@ -31,7 +31,9 @@ httplib::Server::Handler Api::wrap(const std::string& method, const std::string&
   return [this, method, route, h, write](const httplib::Request& req, httplib::Response& res) {
     auto start = std::chrono::steady_clock::now();
     try {
-      if (write && !ctx_.config.tokens.empty()) {
+      bool guarded =
+          write || (ctx_.config.protect_reads && route != "/healthz" && route != "/metrics");
+      if (guarded && !ctx_.config.tokens.empty()) {
         std::string auth = req.get_header_value("Authorization");
         bool ok = false;
         for (const std::string& t : ctx_.config.tokens)

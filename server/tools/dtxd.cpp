@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   std::string config_file, bind, data_dir, db, python, gpus, log_format, log_level, templates;
   int port = -1, compile_workers = -1, max_running = -1;
   std::vector<std::string> tokens;
-  bool no_example = false;
+  bool no_example = false, protect_reads = false;
   app.add_option("-c,--config", config_file, "a YAML configuration file")->check(CLI::ExistingFile);
   app.add_option("--bind", bind, "address to listen on (default 127.0.0.1)");
   app.add_option("--port", port, "port (default 8080; 0: any free port)")
@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  app.add_flag("--protect-reads", protect_reads, "with --token: reads need a token too");
   app.add_flag("--no-example", no_example, "do not queue the example exploration on a first start");
   CLI11_PARSE(app, argc, argv);
 
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   if (!log_format.empty()) config.log_format = log_format;
   if (!log_level.empty()) config.log_level = log_level;
   if (no_example) config.example = false;
+  if (protect_reads) config.protect_reads = true;
   if (!gpus.empty()) {
     config.gpus.clear();
     std::stringstream ss(gpus);

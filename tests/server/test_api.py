@@ -306,6 +306,15 @@ def test_tokens_guard_writes(tmp_path):
                            headers={"Authorization": "Bearer s3cret"})
         assert status == 202
         assert d.get("/healthz")[0] == 200  # reads need no token
+        assert d.get("/v1/explorations")[0] == 200
+    finally:
+        d.stop()
+    d = Daemon(tmp_path / "reads", "--token", "s3cret", "--protect-reads")
+    try:
+        assert d.get("/v1/explorations")[0] == 401
+        assert d.request("GET", "/v1/explorations",
+                         headers={"Authorization": "Bearer s3cret"})[0] == 200
+        assert d.get("/healthz")[0] == 200 and d.get("/metrics")[0] == 200
     finally:
         d.stop()
 
@@ -435,3 +444,38 @@ def test_names_cannot_inject_python_through_the_api(daemon, tmp_path):
     a, b = torch.randn(3, 5), torch.randn(3, 5)
     torch.testing.assert_close(m.os(a, b), a * 2 + b)
     assert __builtins__ is not None and callable(print)
+
+
+DTX = pathlib.Path(os.environ.get("DTX", ROOT / "build" / "explorer" / "dtx"))
+
+
+def test_dtx_client_mode(daemon, tmp_path):
+    """`dtx explore|results|best --server URL` do the same work through the daemon."""
+    shutil.copy(ROOT / "templates" / "geglu.dt", tmp_path / "geglu.dt")
+    (tmp_path / "t.yaml").write_text(
+        "kernel: geglu_client\nalgorithm: geglu.dt\ncompile: [geglu]\nschedule: |\n"
+        + "".join("  " + line + "\n" for line in TEMPLATE.splitlines())
+        + "dtype: float32\nbaselines: [reference]\n")
+
+    def dtx(*args):
+        return subprocess.run([str(DTX), *map(str, args), "--server", daemon.base],
+                              capture_output=True, text=True, timeout=600)
+
+    r = dtx("explore", tmp_path / "t.yaml", "--shape", "x=4,y=64", "--strategy", "exhaustive",
+            "--top", "1", "--rounds", "1", "--screen-rep", "2", "--full-rep", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    (run,) = json.loads(r.stdout)
+    assert run["exploration"]["state"] == "done" and run["exploration"]["measured"] > 0
+    assert "progress" in r.stderr or "[" in r.stderr
+    out = tmp_path / "best.py"
+    r = dtx("best", "geglu_client", "--shape", "x=4,y=64", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == run["top"]["schedules"][0]["canonical"]
+    assert "def geglu(" in out.read_text()
+    r = dtx("results", "--json")
+    assert run["exploration"]["id"] in [x["id"] for x in json.loads(r.stdout)]
+    r = dtx("best", "geglu_client", "--shape", "x=4,y=65")
+    assert r.returncode == 3 and "no correct schedule" in r.stderr
+    bad = subprocess.run([str(DTX), "results", "--server", "http://127.0.0.1:1"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "cannot reach dtxd" in bad.stderr

@@ -1,6 +1,7 @@
 // `dtx best KERNEL --shape ..`: the best correct schedule known for a kernel at a shape (the
 // full protocol's time where there is one), and with -o its generated module, for CI to import.
 #include "Commands.h"
+#include "RemoteClient.h"
 
 #include <dtx/results/Store.h>
 
@@ -15,9 +16,18 @@ namespace {
 struct BestArgs {
   std::string db, kernel, shape, dtype = "float32", device, out;
   bool json = false;
+  Remote remote;
 };
 
 int best_cmd(const BestArgs& a) {
+  if (!a.remote.url.empty()) {
+    try {
+      return remote_best(a.remote, a.kernel, a.shape, a.dtype, a.device, a.out, a.json);
+    } catch (const std::exception& e) {
+      std::cerr << "dtx: " << e.what() << "\n";
+      return 1;
+    }
+  }
   std::unique_ptr<results::Store> store;
   try {
     store = results::Store::open(a.db);
@@ -84,6 +94,7 @@ Command add_best_command(CLI::App& app) {
   sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)")
       ->check(CLI::ExistingFile);
   sub->add_flag("--json", a->json, "print JSON");
+  add_remote_options(*sub, a->remote);
   return {sub, [a] { return best_cmd(*a); }};
 }
 

@@ -50,4 +50,8 @@ Command add_best_command(CLI::App& app);
 /// The results database: --db, else $DTX_DB, else ./dtx.db.
 std::string default_db();
 
+struct Remote;
+/// --server URL (default $DTX_SERVER) and --token (default $DTX_TOKEN): client mode.
+void add_remote_options(CLI::App& sub, Remote& remote);
+
 } // namespace dtx::cli

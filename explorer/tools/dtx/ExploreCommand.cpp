@@ -2,6 +2,7 @@
 // worker pool and keeping everything in the results store; a progress line while it runs and
 // a ranked summary at the end.
 #include "Commands.h"
+#include "RemoteClient.h"
 #include "dtx/Explore.h"
 #include "dtx/Strategy.h"
 
@@ -31,6 +32,7 @@ struct ExploreArgs {
   std::size_t in_flight = 0;
   bool json = false, test_shapes = false;
   PoolArgs pool;
+  Remote remote;
 };
 
 std::string duration(double s) {
@@ -179,6 +181,26 @@ int explore_cmd(const ExploreArgs& a) {
       jobs.push_back({tf, shape, s, 0});
   }
 
+  if (!a.remote.url.empty()) {
+    if (a.resume) {
+      std::cerr << "dtx: --resume works on a local database; a server resumes by itself\n";
+      return kUsageError;
+    }
+    try {
+      return remote_explore(
+          a.remote, jobs.front().file,
+          [&] {
+            std::vector<ShapeSizes> shapes;
+            for (const ExploreJob& j : jobs)
+              shapes.push_back(j.shape);
+            return shapes;
+          }(),
+          jobs.front().settings, a.json);
+    } catch (const std::exception& e) {
+      std::cerr << "dtx: " << e.what() << "\n";
+      return 1;
+    }
+  }
   PoolOptions po = make_pool_options(a.pool);
   std::size_t workers = std::max<std::size_t>(1, po.gpus.size());
   for (ExploreJob& j : jobs)
@@ -278,6 +300,7 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("--resume", a->resume, "resume exploration ID of the database");
   sub->add_flag("--json", a->json, "print a JSON summary");
   add_pool_options(*sub, a->pool);
+  add_remote_options(*sub, a->remote);
   for (CLI::Option* opt : sub->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   return {sub, [a] { return explore_cmd(*a); }};

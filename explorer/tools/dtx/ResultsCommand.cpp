@@ -1,5 +1,6 @@
 // `dtx results [ID]`: the explorations of a results database, or one exploration ranked.
 #include "Commands.h"
+#include "RemoteClient.h"
 
 #include <dtx/results/Store.h>
 
@@ -16,6 +17,7 @@ struct ResultsArgs {
   std::int64_t id = 0;
   std::int64_t limit = 20;
   bool json = false;
+  Remote remote;
 };
 
 nlohmann::json record_json(const results::MeasurementRecord& m) {
@@ -33,6 +35,14 @@ nlohmann::json record_json(const results::MeasurementRecord& m) {
 }
 
 int results_cmd(const ResultsArgs& a) {
+  if (!a.remote.url.empty()) {
+    try {
+      return remote_results(a.remote, a.id, a.kernel, a.state, a.limit, a.json);
+    } catch (const std::exception& e) {
+      std::cerr << "dtx: " << e.what() << "\n";
+      return 1;
+    }
+  }
   std::unique_ptr<results::Store> store;
   try {
     store = results::Store::open(a.db);
@@ -151,6 +161,7 @@ Command add_results_command(CLI::App& app) {
       ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
   sub->add_option("--limit", a->limit, "rows to show (default 20)");
   sub->add_flag("--json", a->json, "print JSON");
+  add_remote_options(*sub, a->remote);
   return {sub, [a] { return results_cmd(*a); }};
 }
 

@@ -1,5 +1,6 @@
 // dtx: the explorer's command line (one file per subcommand beside this one).
 #include "Commands.h"
+#include "RemoteClient.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -110,6 +111,15 @@ PoolOptions make_pool_options(const PoolArgs& a) {
     std::cerr << "dtx: [" << who << "] " << line << "\n";
   };
   return o;
+}
+
+void add_remote_options(CLI::App& sub, Remote& remote) {
+  if (const char* env = std::getenv("DTX_SERVER")) remote.url = env;
+  if (const char* env = std::getenv("DTX_TOKEN")) remote.token = env;
+  sub.add_option("--server", remote.url,
+                 "send the work to a dtxd at this URL (default $DTX_SERVER), e.g. "
+                 "http://127.0.0.1:8080");
+  sub.add_option("--token", remote.token, "the server's token (default $DTX_TOKEN)");
 }
 
 std::string default_db() {

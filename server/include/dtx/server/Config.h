@@ -33,6 +33,7 @@ struct Config {
   std::size_t max_body = 1 << 20;
   std::size_t http_threads = 128;  // connections served at once (keep-alive holds one each)
   std::vector<std::string> tokens; // non-empty: writes need `Authorization: Bearer TOKEN`
+  bool protect_reads = false;      // with tokens: reads need one too (not /healthz, /metrics)
   std::string log_format = "text"; // text or json
   std::string log_level = "info";
   bool example = true; // queue the example exploration on a first start
