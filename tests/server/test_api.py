@@ -218,10 +218,18 @@ def test_schedule_page_has_program_module_and_measurements(daemon, finished):
     assert {m["protocol"] for m in s["measurements"]} == {"screen", "full"}
 
 
-def test_best_for_ci(daemon, finished):
+def test_best_for_ci(daemon, finished, tmp_path):
     status, b = daemon.get("/v1/best?kernel=geglu_api&shape=x=4,y=96&dtype=float32")
     assert status == 200 and b["canonical"] and "def geglu(" in b["module"]
     assert b["measurement"]["protocol"] == "full"
+    # The module CI fetches computes GeGLU (checked against torch written here).
+    (tmp_path / "best.py").write_text(b["module"])
+    from conftest import load_module
+    import torch
+    m = load_module(tmp_path / "best.py")
+    A, B = torch.randn(4, 96), torch.randn(4, 96)
+    want = 0.5 * A * (1 + torch.tanh(0.7978845608028654 * (A + 0.044715 * A ** 3))) * B
+    torch.testing.assert_close(m.geglu(A, B), want, rtol=1e-5, atol=1e-5)
     status, b = daemon.get("/v1/best?kernel=geglu_api&shape=x=4,y=97")
     assert status == 404 and "no correct schedule" in b["error"]["message"]
     status, b = daemon.get("/v1/best?kernel=geglu_api")
