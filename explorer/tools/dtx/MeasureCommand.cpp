@@ -55,7 +55,7 @@ int measure(const std::string& file, const std::string& shape, const std::string
             const std::vector<std::string>& schedule_args, const std::string& schedules_file,
             const std::vector<std::string>& baseline_args,
             const std::vector<std::string>& module_args, const std::string& times_arg,
-            CLI::App& sub) {
+            const PoolArgs& pool_args, CLI::App& sub) {
   dtx::MeasureConfig config;
   std::ifstream in(file, std::ios::binary);
   std::stringstream source;
@@ -116,31 +116,9 @@ int measure(const std::string& file, const std::string& shape, const std::string
   config.timeout_s = sub.get_option("--timeout")->as<double>();
   config.func = sub.get_option("--func")->as<std::string>();
 
-  dtx::PoolOptions pool_options;
-  pool_options.compile_workers = sub.get_option("--compile-workers")->as<int>();
-  if (auto* o = sub.get_option("--python"); o->count()) pool_options.python = o->as<std::string>();
-  if (auto* o = sub.get_option("--worker"); o->count())
-    pool_options.worker_script = o->as<std::string>();
-  if (auto* o = sub.get_option("--gpus"); o->count()) {
-    for (const auto& g : split(o->as<std::string>(), ','))
-      pool_options.gpus.push_back(std::stoi(g));
-  } else {
-    pool_options.gpus = dtx::visible_gpus();
-  }
-  pool_options.startup_timeout_s = sub.get_option("--startup-timeout")->as<double>();
-  bool verbose = sub.get_option("--verbose")->count() > 0;
+  dtx::PoolOptions pool_options = make_pool_options(pool_args);
   bool json = sub.get_option("--json")->count() > 0;
-  std::mutex log_mutex;
-  pool_options.log = [&](const std::string& who, const std::string& line) {
-    // The pool's own events; a worker's standard error only with --verbose.
-    bool event = false;
-    for (const char* prefix : {"started pid", "hello:", "worker ", "request ", "CUDA error"})
-      event = event || line.rfind(prefix, 0) == 0;
-    if (!verbose && !event) return;
-    std::lock_guard lock(log_mutex);
-    std::cerr << "dtx: [" << who << "] " << line << "\n";
-  };
-
+  std::mutex log_mutex; // progress lines from pool threads
   std::cerr << "dtx: starting " << pool_options.compile_workers << " compile worker(s) and "
             << std::max<std::size_t>(1, pool_options.gpus.size()) << " timing worker(s)"
             << (pool_options.gpus.empty() ? " on the Triton interpreter (no GPU)" : "") << "\n";
@@ -184,11 +162,12 @@ Command add_measure_command(CLI::App& app) {
     std::string file, shape, dtype = "float16", schedules_file, times = "bench",
                              protocol = "single";
     std::vector<std::string> schedules, baselines, modules;
-    bool json_flag = false, verbose_flag = false;
+    bool json_flag = false;
+    PoolArgs pool;
   };
   auto args = std::make_shared<Args>();
   auto& [file, shape, dtype, schedules_file, times, protocol, schedules, baselines, modules,
-         json_flag, verbose_flag] = *args;
+         json_flag, pool] = *args;
   CLI::App* sub = app.add_subcommand(
       "measure", "compile each schedule of FILE.dt, check and time the kernels and the "
                  "baselines, print them ranked");
@@ -229,19 +208,10 @@ Command add_measure_command(CLI::App& app) {
   sub->add_option("--host-calls", "calls timed back to back for `host`")
       ->check(CLI::PositiveNumber);
   sub->add_flag("--json", json_flag, "print the report as JSON");
-  sub->add_option("--compile-workers", "compile workers (default 1)")
-      ->default_val(1)
-      ->check(CLI::Range(0, 256));
-  sub->add_option("--gpus", "GPU indices, one timing worker each (default: all visible)");
+  add_pool_options(*sub, pool);
   sub->add_option("--timeout", "seconds per request and stage before the worker is killed")
       ->default_val(300)
       ->check(CLI::PositiveNumber);
-  sub->add_option("--startup-timeout", "seconds a worker may take to start")
-      ->default_val(300)
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--python", "the workers' Python (default: the project's .venv/bin/python)");
-  sub->add_option("--worker", "the worker script (default: explorer/worker/dtx_worker.py)");
-  sub->add_flag("-v,--verbose", verbose_flag, "log the workers' standard error");
   for (CLI::Option* opt : sub->get_options())
     if (opt->get_name() != "--schedule" && opt->get_name() != "--baseline" &&
         opt->get_name() != "--module")
@@ -249,7 +219,8 @@ Command add_measure_command(CLI::App& app) {
 
   return {sub, [args, sub] {
             return measure(args->file, args->shape, args->dtype, args->schedules,
-                           args->schedules_file, args->baselines, args->modules, args->times, *sub);
+                           args->schedules_file, args->baselines, args->modules, args->times,
+                           args->pool, *sub);
           }};
 }
 
