@@ -27,9 +27,9 @@ Metrics::Metrics()
                    .Add({})),
       measurements_(prometheus::BuildCounter()
                         .Name("dtxd_schedules_measured_total")
-                        .Help("distinct schedules screened or reused by explorations")
-                        .Register(*registry_)
-                        .Add({})),
+                        .Help("distinct schedules screened or reused by explorations, by "
+                              "outcome (ok, failed: any other status)")
+                        .Register(*registry_)),
       explorations_(prometheus::BuildCounter()
                         .Name("dtxd_explorations_finished_total")
                         .Help("explorations that ended, by state")
@@ -55,8 +55,9 @@ void Metrics::set_queue(std::size_t queued, std::size_t running) {
   running_.Set(static_cast<double>(running));
 }
 
-void Metrics::add_measurements(std::uint64_t n) {
-  measurements_.Increment(static_cast<double>(n));
+void Metrics::add_measurements(std::uint64_t ok, std::uint64_t failed) {
+  measurements_.Add({{"status", "ok"}}).Increment(static_cast<double>(ok));
+  measurements_.Add({{"status", "failed"}}).Increment(static_cast<double>(failed));
 }
 
 void Metrics::exploration_finished(const std::string& state) {

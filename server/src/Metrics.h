@@ -18,7 +18,7 @@ public:
   Metrics();
   void request(const std::string& route, const std::string& method, int status, double seconds);
   void set_queue(std::size_t queued, std::size_t running);
-  void add_measurements(std::uint64_t n);
+  void add_measurements(std::uint64_t ok, std::uint64_t failed);
   void exploration_finished(const std::string& state);
   void worker_started();
   /// Everything, in the Prometheus text exposition format.
@@ -30,7 +30,7 @@ private:
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Gauge& queued_;
   prometheus::Gauge& running_;
-  prometheus::Counter& measurements_;
+  prometheus::Family<prometheus::Counter>& measurements_;
   prometheus::Family<prometheus::Counter>& explorations_;
   prometheus::Counter& worker_starts_;
 };

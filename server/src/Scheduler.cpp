@@ -78,11 +78,14 @@ void Scheduler::run_one(std::int64_t id) {
   job.settings.in_flight = in_flight_each_;
   log_->info("exploration {} ({} at {}, {}) starts", id, x->spec.kernel, x->spec.shape,
              x->spec.strategy);
-  std::uint64_t seen_done = 0;
+  std::uint64_t seen_done = 0, seen_failed = 0;
   auto progress = [&](const ExploreProgress& p) {
     if (p.done > seen_done) {
-      metrics_.add_measurements(p.done - seen_done);
+      std::uint64_t failed = p.failed - std::min(p.failed, seen_failed);
+      std::uint64_t all = p.done - seen_done;
+      metrics_.add_measurements(all - std::min(all, failed), failed);
       seen_done = p.done;
+      seen_failed = p.failed;
     }
     publish(id, p, false);
   };

@@ -295,12 +295,14 @@ def test_cancel(daemon, finished):
 
 
 def test_metrics(daemon, finished):
+    daemon.post("/v1/compile", {"source": GEGLU, "emit": "check"})
     status, text = daemon.get("/metrics")
     assert status == 200
     assert re.search(r'dtxd_http_requests_total\{method="POST",route="/v1/explorations",'
                      r'status="202"\} \d+', text)
     assert "dtxd_explorations_queued" in text and "dtxd_worker_starts_total 2" in text
-    assert re.search(r"dtxd_schedules_measured_total \d+", text)
+    assert re.search(r'dtxd_schedules_measured_total\{status="ok"\} [1-9]', text)
+    assert 'dtxd_schedules_measured_total{status="failed"}' in text
     assert 'dtxd_http_request_seconds_bucket{route="/v1/compile"' in text
 
 
