@@ -361,7 +361,9 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   while (true) {
     // Propose while there is room in flight and budget left.
     while (!exhausted && !cancelled() && !out_of_time() && budget_left() &&
-           tickets.size() < set.in_flight) {
+           tickets.size() < (set.in_flight_share
+                                 ? std::max<std::size_t>(1, set.in_flight_share->load())
+                                 : set.in_flight)) {
       std::vector<Point> points = strategy->propose(1);
       if (points.empty()) {
         exhausted = true;

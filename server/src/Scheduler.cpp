@@ -6,8 +6,7 @@ namespace dtx::server {
 Scheduler::Scheduler(results::Store& store, MeasurementBackend& backend, int max_running,
                      std::size_t in_flight_total, Metrics& metrics,
                      std::shared_ptr<spdlog::logger> log)
-    : store_(store), backend_(backend),
-      in_flight_each_(std::max<std::size_t>(2, in_flight_total / std::max(1, max_running))),
+    : store_(store), backend_(backend), in_flight_total_(std::max<std::size_t>(2, in_flight_total)),
       metrics_(metrics), log_(std::move(log)) {
   for (int i = 0; i < max_running; ++i)
     threads_.emplace_back([this] {
@@ -20,12 +19,14 @@ Scheduler::Scheduler(results::Store& store, MeasurementBackend& backend, int max
           id = queue_.front();
           queue_.pop_front();
           running_[id] = std::make_shared<std::atomic<bool>>(false);
+          update_share();
         }
         metrics_.set_queue(queue_depth(), running());
         run_one(id);
         {
           std::lock_guard lock(mutex_);
           running_.erase(id);
+          update_share();
         }
         metrics_.set_queue(queue_depth(), running());
       }
@@ -75,7 +76,7 @@ void Scheduler::run_one(std::int64_t id) {
     flag = running_.at(id);
   }
   ExploreJob job = job_of(*x);
-  job.settings.in_flight = in_flight_each_;
+  job.settings.in_flight_share = &share_;
   log_->info("exploration {} ({} at {}, {}) starts", id, x->spec.kernel, x->spec.shape,
              x->spec.strategy);
   std::uint64_t seen_done = 0, seen_failed = 0;
@@ -115,6 +116,10 @@ void Scheduler::run_one(std::int64_t id) {
     p.phase = "failed";
     publish(id, p, true);
   }
+}
+
+void Scheduler::update_share() {
+  share_ = std::max<std::size_t>(1, in_flight_total_ / std::max<std::size_t>(1, running_.size()));
 }
 
 void Scheduler::publish(std::int64_t id, const ExploreProgress& p, bool finished) {

@@ -53,7 +53,11 @@ private:
 
   results::Store& store_;
   MeasurementBackend& backend_;
-  std::size_t in_flight_each_;
+  std::size_t in_flight_total_;
+  /// Each running exploration's share of the requests in flight: the total over the number
+  /// running, so that requests of all of them alternate in the pool's queues.
+  std::atomic<std::size_t> share_{2};
+  void update_share();
   Metrics& metrics_;
   std::shared_ptr<spdlog::logger> log_;
   mutable std::mutex mutex_;

@@ -70,10 +70,13 @@ void Server::start() {
   s.log->info("{} compile worker(s), {} timing worker(s){}", po.compile_workers,
               std::max<std::size_t>(1, po.gpus.size()),
               po.gpus.empty() ? " on the Triton interpreter (no GPU)" : "");
-  std::size_t capacity = po.capacity;
+  // Enough requests in flight to keep every worker busy (compiles run ahead of timing), no
+  // more: a deep queue would let one exploration's requests wait in front of another's.
+  std::size_t in_flight = 2 * (std::max<std::size_t>(1, po.gpus.size()) +
+                               static_cast<std::size_t>(std::max(0, po.compile_workers)));
   s.pool = std::make_unique<WorkerPool>(std::move(po));
   s.scheduler =
-      std::make_unique<Scheduler>(*s.store, *s.pool, c.max_running, capacity / 2, s.metrics, s.log);
+      std::make_unique<Scheduler>(*s.store, *s.pool, c.max_running, in_flight, s.metrics, s.log);
   s.context =
       std::make_unique<Context>(Context{s.config, *s.store, *s.scheduler, s.metrics, s.log});
 

@@ -489,3 +489,30 @@ def test_dtx_client_mode(daemon, tmp_path):
     bad = subprocess.run([str(DTX), "results", "--server", "http://127.0.0.1:1"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "cannot reach dtxd" in bad.stderr
+
+
+def test_explorations_share_the_workers(tmp_path):
+    """Two explorations queued together are measured at the same time, not one after the other."""
+    d = Daemon(tmp_path, "--max-running", "2")
+    try:
+        ids = []
+        for y in (88, 104):  # shapes no earlier test measured: nothing is reused
+            status, created = d.post("/v1/explorations", exploration_body(
+                screen_rep_ms=60, top=0, shapes=[{"x": 4, "y": y}]))
+            assert status == 202
+            ids.append(created["id"])
+        both_progressed = False
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            xs = [d.get(f"/v1/explorations/{i}")[1] for i in ids]
+            if any(x["state"] == "done" for x in xs):
+                break
+            if all(x["state"] == "running" and x["progress"]["done"] >= 1 for x in xs):
+                both_progressed = True
+                break
+            time.sleep(0.2)
+        assert both_progressed, "one exploration waited for the other"
+        for i in ids:
+            assert d.wait_done(i)["state"] == "done"
+    finally:
+        d.stop()

@@ -41,6 +41,9 @@ struct ExploreSettings {
   int input_seed = 0;
   double timeout_s = 120; // per request and stage
   std::size_t in_flight = 8;
+  /// When set, read before every proposal instead of `in_flight`: a daemon running several
+  /// explorations on one pool gives each its current share.
+  const std::atomic<std::size_t>* in_flight_share = nullptr;
   /// Stop when this many proposals in a row were rejected before any measurement.
   std::uint64_t max_rejected_in_a_row = 20000;
 };
