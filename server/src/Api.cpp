@@ -72,7 +72,18 @@ void Api::post(const std::string& pattern, const std::string& route, Handler h, 
 
 void Api::finish() {
   auto patterns = patterns_;
-  auto other = [patterns](const httplib::Request& req, httplib::Response& res) {
+  const Config* config = &ctx_.config;
+  auto other = [patterns, config](const httplib::Request& req, httplib::Response& res) {
+    // A browser asking for a page the page does not have: the page says so, with its links.
+    if (req.method == "GET" && wants_html(req) && req.path.rfind("/v1/", 0) != 0) {
+      try {
+        send_page(res, *config);
+        res.status = 404;
+        return;
+      } catch (const ApiError&) {
+        // No page to show: the JSON answer below.
+      }
+    }
     std::string allow;
     for (const auto& [method, pattern] : patterns)
       if (std::regex_match(req.path, std::regex(pattern)) &&

@@ -77,6 +77,14 @@ void register_compile(Api& api);      // /v1/compile
 void register_expand(Api& api);       // /v1/expand
 void register_explorations(Api& api); // /v1/explorations..., /explore
 void register_schedules(Api& api);    // /v1/schedules/{id}, /v1/best
+void register_templates(Api& api);    // /v1/templates
+
+// The web page (Web.cpp): static files, vendored libraries and page URLs; before Api::finish.
+void register_web(httplib::Server& http, const Config& config, spdlog::logger& log);
+/// Whether a request comes from a browser asking for a page (Accept: text/html).
+bool wants_html(const httplib::Request& req);
+/// web/index.html, with the page's security headers.
+void send_page(httplib::Response& res, const Config& config);
 
 /// Builds exploration jobs from a request body with the fields of a template file (one job per
 /// shape); ApiError for anything wrong, with the field named. Shared with the example.

@@ -43,7 +43,7 @@ Config load_config(const std::filesystem::path& path) {
       "templates_dir", "web_dir",      "compile_workers", "gpus",
       "python",        "worker",       "max_running",     "max_body",
       "tokens",        "log_format",   "log_level",       "example",
-      "explore",       "http_threads", "protect_reads"};
+      "explore",       "http_threads", "protect_reads",   "vendor_dir"};
   for (const auto& kv : root) {
     std::string k = kv.first.as<std::string>();
     if (!keys.count(k)) fail(path, kv.first, "unknown setting `" + k + "`");
@@ -54,6 +54,7 @@ Config load_config(const std::filesystem::path& path) {
     if (k == "db") c.db = get<std::string>(path, v, "db");
     if (k == "templates_dir") c.templates_dir = get<std::string>(path, v, "templates_dir");
     if (k == "web_dir") c.web_dir = get<std::string>(path, v, "web_dir");
+    if (k == "vendor_dir") c.vendor_dir = get<std::string>(path, v, "vendor_dir");
     if (k == "compile_workers") c.compile_workers = get<int>(path, v, "compile_workers");
     if (k == "gpus") {
       c.gpus = get<std::vector<int>>(path, v, "gpus");

@@ -50,6 +50,7 @@ void Server::start() {
   PoolOptions po;
   po.compile_workers = c.compile_workers;
   po.gpus = c.gpus_given ? c.gpus : visible_gpus();
+  c.gpus = po.gpus; // what runs, for /healthz
   if (!c.python.empty()) po.python = c.python;
   if (!c.worker_script.empty()) po.worker_script = c.worker_script;
   po.triton_cache_dir = c.data_dir / "triton-cache";
@@ -101,6 +102,8 @@ void Server::start() {
   register_expand(*s.api);
   register_explorations(*s.api);
   register_schedules(*s.api);
+  register_templates(*s.api);
+  register_web(s.http, c, *s.log);
   s.api->finish();
   s.http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;

@@ -13,7 +13,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"dtxd: the dtx daemon, an HTTP/JSON API for exploring Decoupled Triton schedules",
                "dtxd"};
-  std::string config_file, bind, data_dir, db, python, gpus, log_format, log_level, templates;
+  std::string config_file, bind, data_dir, db, python, gpus, log_format, log_level, templates, web;
   int port = -1, compile_workers = -1, max_running = -1;
   std::vector<std::string> tokens;
   bool no_example = false, protect_reads = false;
@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", data_dir, "directory of the database and caches (default data)");
   app.add_option("--db", db, "the SQLite database (default DATA_DIR/dtx.db)");
   app.add_option("--templates-dir", templates, "where baselines.py and baseline files are");
+  app.add_option("--web-dir", web, "the web page's files (default: web/ of the source tree)");
   app.add_option("--compile-workers", compile_workers, "compile workers")
       ->check(CLI::Range(0, 256));
   app.add_option("--gpus", gpus, "GPU indices, one timing worker each (default: all visible)");
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   if (!data_dir.empty()) config.data_dir = data_dir;
   if (!db.empty()) config.db = db;
   if (!templates.empty()) config.templates_dir = templates;
+  if (!web.empty()) config.web_dir = web;
   if (compile_workers >= 0) config.compile_workers = compile_workers;
   if (!python.empty()) config.python = python;
   if (max_running > 0) config.max_running = max_running;

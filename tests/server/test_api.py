@@ -18,29 +18,8 @@ import jsonschema
 import pytest
 
 from conftest import ROOT
+from dtxd import DTXD, OPENAPI, Daemon, alive, check_against_openapi
 
-DTXD = pathlib.Path(os.environ.get("DTXD", ROOT / "build" / "server" / "dtxd"))
-OPENAPI = json.loads((ROOT / "server" / "openapi.json").read_text())
-
-
-def check_against_openapi(method, path, status, body, content_type):
-    """Every response the tests see must be one the OpenAPI document describes."""
-    path = path.split("?")[0]
-    for template, ops in OPENAPI["paths"].items():
-        if re.fullmatch(re.sub(r"\{id\}", r"[^/]+", template), path) and method.lower() in ops:
-            responses = ops[method.lower()]["responses"]
-            response = responses.get(str(status)) or responses.get("default")
-            assert response, f"{method} {path} answered {status}, which is not documented"
-            content = response.get("content", {})
-            media = "application/json" if "json" in content_type else content_type.split(";")[0]
-            if media in content and media == "application/json":
-                root = dict(content[media]["schema"], components=OPENAPI["components"])
-                jsonschema.validate(body, root)
-            return
-    # Not a documented route: only the not-found and wrong-method answers may come back.
-    assert status in (404, 405), f"{method} {path} answered {status} but is not documented"
-    jsonschema.validate(body, dict(OPENAPI["components"]["schemas"]["Error"],
-                                   components=OPENAPI["components"]))
 GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 TEMPLATE = """\
 $BY = {32, 64, 128};
@@ -58,70 +37,6 @@ def exploration_body(**extra):
             "baselines": ["reference"], **TINY}
     body.update(extra)
     return body
-
-
-class Daemon:
-    def __init__(self, data_dir, *args):
-        self.data_dir = data_dir
-        self.proc = subprocess.Popen(
-            [str(DTXD), "--port", "0", "--data-dir", str(data_dir), "--no-example", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert m, f"dtxd did not start: {line}{self.proc.stderr.read()}"
-        self.base = f"http://127.0.0.1:{m.group(1)}"
-
-    def request(self, method, path, body=None, raw=None, headers=None):
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
-        try:
-            with urllib.request.urlopen(req, timeout=120) as r:
-                text = r.read().decode()
-                ctype = r.headers.get("Content-Type", "")
-                status, body = r.status, (json.loads(text) if "json" in ctype else text)
-        except urllib.error.HTTPError as e:
-            text = e.read().decode()
-            ctype = e.headers.get("Content-Type", "")
-            status, body = e.code, json.loads(text) if text.startswith("{") else text
-        check_against_openapi(method, path, status, body, ctype)
-        return status, body
-
-    def get(self, path):
-        return self.request("GET", path)
-
-    def post(self, path, body=None, **kw):
-        return self.request("POST", path, body, **kw)
-
-    def wait_done(self, eid, timeout=600):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            status, x = self.get(f"/v1/explorations/{eid}")
-            assert status == 200
-            if x["state"] in ("done", "failed", "cancelled"):
-                return x
-            time.sleep(0.5)
-        raise AssertionError(f"exploration {eid} did not finish: {x}")
-
-    def worker_pids(self):
-        return [int(p) for p in re.findall(r"started pid (\d+)", self.stderr_so_far())]
-
-    def stderr_so_far(self):
-        return self._stderr if hasattr(self, "_stderr") else ""
-
-    def stop(self, sig=signal.SIGTERM):
-        self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=60)
-        self._stderr = err
-        return self.proc.returncode, err
-
-
-def alive(pid):
-    try:
-        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +62,50 @@ def test_health_and_index(daemon):
     assert status == 200 and h["status"] == "ok"
     status, index = daemon.get("/")
     assert status == 200 and index["api"] == "/v1/openapi.json"
+
+
+def test_templates_list_every_template_file(daemon):
+    status, r = daemon.get("/v1/templates")
+    assert status == 200 and r["errors"] == []
+    names = [t["name"] for t in r["templates"]]
+    assert names == sorted(p.stem for p in (ROOT / "templates").glob("*.yaml"))
+    geglu = next(t for t in r["templates"] if t["name"] == "geglu")
+    assert geglu["kernel"] == "geglu" and geglu["description"].startswith("GeGLU")
+    assert "geglu.block(x:{1, 2, 4}, y:$BY);" in geglu["schedule"]
+    assert geglu["shapes"][0] == {"x": 16384, "y": 16384} and "torch" in geglu["baselines"]
+    # Each one is what POST /v1/expand accepts as it is.
+    status, space = daemon.post("/v1/expand", {"algorithm": geglu["algorithm"],
+                                               "schedule": geglu["schedule"],
+                                               "shape": geglu["shapes"][0], "limit": 1})
+    assert status == 200 and space["distinct"] > 0
+
+
+def test_web_page_is_served_with_its_libraries(daemon):
+    def fetch(path, accept="text/html"):
+        req = urllib.request.Request(daemon.base + path, headers={"Accept": accept})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.headers, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read().decode()
+    for path in ("/", "/explorations", "/explorations/1,2", "/schedules/3", "/compare/1/2", "/new"):
+        status, headers, body = fetch(path)
+        assert status == 200 and headers["Content-Type"].startswith("text/html"), path
+        assert '<script type="module" src="/web/js/app.js">' in body
+        assert "default-src 'self'" in headers["Content-Security-Policy"]
+    status, headers, body = fetch("/web/js/app.js", "*/*")
+    assert status == 200 and "javascript" in headers["Content-Type"] and "ROUTES" in body
+    for lib in ("/vendor/chart.js/chart.min.js", "/vendor/highlight.js/highlight.min.js"):
+        status, headers, body = fetch(lib, "*/*")
+        assert status == 200 and "javascript" in headers["Content-Type"], lib
+    # Only the two libraries, not the directory they live in.
+    assert fetch("/vendor/jquery/jquery.js", "*/*")[0] == 404
+    # A browser asking for an unknown page gets the page (its Not found view), status 404; the
+    # API's unknown paths stay JSON.
+    status, headers, body = fetch("/no/such/page")
+    assert status == 404 and "app.js" in body
+    status, headers, body = fetch("/v1/nothing")
+    assert status == 404 and json.loads(body)["error"]["code"] == "not_found"
 
 
 def test_openapi_covers_every_route(daemon):

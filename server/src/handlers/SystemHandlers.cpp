@@ -1,4 +1,4 @@
-// GET /healthz, GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look).
+// GET /healthz (with the number of GPUs timing: 0 is the Triton interpreter), GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look).
 #include "../Api.h"
 
 #include <fstream>
@@ -12,6 +12,7 @@ void register_system(Api& api) {
             send_json(res, {{"status", "ok"},
                             {"queued", ctx.scheduler.queue_depth()},
                             {"running", ctx.scheduler.running()},
+                            {"gpus", ctx.config.gpus.size()},
                             {"database", ctx.config.db_path().string()}});
           });
   api.get("/metrics", "/metrics",
@@ -27,7 +28,8 @@ void register_system(Api& api) {
             ss << in.rdbuf();
             res.set_content(ss.str(), "application/json");
           });
-  api.get("/", "/", [](const httplib::Request&, httplib::Response& res, Context&) {
+  api.get("/", "/", [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+    if (wants_html(req)) return send_page(res, ctx.config); // a browser: the page
     send_json(res, {{"service", "dtxd"},
                     {"api", "/v1/openapi.json"},
                     {"explorations", "/v1/explorations"},

@@ -22,6 +22,7 @@ struct Config {
   std::filesystem::path db;                // default: data_dir/dtx.db
   std::filesystem::path templates_dir;     // baselines.py and baseline files; default templates/
   std::filesystem::path web_dir;           // the page's static files; default web/
+  std::filesystem::path vendor_dir = "/usr/share/javascript"; // Debian's libjs-* packages
   // The measurement pool.
   int compile_workers = 1;
   std::vector<int> gpus; // empty: those visible (none: the interpreter)

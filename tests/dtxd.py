@@ -1,0 +1,101 @@
+"""A real dtxd for tests: started on a free port with its own data directory and interpreter
+workers; every answer it gives is checked against server/openapi.json."""
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import jsonschema
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+DTXD = pathlib.Path(os.environ.get("DTXD", ROOT / "build" / "server" / "dtxd"))
+OPENAPI = json.loads((ROOT / "server" / "openapi.json").read_text())
+
+
+def check_against_openapi(method, path, status, body, content_type):
+    """Every response the tests see must be one the OpenAPI document describes."""
+    path = path.split("?")[0]
+    for template, ops in OPENAPI["paths"].items():
+        if re.fullmatch(re.sub(r"\{id\}", r"[^/]+", template), path) and method.lower() in ops:
+            responses = ops[method.lower()]["responses"]
+            response = responses.get(str(status)) or responses.get("default")
+            assert response, f"{method} {path} answered {status}, which is not documented"
+            content = response.get("content", {})
+            media = "application/json" if "json" in content_type else content_type.split(";")[0]
+            if media in content and media == "application/json":
+                root = dict(content[media]["schema"], components=OPENAPI["components"])
+                jsonschema.validate(body, root)
+            return
+    # Not a documented route: only the not-found and wrong-method answers may come back.
+    assert status in (404, 405), f"{method} {path} answered {status} but is not documented"
+    jsonschema.validate(body, dict(OPENAPI["components"]["schemas"]["Error"],
+                                   components=OPENAPI["components"]))
+
+class Daemon:
+    def __init__(self, data_dir, *args):
+        self.data_dir = data_dir
+        self.proc = subprocess.Popen(
+            [str(DTXD), "--port", "0", "--data-dir", str(data_dir), "--no-example", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert m, f"dtxd did not start: {line}{self.proc.stderr.read()}"
+        self.base = f"http://127.0.0.1:{m.group(1)}"
+
+    def request(self, method, path, body=None, raw=None, headers=None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                text = r.read().decode()
+                ctype = r.headers.get("Content-Type", "")
+                status, body = r.status, (json.loads(text) if "json" in ctype else text)
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            ctype = e.headers.get("Content-Type", "")
+            status, body = e.code, json.loads(text) if text.startswith("{") else text
+        check_against_openapi(method, path, status, body, ctype)
+        return status, body
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def wait_done(self, eid, timeout=600):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, x = self.get(f"/v1/explorations/{eid}")
+            assert status == 200
+            if x["state"] in ("done", "failed", "cancelled"):
+                return x
+            time.sleep(0.5)
+        raise AssertionError(f"exploration {eid} did not finish: {x}")
+
+    def worker_pids(self):
+        return [int(p) for p in re.findall(r"started pid (\d+)", self.stderr_so_far())]
+
+    def stderr_so_far(self):
+        return self._stderr if hasattr(self, "_stderr") else ""
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=60)
+        self._stderr = err
+        return self.proc.returncode, err
+
+
+def alive(pid):
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"

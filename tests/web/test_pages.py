@@ -1,0 +1,360 @@
+"""The web page in a real browser against a real dtxd (docs/web.md): an exploration created
+from the form and watched to its end over server-sent events, its chart with bars, error marks
+and baseline lines, the ranked table, a schedule and its code, two schedules compared, a
+diagnostic of a broken template at its line, cancel, and shared URLs."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import urllib.request
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from dtxd import DTXD, ROOT, Daemon
+
+# Browser fixtures: headless Chromium (Debian's `chromium`, driven through Selenium and Debian's
+# `chromium-driver`). Screenshots go to build/test-artifacts/web/ (or $DTX_ARTIFACTS/web/), one
+# per step, named after the test.
+ARTIFACTS = pathlib.Path(os.environ.get("DTX_ARTIFACTS", ROOT / "build" / "test-artifacts")) / "web"
+CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", shutil.which("chromedriver") or "/usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="session")
+def web_daemon(tmp_path_factory):
+    if not DTXD.exists():
+        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
+    d = Daemon(tmp_path_factory.mktemp("dtxd-web"), "--compile-workers", "1")
+    yield d
+    if d.proc.poll() is None:
+        d.stop()
+
+
+@pytest.fixture(scope="session")
+def driver():
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("selenium is not installed; run deploy/setup.sh")
+    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+        if not pathlib.Path(path).exists():
+            pytest.fail(f"{path} is missing: install Debian's {package} (deploy/setup.sh does)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1440,1000", "--lang=en-US"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    d = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    d.set_page_load_timeout(60)
+    yield d
+    d.quit()
+
+
+@pytest.fixture
+def browser(driver, web_daemon, request):
+    """The browser, with `shot(name)` saving a screenshot of the page, and a check at the end
+    that the page logged no error (a failed request, an exception in the page's code)."""
+    def shot(name):
+        driver.save_screenshot(str(ARTIFACTS / f"{request.node.name}-{name}.png"))
+
+    driver.shot = shot
+    driver.base = web_daemon.base
+    driver.allowed_errors = []  # regexes of errors a test provokes on purpose
+    driver.get_log("browser")  # drop what earlier tests left
+    yield driver
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
+              and not any(re.search(p, e["message"]) for p in driver.allowed_errors)]
+    assert not errors, f"the page logged errors: {errors}"
+
+
+# A 12-point space of GeGLU (8 distinct schedules after the `where`) at interpreter sizes.
+TEMPLATE = """\
+$BY = {32, 64, 128};
+geglu.block(x:{1, 2}, y:$BY);
+geglu.tensorize(x:0, y:{0, 64});
+where geglu.tensorize.y == 0 or geglu.tensorize.y < $BY;
+"""
+SHAPES = ["x=4,y=96", "x=3,y=100"]
+FAST = {"top": "2", "rounds": "2", "screen_warmup_ms": "1", "screen_rep_ms": "2",
+        "full_warmup_ms": "1", "full_rep_ms": "2"}
+
+
+def wait(driver, timeout=30):
+    return WebDriverWait(driver, timeout, poll_frequency=0.2)
+
+
+def find(driver, css):
+    return driver.find_element(By.CSS_SELECTOR, css)
+
+
+def find_all(driver, css):
+    return driver.find_elements(By.CSS_SELECTOR, css)
+
+
+def set_text(driver, element, text):
+    """Replaces a field's text as typing would (the input event fires once)."""
+    element.send_keys(Keys.CONTROL, "a")
+    element.send_keys(Keys.DELETE)
+    driver.execute_script(
+        "arguments[0].value = arguments[1];"
+        "arguments[0].dispatchEvent(new Event('input', {bubbles: true}));", element, text)
+
+
+def open_form(driver):
+    driver.get(driver.base + "/new")
+    wait(driver).until(lambda d: find(d, "#editor-algorithm").get_attribute("value"))
+    return driver
+
+
+def fill_form(driver, kernel, template, shapes, strategy="exhaustive", budget=None):
+    set_text(driver, find(driver, "#kernel"), kernel)
+    set_text(driver, find(driver, "#editor-schedule-template"), template)
+    set_text(driver, find(driver, "#shapes"), "\n".join(shapes))
+    Select(find(driver, "#strategy")).select_by_value(strategy)
+    set_text(driver, find(driver, "#budget"), "" if budget is None else str(budget))
+    for name in ("torch", "torch.compile", "reference"):
+        box = find(driver, "#baseline-" + name.replace(".", "\\."))
+        if box.is_selected() != (name != "torch.compile"):
+            box.click()
+    find(driver, "details.advanced summary").click()
+    for field, value in FAST.items():
+        set_text(driver, find(driver, f"#{field}"), value)
+
+
+@pytest.fixture(scope="module")
+def explored(driver, web_daemon):
+    """An exploration of two shapes created from the form and watched until it is done; the
+    ids of its explorations."""
+    driver.base = web_daemon.base
+    open_form(driver)
+    fill_form(driver, "geglu", TEMPLATE, SHAPES)
+    # Validated as typed: the space at the first shape, through /v1/expand.
+    wait(driver).until(lambda d: find(d, "#distinct").text == "8")
+    assert "pruned: 4 by where" in find(driver, "#space").text
+    assert "compiles" in find(driver, ".editor-field .editor-status").text
+    driver.save_screenshot(str(ARTIFACTS / "explored-form.png"))
+    find(driver, "#submit").click()
+    wait(driver).until(lambda d: re.search(r"/explorations/\d+,\d+", d.current_url))
+    ids = [int(i) for i in re.search(r"/explorations/([\d,]+)", driver.current_url).group(1).split(",")]
+    # Live, without a reload: the marker set now survives until the end.
+    driver.execute_script("window.__sameDocument = true")
+    wait(driver, 60).until(lambda d: find_all(d, ".progress-section .progress")
+                           or find_all(d, "section.panel[data-finished]"))
+    driver.save_screenshot(str(ARTIFACTS / "explored-running.png"))
+    wait(driver, 600).until(lambda d: find_all(d, f"#panel-{ids[0]}[data-finished]"))
+    assert driver.execute_script("return window.__sameDocument === true")
+    return ids
+
+
+def test_form_creates_an_exploration_that_runs_to_the_end(browser, explored):
+    first, second = explored
+    assert find(browser, ".badge").text == "done"
+    # One tab per shape; the second finishes too.
+    tabs = find_all(browser, "[role=tab]")
+    assert [t.text for t in tabs] == SHAPES
+    browser.shot("done")
+    tabs[1].click()
+    wait(browser, 600).until(lambda d: find_all(d, f"#panel-{second}[data-finished]"))
+    assert browser.current_url.endswith(f"#{second}")
+    browser.shot("second-shape")
+    # The list shows both, done, newest first.
+    browser.get(browser.base + "/explorations?kernel=geglu")
+    rows = wait(browser).until(lambda d: find_all(d, "table.explorations tbody tr"))
+    assert [int(r.get_attribute("data-id")) for r in rows] == [second, first]
+    assert all(r.get_attribute("data-state") == "done" for r in rows)
+    assert "cpu-interpreter" in rows[0].text
+    browser.shot("list")
+
+
+def test_chart_has_bars_error_marks_and_baseline_lines(browser, explored):
+    browser.get(f"{browser.base}/explorations/{explored[0]}")
+    canvas = wait(browser).until(lambda d: find(d, "canvas[data-bars]"))
+    wait(browser).until(lambda d: canvas.get_attribute("data-baselines"))
+    assert canvas.get_attribute("data-bars") == "8"
+    assert int(canvas.get_attribute("data-error-marks")) == 8
+    assert set(canvas.get_attribute("data-baselines").split(",")) == {"reference", "torch"}
+    legend = find(browser, "ul.legend").text
+    assert "reference" in legend and "torch" in legend
+    # Bars are sorted: the drawn data is non-decreasing.
+    data = browser.execute_script("return Chart.getChart(arguments[0]).data.datasets[0].data", canvas)
+    assert len(data) == 8 and data == sorted(data)
+    # The thesis' measure of an easy space, and a log scale that keeps every line in view.
+    assert re.fullmatch(r"\d+ of 8", find(browser, "[data-card=within] .card-value").text)
+    find(browser, "#log-scale").click()
+    wait(browser).until(lambda d: "log=1" in d.current_url)
+    scale = browser.execute_script("return Chart.getChart(arguments[0]).scales.y.type", canvas)
+    assert scale == "logarithmic"
+    assert set(canvas.get_attribute("data-baselines").split(",")) == {"reference", "torch"}
+    browser.shot("chart-log")
+
+
+def test_ranked_table_sorts_and_filters(browser, explored):
+    browser.get(f"{browser.base}/explorations/{explored[0]}")
+    rows = wait(browser).until(lambda d: find_all(d, "table.ranked tbody tr"))
+    assert len(rows) == 8
+    assert [r.find_element(By.CSS_SELECTOR, "td:nth-child(2)").text for r in rows] == [str(i) for i in range(1, 9)]
+    assert all(r.get_attribute("data-status") == "ok" for r in rows)
+    # Keyboard: the Time header is a button; Enter sorts descending after ascending.
+    header = find(browser, "button.sort[data-key=time]")
+    header.send_keys(Keys.ENTER)
+    header = find(browser, "button.sort[data-key=time]")
+    header.send_keys(Keys.ENTER)
+    times = [float(r.get_attribute("data-ms")) for r in find_all(browser, "table.ranked tbody tr")]
+    assert len(times) == 8 and times == sorted(times, reverse=True)
+    assert find(browser, "button.sort[data-key=time]").find_element(By.XPATH, "..").get_attribute("aria-sort") == "descending"
+    # Filter by statement text; the filter is kept in the URL.
+    box = find(browser, "#schedule-filter")
+    box.send_keys("y:128")
+    wait(browser).until(lambda d: len(find_all(d, "table.ranked tbody tr")) < 8)
+    assert all("y:128" in r.text for r in find_all(browser, "table.ranked tbody tr"))
+    wait(browser).until(lambda d: "q=y%3A128" in d.current_url)
+    browser.shot("filtered")
+
+
+def test_schedule_page_shows_the_program_the_code_and_ci_lines(browser, explored, web_daemon):
+    browser.get(f"{browser.base}/explorations/{explored[0]}")
+    link = wait(browser).until(lambda d: find(d, "table.ranked tbody tr td.canonical a"))
+    canonical = link.text
+    link.click()
+    wait(browser).until(lambda d: re.search(r"/schedules/\d+$", d.current_url))
+    sid = int(browser.current_url.rsplit("/", 1)[1])
+    code = wait(browser).until(lambda d: find(d, "[aria-label='generated Triton module'] code"))
+    assert code.get_attribute("data-highlighted") == "yes"
+    assert "@triton.jit" in code.text
+    assert find_all(browser, "[aria-label='generated Triton module'] code span.hljs-keyword")
+    program = find(browser, "[aria-label='DT program'] code").text
+    assert "geglu.compile();" in program
+    for statement in canonical.split(";"):
+        assert statement + ";" in program
+    # Every measurement with its device and versions.
+    rows = find_all(browser, "table.measurements tbody tr")
+    assert rows and all("cpu-interpreter" in r.text and "3.6" in r.text for r in rows)
+    # The CI lines, and what the curl line fetches is the module the API has.
+    lines = [c.text for c in find_all(browser, ".ci-line code")]
+    assert lines[0] == f"dtx best geglu --shape x=4,y=96 --dtype float32 --server {web_daemon.base} -o geglu.py"
+    url = re.search(r"'(http[^']+/v1/best[^']+)'", lines[1]).group(1)
+    best = json.loads(urllib.request.urlopen(url, timeout=30).read())
+    assert best["kernel"] == "geglu" and "@triton.jit" in best["module"]
+    schedule = json.loads(urllib.request.urlopen(f"{web_daemon.base}/v1/schedules/{sid}", timeout=30).read())
+    assert code.text.strip() == schedule["module"].strip()
+    browser.shot("schedule")
+    # Download writes the module as it is stored, byte for byte.
+    downloads = ARTIFACTS / "downloads"
+    shutil.rmtree(downloads, ignore_errors=True)
+    downloads.mkdir()
+    browser.execute_cdp_cmd("Browser.setDownloadBehavior",
+                            {"behavior": "allow", "downloadPath": str(downloads)})
+    section = find(browser, "section[aria-label='generated code']")
+    section.find_element(By.XPATH, ".//button[text()='Download']").click()
+    wait(browser).until(lambda d: (downloads / "geglu.py").exists())
+    assert (downloads / "geglu.py").read_text() == schedule["module"]
+
+
+def test_compare_two_schedules(browser, explored):
+    browser.get(f"{browser.base}/explorations/{explored[0]}")
+    rows = wait(browser).until(lambda d: find_all(d, "table.ranked tbody tr"))
+    a, b = int(rows[0].get_attribute("data-id")), int(rows[-1].get_attribute("data-id"))
+    rows[0].find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    rows[-1].find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    find(browser, "#compare").click()
+    wait(browser).until(lambda d: d.current_url.endswith(f"/compare/{a}/{b}"))
+    wait(browser).until(lambda d: find_all(d, ".diff tr.add") and find_all(d, ".diff tr.del"))
+    assert find_all(browser, "ol.statements li.changed.a") and find_all(browser, "ol.statements li.changed.b")
+    times = find(browser, "table.times").text
+    assert "do_bench" in times
+    browser.shot("compare")
+    # The URL is shareable: a fresh load shows the same comparison.
+    browser.get(f"{browser.base}/compare/{a}/{b}")
+    wait(browser).until(lambda d: find_all(d, ".diff tr.add"))
+
+
+def test_form_starts_from_a_template_sized_for_the_interpreter(browser):
+    open_form(browser)
+    # No GPU on this server: the template's largest test shape and a small random budget.
+    assert "Triton interpreter" in find(browser, "#interpreter-note").text
+    assert find(browser, "#shapes").get_attribute("value") == "x=3,y=1000"
+    assert Select(find(browser, "#strategy")).first_selected_option.get_attribute("value") == "random"
+    assert find(browser, "#budget").get_attribute("value") == "12"
+    wait(browser).until(lambda d: find(d, "#distinct").text)
+    assert int(find(browser, "#distinct").text.replace(",", "")) > 12
+    # Another template replaces every field, and the URL says which.
+    Select(find(browser, "#from")).select_by_value("softmax")
+    wait(browser).until(lambda d: d.current_url.endswith("/new?from=softmax"))
+    assert find(browser, "#kernel").get_attribute("value") == "softmax"
+    assert "softmax" in find(browser, "#editor-algorithm").get_attribute("value")
+    status = ".editor-field:has(#editor-schedule-template) .editor-status"
+    try:
+        wait(browser).until(lambda d: "schedules at x=" in find(d, status).text)
+    finally:
+        browser.shot("softmax")
+
+
+def test_broken_template_and_algorithm_show_diagnostics_at_their_line(browser):
+    open_form(browser)
+    broken = TEMPLATE.replace("geglu.tensorize(x:0, y:{0, 64});", "geglu.tensorize(x:0, y:{0, 64);")
+    set_text(browser, find(browser, "#editor-schedule-template"), broken)
+    marked = wait(browser).until(
+        lambda d: find_all(d, ".editor:has(#editor-schedule-template) .gutter span.marked"))
+    assert [m.get_attribute("data-line") for m in marked] == ["3"]
+    item = find(browser, "#editor-schedule-template-diagnostics li")
+    assert item.text.startswith("3:") and "error" in item.text
+    browser.shot("template-diagnostic")
+    # Submitting anyway: the error stays at its line and nothing is created.
+    set_text(browser, find(browser, "#kernel"), "geglu_broken")
+    browser.allowed_errors.append("/v1/(expand|explorations) - Failed to load resource")
+    find(browser, "#submit").click()
+    wait(browser).until(lambda d: find(d, "#submit-error").text)
+    assert "template" in find(browser, "#submit-error").text
+    assert browser.current_url.endswith("/new")
+    # The algorithm: an unknown name at line 9 of geglu.dt.
+    algorithm = find(browser, "#editor-algorithm")
+    text = algorithm.get_attribute("value").replace("* B[x, y];", "* C[x, y];")
+    set_text(browser, algorithm, text)
+    item = wait(browser).until(lambda d: find(d, "#editor-algorithm-diagnostics li"))
+    line = text.splitlines().index(next(l for l in text.splitlines() if "C[x, y]" in l)) + 1
+    assert item.text.startswith(f"{line}:")
+    # Clicking the diagnostic puts the cursor on its line.
+    item.find_element(By.CSS_SELECTOR, "button").click()
+    cursor_line = browser.execute_script(
+        "const t = arguments[0]; return t.value.slice(0, t.selectionStart).split('\\n').length", algorithm)
+    assert cursor_line == line
+    browser.shot("algorithm-diagnostic")
+
+
+def test_cancel_a_running_exploration(browser):
+    open_form(browser)
+    big = "geglu.block(x:{1, 2, 4}, y:{16..128});\ngeglu.num_warps({1, 2, 4});\n"
+    fill_form(browser, "geglu_cancel", big, ["x=4,y=128"], strategy="random", budget=200)
+    wait(browser).until(lambda d: find(d, "#distinct").text)
+    find(browser, "#submit").click()
+    wait(browser).until(lambda d: re.search(r"/explorations/\d+$", d.current_url))
+    button = wait(browser, 60).until(EC.element_to_be_clickable((By.ID, "cancel")))
+    button.click()
+    wait(browser, 120).until(lambda d: find(d, ".badge").text == "cancelled")
+    browser.shot("cancelled")
+
+
+def test_shared_urls_and_errors_in_place(browser):
+    browser.allowed_errors.append("Failed to load resource")
+    browser.get(browser.base + "/explorations/999999")
+    box = wait(browser).until(lambda d: find(d, ".error-box"))
+    assert "no exploration 999999" in box.text
+    browser.get(browser.base + "/no/such/page")
+    wait(browser).until(lambda d: find(d, "h1").text == "Not found")
+    browser.shot("not-found")
+    # The page's assets come from dtxd itself: nothing from another origin.
+    browser.get(browser.base + "/explorations")
+    wait(browser).until(lambda d: find_all(d, "table.explorations, p.empty"))
+    sources = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)")
+    assert sources and all(s.startswith(browser.base) for s in sources), sources
+    assert browser.execute_script("return typeof Chart") == "function"
+    assert browser.execute_script("return typeof hljs") == "object"
