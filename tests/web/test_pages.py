@@ -186,6 +186,10 @@ def test_chart_has_bars_error_marks_and_baseline_lines(browser, explored):
     # Bars are sorted: the drawn data is non-decreasing.
     data = browser.execute_script("return Chart.getChart(arguments[0]).data.datasets[0].data", canvas)
     assert len(data) == 8 and data == sorted(data)
+    # Only the times measured are offered: the interpreter has no CUDA graph, and host time
+    # was not asked for.
+    options = [o.text for o in Select(find(browser, "#metric")).options]
+    assert options == ["do_bench"]
     # The thesis' measure of an easy space, and a log scale that keeps every line in view.
     assert re.fullmatch(r"\d+ of 8", find(browser, "[data-card=within] .card-value").text)
     find(browser, "#log-scale").click()

@@ -40,13 +40,16 @@ async function render() {
     if (!m) continue;
     for (const a of document.querySelectorAll("[data-nav]"))
       a.toggleAttribute("aria-current", a.dataset.nav === nav);
-    fill(view, h("p.muted", "Loading…"));
+    // Each render draws into a container of its own: a view still loading when the user moves
+    // on writes into a container no longer on the page, never over the next view.
+    const root = h("div.view-root", h("p.muted", "Loading…"));
+    fill(view, root);
     try {
-      const done = await module.render(view, params(m), query, { navigate, isCurrent: () => gen === generation });
+      const done = await module.render(root, params(m), query, { navigate, isCurrent: () => gen === generation });
       if (gen === generation) cleanup = done || null;
       else if (done) done();
     } catch (e) {
-      if (gen === generation) fill(view, errorBox(e, "This page could not be shown"));
+      if (gen === generation) fill(root, errorBox(e, "This page could not be shown"));
     }
     return;
   }

@@ -1,4 +1,5 @@
-// GET /healthz (with the number of GPUs timing: 0 is the Triton interpreter), GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look).
+// GET /healthz (with the number of GPUs timing kernels: 0 is the Triton interpreter),
+// GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look, or the page).
 #include "../Api.h"
 
 #include <fstream>
