@@ -218,13 +218,20 @@ def classify(exc, what):
 
 def inputs_key(source):
     """What a module's make_inputs and reference compute depends on everything in it but its
-    kernels, its wrappers and its schedule: the SHA-256 of the rest of its syntax tree. Modules of
-    one program under different schedules share it, so their inputs and reference result are
-    made once (at 4096^2 making them cost a timing worker 0.3 s a request on an H100)."""
+    kernels, its wrappers and its schedule: the SHA-256 of the text of its other top-level
+    statements. Modules of one program under different schedules share it, so their inputs and
+    reference result are made once (at 4096^2 making them cost a timing worker 0.3 s a request
+    on an H100). Text, not the syntax tree's dump: dumping the tree cost 10 ms a request, a
+    third of a screening measurement."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
+    lines = source.splitlines(keepends=True)
+
+    def text(node, first=None):
+        return "".join(lines[(first or node.lineno) - 1:node.end_lineno])
+
     compiled = set()
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
@@ -233,10 +240,14 @@ def inputs_key(source):
                 compiled = set(ast.literal_eval(node.value))
             except ValueError:
                 return None
-    kept = []
+    digest = hashlib.sha256()
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and (
-                node.name in compiled or any("jit" in ast.unparse(d) for d in node.decorator_list)):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            decorators = [text(d) for d in node.decorator_list]
+            if node.name in compiled or any("jit" in d for d in decorators):
+                continue
+            digest.update(text(node, min([d.lineno for d in node.decorator_list] +
+                                         [node.lineno])).encode("utf-8"))
             continue
         if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id in ("SCHEDULE", "DOT_PRECISION")
@@ -244,8 +255,9 @@ def inputs_key(source):
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # the docstring names the schedule
-        kept.append(ast.dump(node))
-    return hashlib.sha256("\n".join(kept).encode("utf-8")).hexdigest()
+        digest.update(text(node).encode("utf-8"))
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 class Prepared:
@@ -403,10 +415,32 @@ def l2_tolerance(dtype_name, dot_precision):
     return L2_TOLERANCES[dtype_name]
 
 
-def compare(got, want, rtol, atol):
+class Reference:
+    """What comparing with one reference result needs of it alone, computed once for every
+    module checked against it (in float64, on its device)."""
+
+    def __init__(self, want):
+        self.want = want
+        self.w = want.detach().to(torch.float64)
+        self.w_nan, self.w_inf = torch.isnan(self.w), torch.isinf(self.w)
+        self.w_finite = torch.isfinite(self.w)
+        self.w_abs = self.w.abs()
+        finite_abs = torch.where(self.w_finite, self.w_abs, 0.0)
+        self.scale = max(1.0, finite_abs.max().item()) if want.numel() else 1.0
+        self.tolerance = {}
+
+    def allowed(self, rtol, atol):
+        """|got - want| allowed at each element."""
+        if (rtol, atol) not in self.tolerance:
+            self.tolerance[(rtol, atol)] = atol * self.scale + rtol * self.w_abs
+        return self.tolerance[(rtol, atol)]
+
+
+def compare(got, want, rtol, atol, reference=None):
     """The check object for `got` against the reference `want`, and a one-line message for the
     first bad element ('' when none). `unwritten` counts NaN where the reference is not NaN;
-    `mismatched` counts the other elements that fail, so an element is in at most one."""
+    `mismatched` counts the other elements that fail, so an element is in at most one. One
+    device synchronization when all is well (a screening measurement's check must be cheap)."""
     check = {"max_abs": 0.0, "max_rel": 0.0, "rel_l2": 0.0, "mismatched": 0, "unwritten": 0,
              "rtol": rtol, "atol": atol}
     if not isinstance(got, torch.Tensor):
@@ -418,31 +452,27 @@ def compare(got, want, rtol, atol):
                       f"{tuple(want.shape)}"
     if want.numel() == 0:
         return check, ""
+    r = reference if reference is not None and reference.want is want else Reference(want)
     g = got.detach().to(device=want.device, dtype=torch.float64)
-    w = want.detach().to(torch.float64)
-    w_nan, g_nan = torch.isnan(w), torch.isnan(g)
-    w_inf = torch.isinf(w)
-    finite = torch.isfinite(w) & torch.isfinite(g)
-    w_finite = torch.isfinite(w)
-    scale = max(1.0, w.abs()[w_finite].max().item()) if bool(w_finite.any()) else 1.0
-    diff = (g - w).abs()
-    within = diff <= atol * scale + rtol * w.abs()
-    good = torch.where(w_nan, g_nan, torch.where(w_inf, g == w, torch.isfinite(g) & within))
-    unwritten = g_nan & ~w_nan
+    g_nan, g_finite = torch.isnan(g), torch.isfinite(g)
+    diff = (g - r.w).abs()
+    good = torch.where(r.w_nan, g_nan,
+                       torch.where(r.w_inf, g == r.w, g_finite & (diff <= r.allowed(rtol, atol))))
+    unwritten = g_nan & ~r.w_nan
     mismatched = ~good & ~unwritten
-    check["unwritten"] = int(unwritten.sum().item())
-    check["mismatched"] = int(mismatched.sum().item())
-    if bool(finite.any()):
-        d, wf = diff[finite], w[finite].abs()
-        check["max_abs"] = d.max().item()
-        nonzero = wf > 0
-        check["max_rel"] = (d[nonzero] / wf[nonzero]).max().item() if bool(nonzero.any()) else 0.0
-        norm = wf.norm().item()
-        err = d.norm().item()
-        check["rel_l2"] = err / norm if norm > 0 else err
+    finite = r.w_finite & g_finite
+    d = torch.where(finite, diff, 0.0)
+    wf = torch.where(finite, r.w_abs, 0.0)
+    relative = torch.where(wf > 0, d / torch.where(wf > 0, wf, 1.0), 0.0)
+    n_unwritten, n_mismatched, max_abs, max_rel, err, norm = torch.stack([
+        unwritten.sum(dtype=torch.float64), mismatched.sum(dtype=torch.float64), d.max(),
+        relative.max(), torch.linalg.vector_norm(d), torch.linalg.vector_norm(wf)]).tolist()
+    check["unwritten"], check["mismatched"] = int(n_unwritten), int(n_mismatched)
+    check["max_abs"], check["max_rel"] = max_abs, max_rel
+    check["rel_l2"] = err / norm if norm > 0 else err
     message = ""
-    bad = ~good
-    if bool(bad.any()):
+    if check["unwritten"] or check["mismatched"]:
+        bad = ~good
         flat = int(bad.flatten().nonzero()[0].item())
         index = []
         for size in reversed(want.shape):
@@ -453,7 +483,7 @@ def compare(got, want, rtol, atol):
         kind = "unwritten (NaN)" if bool(unwritten[index]) else "mismatched"
         message = (f"{check['mismatched']} mismatched and {check['unwritten']} unwritten of "
                    f"{want.numel()} elements; first at {list(index)}: {kind}, got {g_at!r}, "
-                   f"want {w_at!r} (rtol {rtol}, atol {atol} x scale {scale:.3g})")
+                   f"want {w_at!r} (rtol {rtol}, atol {atol} x scale {r.scale:.3g})")
     return check, message
 
 
@@ -602,7 +632,32 @@ class CompileClock:
 DTYPE_NAMES = ("float32", "float16", "bfloat16")
 
 
+class Profile:
+    """DTX_WORKER_PROFILE=DIR: a cProfile of the requests served, rewritten to DIR/ROLE-PID.prof
+    after every 16th (the pool kills its workers at the end, so there is no last word): where a
+    request's time goes outside the timed part."""
+
+    def __init__(self, path):
+        import cProfile
+        self.path = path
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.profiler = cProfile.Profile()
+        self.served = 0
+        self.profiler.enable()
+
+    def save(self):
+        self.served += 1
+        if self.served % 16 == 0:
+            self.profiler.disable()
+            partial = self.path.with_suffix(".partial")
+            self.profiler.dump_stats(str(partial))
+            os.replace(partial, self.path)  # a kill while writing leaves the last whole one
+            self.profiler.enable()
+
+
 class Worker:
+    profile = None
+
     def __init__(self, role):
         self.role = role
         self.modules = Modules()
@@ -660,7 +715,7 @@ class Worker:
                 made = make_inputs(sizes, dtype=dtype, device=DEVICE, seed=seed)
             except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, f"make_inputs_{func}") from e
-            return {"inputs": made, "want": None}
+            return {"inputs": made, "want": None, "reference": None}
 
         prepared = self.prepared.get(key, make)
         if kind == "compile" and CUDA:
@@ -701,6 +756,8 @@ class Worker:
                 except (Exception, SystemExit) as e:  # noqa: BLE001
                     raise classify(e, f"reference_{func}") from e
             want = prepared["want"]
+            if prepared.get("reference") is None or prepared["reference"].want is not want:
+                prepared["reference"] = Reference(want)
             try:
                 if kind == "baseline":
                     got = fn()
@@ -712,7 +769,7 @@ class Worker:
             except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, what) from e
             first_run_s = time.perf_counter() - start
-            result["check"], message = compare(got, want, rtol, atol)
+            result["check"], message = compare(got, want, rtol, atol, prepared["reference"])
             c = result["check"]
             c["rel_l2_tol"] = l2_tol
             if not message and c["rel_l2"] > l2_tol:
@@ -790,6 +847,8 @@ def serve(worker, protocol):
         if lost:
             result["message"] += " (CUDA context lost: the worker exits)"
         protocol.send(finish(request_id, result, start))
+        if worker.profile is not None:
+            worker.profile.save()
         if lost:
             log(f"CUDA error; exiting with {EXIT_CUDA_ERROR}")
             worker.modules.close()
@@ -837,6 +896,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     protocol = Protocol()
+    sys.dont_write_bytecode = True  # each generated module is imported once: no .pyc to write
     import torch as torch_module
     torch = torch_module
     CUDA = torch.cuda.is_available()
@@ -861,6 +921,9 @@ def main(argv=None):
     protocol.send({"type": "hello", "protocol": PROTOCOL, "role": args.role, "pid": os.getpid(),
                    "python": platform.python_version(), "torch": torch.__version__,
                    "triton": triton.__version__, "device": device_info(), "comparable": CUDA})
+    if os.environ.get("DTX_WORKER_PROFILE"):
+        worker.profile = Profile(pathlib.Path(os.environ["DTX_WORKER_PROFILE"]) /
+                                 f"{args.role}-{os.getpid()}.prof")
     try:
         return serve(worker, protocol)
     finally:

@@ -59,6 +59,8 @@ def measure(args, name, dt, shape, schedules=None, extra=()):
         path.write_text("\n".join(schedules) + "\n")
         cmd += ["--schedules", str(path)]
     cmd += list(extra)
+    if args.worker:
+        cmd += ["--worker", args.worker]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - start
@@ -111,6 +113,7 @@ def main():
     parser.add_argument("--python", default="python3")
     parser.add_argument("--only", default="")
     parser.add_argument("--compile-workers", default="24")
+    parser.add_argument("--worker", default="", help="another worker script (an A/B run)")
     parser.add_argument("--two-gpus", action="store_true",
                         help="only compare one timing GPU with two (on a two-GPU machine)")
     args = parser.parse_args()
