@@ -31,8 +31,11 @@ httplib::Server::Handler Api::wrap(const std::string& method, const std::string&
   return [this, method, route, h, write](const httplib::Request& req, httplib::Response& res) {
     auto start = std::chrono::steady_clock::now();
     try {
-      bool guarded =
-          write || (ctx_.config.protect_reads && route != "/healthz" && route != "/metrics");
+      // The page itself is no secret: a browser cannot send a token when it opens a URL, and
+      // the page asks for one before it reads anything.
+      bool page = route == "/" && req.method == "GET" && wants_html(req);
+      bool guarded = write || (ctx_.config.protect_reads && route != "/healthz" &&
+                               route != "/metrics" && !page);
       if (guarded && !ctx_.config.tokens.empty()) {
         std::string auth = req.get_header_value("Authorization");
         bool ok = false;
@@ -40,7 +43,10 @@ httplib::Server::Handler Api::wrap(const std::string& method, const std::string&
           ok |= auth == "Bearer " + t;
         if (!ok)
           throw ApiError(401, "unauthorized",
-                         "this server needs a token: send `Authorization: Bearer TOKEN`");
+                         auth.empty()
+                             ? "this server needs a token: send `Authorization: Bearer TOKEN`"
+                             : "the token was not accepted: check it (`Authorization: Bearer "
+                               "TOKEN`, a token dtxd was started with)");
       }
       h(req, res, ctx_);
     } catch (const ApiError& e) {
@@ -68,6 +74,15 @@ void Api::post(const std::string& pattern, const std::string& route, Handler h, 
   routes_.emplace_back("post", route);
   patterns_.emplace_back("POST", pattern);
   http_.Post(pattern, wrap("POST", route, std::move(h), write));
+}
+
+void Api::page(const std::string& pattern, httplib::Server::Handler handler) {
+  patterns_.emplace_back("GET", pattern);
+  http_.Get(pattern, std::move(handler));
+}
+
+const Config& Api::config() const {
+  return ctx_.config;
 }
 
 void Api::finish() {

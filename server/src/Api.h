@@ -48,9 +48,13 @@ public:
   void post(const std::string& pattern, const std::string& route, Handler h, bool write = true);
   /// Every registered (method, route).
   const std::vector<std::pair<std::string, std::string>>& routes() const { return routes_; }
+  /// A page URL of the web page: GET answers with `handler`, other methods 405 (not in
+  /// routes(): the API's OpenAPI document does not list pages).
+  void page(const std::string& pattern, httplib::Server::Handler handler);
   /// After every route: other methods on a known path answer 405 with `Allow`, unknown paths
   /// 404.
   void finish();
+  const Config& config() const;
 
 private:
   httplib::Server::Handler wrap(const std::string& method, const std::string& route, Handler h,
@@ -80,7 +84,7 @@ void register_schedules(Api& api);    // /v1/schedules/{id}, /v1/best
 void register_templates(Api& api);    // /v1/templates
 
 // The web page (Web.cpp): static files, vendored libraries and page URLs; before Api::finish.
-void register_web(httplib::Server& http, const Config& config, spdlog::logger& log);
+void register_web(Api& api, httplib::Server& http, spdlog::logger& log);
 /// Whether a request comes from a browser asking for a page (Accept: text/html).
 bool wants_html(const httplib::Request& req);
 /// web/index.html, with the page's security headers.

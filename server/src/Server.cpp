@@ -103,7 +103,7 @@ void Server::start() {
   register_explorations(*s.api);
   register_schedules(*s.api);
   register_templates(*s.api);
-  register_web(s.http, c, *s.log);
+  register_web(*s.api, s.http, *s.log);
   s.api->finish();
   s.http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;

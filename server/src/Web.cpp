@@ -38,11 +38,13 @@ void send_page(httplib::Response& res, const Config& config) {
                    "the web page is missing: " + (config.web_dir / "index.html").string() +
                        " (set `web_dir` in the configuration)");
   res.set_header("Content-Security-Policy", kPolicy);
+  res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Cache-Control", "no-cache");
   res.set_content(html, "text/html; charset=utf-8");
 }
 
-void register_web(httplib::Server& http, const Config& config, spdlog::logger& log) {
+void register_web(Api& api, httplib::Server& http, spdlog::logger& log) {
+  const Config& config = api.config();
   httplib::Headers no_cache = {{"Cache-Control", "no-cache"}};
   if (!http.set_mount_point("/web", config.web_dir.string(), no_cache))
     log.warn("web page: {} is not a directory; the page is off", config.web_dir.string());
@@ -54,6 +56,12 @@ void register_web(httplib::Server& http, const Config& config, spdlog::logger& l
       log.warn("web page: {} is missing (Debian's libjs-{}); the page shows no {}", dir.string(),
                lib, std::string(lib) == "chart.js" ? "charts" : "highlighting");
   }
+  // Every static file gets the page's policy too (`/web/` is index.html), and no browser may
+  // guess a type other than the one sent.
+  http.set_file_request_handler([](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Content-Security-Policy", kPolicy);
+    res.set_header("X-Content-Type-Options", "nosniff");
+  });
   const Config* c = &config;
   auto page = [c](const httplib::Request&, httplib::Response& res) {
     try {
@@ -62,9 +70,9 @@ void register_web(httplib::Server& http, const Config& config, spdlog::logger& l
       send_json(res, {{"error", {{"code", e.code}, {"message", e.what()}}}}, e.status);
     }
   };
-  for (const char* route : {R"(/explorations)", R"(/explorations/[0-9,]+)", R"(/schedules/\d+)",
+  for (const char* route : {R"(/explorations/?)", R"(/explorations/[0-9,]+)", R"(/schedules/\d+)",
                             R"(/compare/\d+/\d+)", R"(/new)"})
-    http.Get(route, page);
+    api.page(route, page);
 }
 
 } // namespace dtx::server

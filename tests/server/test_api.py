@@ -2,6 +2,7 @@
 file. The API (docs/server.md, server/openapi.json): compile, expand, explorations from POST to
 ranked schedules, events, the best schedule, metrics; bad requests; tokens; and the daemon's
 life: SIGTERM leaves no worker and resumes on restart, SIGKILL loses nothing."""
+import ast
 import json
 import os
 import pathlib
@@ -106,6 +107,53 @@ def test_web_page_is_served_with_its_libraries(daemon):
     assert status == 404 and "app.js" in body
     status, headers, body = fetch("/v1/nothing")
     assert status == 404 and json.loads(body)["error"]["code"] == "not_found"
+
+
+def test_names_are_words_and_cannot_reach_the_generated_code(daemon):
+    # The kernel's name ends up in file names, the module and shell lines a CI job copies.
+    for bad in ('k"""\nimport os\nx = """', "k;touch${IFS}x", "", "a b", "-k", "x" * 101):
+        status, r = daemon.post("/v1/explorations", exploration_body(kernel=bad))
+        assert status == 400 and r["error"]["field"] == "kernel", bad
+    status, r = daemon.post("/v1/explorations", exploration_body(algorithm_name='a"""b.dt'))
+    assert status == 400 and r["error"]["field"] == "algorithm_name"
+    # The compiler quotes whatever file name it is given (a library caller may pass any).
+    name = 'odd"""\nimport os; os.system("false")\n"""\\.dt'
+    status, r = daemon.post("/v1/compile", {"source": GEGLU, "file_name": name})
+    assert status == 200 and r["ok"]
+    tree = ast.parse(r["output"])
+    assert name in ast.get_docstring(tree)
+    assert not any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) for n in tree.body)
+
+
+def test_shapes_must_fit_the_algorithm(daemon):
+    for shape, words in (({"x": 4, "z": 96}, "no label `z`"), ({"x": 4}, "no size for `y`"),
+                         ({"x": 4, "y": 0}, "sizes are 1 or more")):
+        status, r = daemon.post("/v1/explorations", exploration_body(shapes=[shape]))
+        assert status == 400 and r["error"]["field"] == "shapes" and words in r["error"]["message"]
+        status, r = daemon.post("/v1/expand", {"algorithm": GEGLU, "schedule": TEMPLATE,
+                                               "shape": shape})
+        assert status == 400 and words in r["error"]["message"], r
+    status, r = daemon.post("/v1/explorations", exploration_body(budget=1.5))
+    assert status == 400 and r["error"]["field"] == "budget"
+
+
+def test_page_urls_answer_like_the_api(daemon):
+    def fetch(path, method="GET", accept="text/html"):
+        req = urllib.request.Request(daemon.base + path, method=method, data=b"" if method != "GET" else None,
+                                     headers={"Accept": accept})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.headers, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read().decode()
+    status, headers, _ = fetch("/explorations", "POST", "application/json")
+    assert status == 405 and headers["Allow"] == "GET"
+    assert fetch("/explorations/")[0] == 200
+    # Static files carry the page's policy, and no type is guessed.
+    for path in ("/web/", "/web/js/app.js", "/web/css/app.css"):
+        status, headers, _ = fetch(path, accept="*/*")
+        assert status == 200 and "default-src 'self'" in headers["Content-Security-Policy"], path
+        assert headers["X-Content-Type-Options"] == "nosniff"
 
 
 def test_openapi_covers_every_route(daemon):
@@ -284,6 +332,13 @@ def test_tokens_guard_writes(tmp_path):
         assert d.request("GET", "/v1/explorations",
                          headers={"Authorization": "Bearer s3cret"})[0] == 200
         assert d.get("/healthz")[0] == 200 and d.get("/metrics")[0] == 200
+        # A wrong token is told apart from none.
+        status, r = d.request("GET", "/v1/explorations", headers={"Authorization": "Bearer nope"})
+        assert status == 401 and "not accepted" in r["error"]["message"]
+        # A browser opening the root gets the page (which asks for the token), not a 401.
+        req = urllib.request.Request(d.base + "/", headers={"Accept": "text/html"})
+        with urllib.request.urlopen(req, timeout=30) as page:
+            assert page.status == 200 and "app.js" in page.read().decode()
     finally:
         d.stop()
 

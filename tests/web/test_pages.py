@@ -7,6 +7,7 @@ import os
 import pathlib
 import re
 import shutil
+import time
 import urllib.request
 
 import pytest
@@ -344,6 +345,45 @@ def test_cancel_a_running_exploration(browser):
     button.click()
     wait(browser, 120).until(lambda d: find(d, ".badge").text == "cancelled")
     browser.shot("cancelled")
+
+
+def test_live_refresh_keeps_the_keyboard_focus_and_typed_text(browser, web_daemon):
+    # A running exploration refreshes its chart and table every two seconds; someone working
+    # in the page with the keyboard keeps their place and what they type.
+    body = {"kernel": "geglu_live", "algorithm": (ROOT / "templates" / "geglu.dt").read_text(),
+            "schedule": TEMPLATE, "shapes": [{"x": 4, "y": 96}], "strategy": "exhaustive",
+            "baselines": ["reference"], "screen_warmup_ms": 1, "screen_rep_ms": 300, "top": 0}
+    status, created = web_daemon.post("/v1/explorations", body)
+    assert status == 202
+    browser.get(f"{browser.base}/explorations/{created['id']}")
+    wait(browser).until(lambda d: find_all(d, ".progress-section .progress"))
+    sort = find(browser, "button.sort[data-key=time]")
+    sort.send_keys(Keys.ENTER)  # focus stays on it, sorted by time
+    refreshed = browser.execute_script("return document.querySelectorAll('table.ranked tbody tr').length")
+    wait(browser, 60).until(lambda d: d.execute_script(
+        "return document.querySelectorAll('table.ranked tbody tr').length") > refreshed)
+    active = browser.switch_to.active_element
+    assert active.get_attribute("data-key") == "time", active.get_attribute("outerHTML")
+    box = find(browser, "#schedule-filter")
+    for ch in "geglu.block(x:1":
+        box.send_keys(ch)
+        time.sleep(0.15)
+    time.sleep(2.5)  # at least one refresh after the last key
+    assert find(browser, "#schedule-filter").get_attribute("value") == "geglu.block(x:1"
+    assert browser.switch_to.active_element.get_attribute("id") == "schedule-filter"
+    browser.shot("live-focus")
+    web_daemon.post(f"/v1/explorations/{created['id']}/cancel")
+
+
+def test_one_missing_exploration_leaves_the_others(browser, explored):
+    browser.allowed_errors.append("Failed to load resource")
+    browser.get(f"{browser.base}/explorations/999999,{explored[0]}")
+    box = wait(browser).until(lambda d: find(d, "#panel-999999 .error-box"))
+    assert "no exploration 999999" in box.text
+    tabs = find_all(browser, "[role=tab]")
+    tabs[1].click()
+    wait(browser).until(lambda d: find_all(d, f"#panel-{explored[0]}[data-finished]"))
+    assert find(browser, f"#panel-{explored[0]} canvas").get_attribute("data-bars") == "8"
 
 
 def test_shared_urls_and_errors_in_place(browser):

@@ -88,7 +88,10 @@ tokenForm.addEventListener("submit", (e) => {
   setToken(tokenInput.value.trim());
   tokenInput.value = "";
   tokenMessage.textContent = token() ? "Saved in this browser." : "";
-  render();
+  // A view that could not load for want of the token loads again; any other keeps what was
+  // typed into it (submit again).
+  if (view.querySelector(".error-box")) render();
+  else tokenForm.hidden = true;
 });
 document.getElementById("token-clear").addEventListener("click", () => {
   setToken("");

@@ -156,3 +156,26 @@ export function parseShape(text) {
   if (!Object.keys(shape).length) throw new Error("a shape needs at least one LABEL=SIZE");
   return shape;
 }
+
+/// Runs `redraw` (which replaces what is inside `container`) and gives the focus back to the
+/// element that had it, found again by its id or its data-focus key: a page refreshed while
+/// someone works in it with the keyboard must not throw their place away.
+export function keepFocus(container, redraw) {
+  const active = document.activeElement;
+  let selector = null;
+  if (active && active !== document.body && container.contains(active)) {
+    if (active.id) selector = `#${CSS.escape(active.id)}`;
+    else if (active.dataset.focus) selector = `[data-focus="${CSS.escape(active.dataset.focus)}"]`;
+  }
+  redraw();
+  if (selector && !container.contains(document.activeElement)) {
+    const again = container.querySelector(selector);
+    if (again) again.focus({ preventScroll: true });
+  }
+}
+
+/// A word as a POSIX shell reads it back unchanged: bare when it is plain, else single-quoted.
+export function shellWord(text) {
+  const s = String(text);
+  return /^[A-Za-z0-9_.,:=\/@%+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}

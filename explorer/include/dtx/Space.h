@@ -152,4 +152,9 @@ private:
 /// The canonical text's 64-bit hash used for deduplication.
 std::uint64_t canonical_hash(const std::string& canonical);
 
+/// What is wrong with `shape` as the sizes of `algorithm` (ok()), or "" when nothing: a label
+/// the program does not declare, a label of a compiled Func (a dimension or a reduction label)
+/// with no size, a size under 1. Every schedule's measurement would fail the same way.
+std::string shape_problem(const dtc::Algorithm& algorithm, const ShapeSizes& shape);
+
 } // namespace dtx

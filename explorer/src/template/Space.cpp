@@ -3,6 +3,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <set>
 #include <thread>
 
 namespace dtx {
@@ -353,6 +354,36 @@ Candidate Space::evaluate(const std::vector<int>& choices, bool only_normalized)
   c.ok = true;
   c.canonical = std::move(info.canonical);
   return c;
+}
+
+std::string shape_problem(const dtc::Algorithm& algorithm, const ShapeSizes& shape) {
+  std::set<std::string> known, needed;
+  bool any_compiled = false;
+  for (const dtc::FuncInfo& f : algorithm.funcs())
+    any_compiled |= f.compiled;
+  for (const dtc::FuncInfo& f : algorithm.funcs()) {
+    for (const auto* labels : {&f.dims, &f.rvars})
+      for (const std::string& l : *labels) {
+        known.insert(l);
+        if (f.compiled || !any_compiled) needed.insert(l);
+      }
+  }
+  auto list = [](const std::set<std::string>& s) {
+    std::string out;
+    for (const std::string& l : s)
+      out += (out.empty() ? "" : ", ") + l;
+    return out;
+  };
+  for (const auto& [label, size] : shape) {
+    if (!known.count(label))
+      return "the algorithm has no label `" + label + "` (its labels: " + list(known) + ")";
+    if (size < 1)
+      return "the size of `" + label + "` is " + std::to_string(size) + "; sizes are 1 or more";
+  }
+  for (const std::string& l : needed)
+    if (!shape.count(l))
+      return "the shape gives no size for `" + l + "` (it needs " + list(needed) + ")";
+  return "";
 }
 
 std::uint64_t canonical_hash(const std::string& canonical) {

@@ -6,6 +6,8 @@
 #include "dtx/Strategy.h"
 
 #include <algorithm>
+#include <cmath>
+#include <regex>
 
 #include <set>
 
@@ -29,6 +31,8 @@ T number_field(const nlohmann::json& b, const char* key, T fallback, T lo, T hi)
   if (!b[key].is_number())
     throw ApiError(400, "bad_field", std::string("`") + key + "` must be a number", key);
   double v = b[key].get<double>();
+  if (std::is_integral_v<T> && v != std::floor(v))
+    throw ApiError(400, "bad_field", std::string("`") + key + "` must be a whole number", key);
   if (v < static_cast<double>(lo) || v > static_cast<double>(hi))
     throw ApiError(400, "bad_field",
                    std::string("`") + key + "` must be from " + std::to_string(lo) + " to " +
@@ -84,11 +88,21 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
   for (const auto& [k, v] : b.items())
     if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field `" + k + "`", k);
   TemplateFile tf;
+  // Names go into file names, generated code and the command lines a CI job copies: words only.
+  static const std::regex word(R"([A-Za-z_][A-Za-z0-9_.-]{0,99})");
   tf.kernel = text_field(b, "kernel", true);
-  if (tf.kernel.empty()) throw ApiError(400, "bad_field", "`kernel` is empty", "kernel");
+  if (!std::regex_match(tf.kernel, word))
+    throw ApiError(400, "bad_field",
+                   "`kernel` is a name of letters, digits, `_`, `.` and `-` (up to 100), starting "
+                   "with a letter or `_`",
+                   "kernel");
   tf.algorithm = text_field(b, b.contains("source") ? "source" : "algorithm", true);
   tf.algorithm_name =
       b.contains("algorithm_name") ? text_field(b, "algorithm_name", false) : tf.kernel + ".dt";
+  if (!std::regex_match(tf.algorithm_name, word))
+    throw ApiError(400, "bad_field",
+                   "`algorithm_name` is a file name of letters, digits, `_`, `.` and `-`",
+                   "algorithm_name");
   tf.schedule = text_field(b, "schedule", true);
   tf.name = "schedule";
   if (b.contains("dtype")) {
@@ -179,6 +193,11 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
   }
   std::vector<ExploreJob> jobs;
   for (const ShapeSizes& shape : shapes) {
+    if (std::string problem = shape_problem(*algorithm, shape); !problem.empty())
+      throw ApiError(400, "bad_field",
+                     "shape " + results::shape_key(results::Shape(shape.begin(), shape.end())) +
+                         ": " + problem,
+                     "shapes");
     try {
       Space space(algorithm, tmpl, shape);
     } catch (const TemplateParseError& e) {

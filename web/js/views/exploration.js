@@ -1,6 +1,6 @@
 // /explorations/ID[,ID...]: one exploration per shape (tabs when several): its state and
 // progress, the thesis' chart, the ranked table, how easy the space is; live while it runs.
-import { h, fill, ms, ratio, count, age, duration, badge, progressBar, errorBox } from "../dom.js";
+import { h, fill, ms, ratio, count, age, duration, badge, progressBar, errorBox, keepFocus } from "../dom.js";
 import { api, follow } from "../api.js";
 import { drawChart, baselineColor } from "../chart.js";
 import { METRICS, timeOf, rankingMeasurement, baselinesByName, metricsPresent } from "../measure.js";
@@ -18,7 +18,9 @@ export async function render(root, { ids }, query, ctx) {
   const holder = h("div");
   fill(root, tabs, holder);
 
+  let showing = 0;
   const show = async (id) => {
+    const mine = ++showing;
     cleanups.forEach((c) => c());
     cleanups = [];
     if (tabs) {
@@ -32,7 +34,14 @@ export async function render(root, { ids }, query, ctx) {
     const panel = h("section.panel", { role: tabs ? "tabpanel" : null, id: `panel-${id}` });
     fill(holder, panel);
     panels.set(id, panel);
-    cleanups.push(await explorationPanel(panel, id, query, ctx));
+    try {
+      const done = await explorationPanel(panel, id, query, ctx);
+      if (mine === showing) cleanups.push(done);
+      else done(); // another tab was chosen meanwhile
+    } catch (e) {
+      // One exploration that cannot be shown (deleted, a mistyped id) leaves the others.
+      if (mine === showing) fill(panel, errorBox(e, `Exploration ${id}`));
+    }
   };
 
   if (tabs) {
@@ -81,6 +90,7 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
   const chartError = h("div");
   const legend = h("ul.legend", { "aria-label": "baselines" });
   const tableBox = h("div");
+  const tableError = h("div");
   const details = h("details.source",
     h("summary", "Algorithm and schedule template"),
     h("div.two-columns",
@@ -88,8 +98,16 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
       h("div", h("h3", "Template"), codeBlock(x.template || "", "dt", "schedule template"))));
   fill(panel, head, progress, summary,
     h("section.chart-section", { "aria-label": "chart" }, h("h2", "Schedules by run time"), chartControls, chartError, chartBox, legend),
-    h("section", { "aria-label": "ranked schedules" }, h("h2", "Ranked schedules"), tableBox),
+    h("section", { "aria-label": "ranked schedules" }, h("h2", "Ranked schedules"), tableError, tableBox),
     details);
+
+  const metricSelect = h("select", { id: "metric" });
+  let metricKeys = "";
+  metricSelect.addEventListener("change", () => { state.metric = metricSelect.value; keepInUrl(); renderResults(); });
+  const logBox = h("input", { type: "checkbox", id: "log-scale", checked: state.log });
+  logBox.addEventListener("change", () => { state.log = logBox.checked; keepInUrl(); renderResults(); });
+  const chartInfo = h("span.muted.small-text");
+  fill(chartControls, h("label", { for: "metric" }, "Time"), metricSelect, h("label.check", logBox, " log scale"), chartInfo);
 
   const cancel = async (btn) => {
     btn.disabled = true;
@@ -163,17 +181,16 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
       card("Space", count(x.space_size), `${count(x.candidates)} candidates · ${Object.entries(x.rejected || {}).map(([k, v]) => `${count(v)} pruned by ${k}`).join(" · ") || "none pruned"}` +
         (failed ? ` · ${count(failed)} failed` : "")));
 
-    // Chart controls.
-    const metricSelect = h("select", { id: "metric" }, (present.length ? present : METRICS.slice(0, 1)).map(([k, label, desc]) =>
-      h("option", { value: k, selected: k === state.metric, title: desc }, label)));
-    metricSelect.addEventListener("change", () => { state.metric = metricSelect.value; keepInUrl(); renderResults(); });
-    const logBox = h("input", { type: "checkbox", id: "log-scale", checked: state.log });
-    logBox.addEventListener("change", () => { state.log = logBox.checked; keepInUrl(); renderResults(); });
-    fill(chartControls,
-      h("label", { for: "metric" }, "Time"), metricSelect,
-      h("label.check", logBox, " log scale"),
-      h("span.muted.small-text", `${count(timed.length)} schedules measured (${metricLabel}); error marks: 20th–80th percentile`));
-
+    // Chart controls: built once (below), only their content changes, so the keyboard focus
+    // stays where it is while a running exploration refreshes.
+    const keys = (present.length ? present : METRICS.slice(0, 1)).map(([k]) => k).join();
+    if (keys !== metricKeys) {
+      metricKeys = keys;
+      fill(metricSelect, (present.length ? present : METRICS.slice(0, 1)).map(([k, label, desc]) =>
+        h("option", { value: k, title: desc }, label)));
+    }
+    metricSelect.value = state.metric;
+    fill(chartInfo, `${count(timed.length)} schedules measured (${metricLabel}); error marks: 20th–80th percentile`);
     // Chart.
     fill(chartError);
     try {
@@ -206,97 +223,97 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
     history.replaceState(null, "", `${location.pathname}${q.toString() ? "?" + q : ""}${location.hash}`);
   };
 
-  const renderTable = (rows) => {
-    const filterInput = h("input", { type: "search", id: "schedule-filter", placeholder: "statements contain…", value: state.filter });
-    const statusSelect = h("select", { id: "status-filter" },
-      [["", "any status"], ["ok", "ok"], ["failed", "failed"], ["unmeasured", "not measured"]]
-        .map(([v, t]) => h("option", { value: v, selected: v === state.status }, t)));
-    const compareBtn = h("button", { type: "button", id: "compare", disabled: state.selected.size !== 2 }, "Compare selected");
-    compareBtn.addEventListener("click", () => {
-      const [a, b] = [...state.selected];
-      navigate(`/compare/${a}/${b}`);
+  // The ranked table: its controls built once, its head and rows redrawn.
+  let tableRows = [];
+  const filterInput = h("input", { type: "search", id: "schedule-filter", placeholder: "statements contain…", value: state.filter });
+  const statusSelect = h("select", { id: "status-filter" },
+    [["", "any status"], ["ok", "ok"], ["failed", "failed"], ["unmeasured", "not measured"]]
+      .map(([v, t]) => h("option", { value: v, selected: v === state.status }, t)));
+  const compareBtn = h("button", { type: "button", id: "compare", disabled: true }, "Compare selected");
+  compareBtn.addEventListener("click", () => {
+    const [a, b] = [...state.selected];
+    navigate(`/compare/${a}/${b}`);
+  });
+  const thead = h("thead");
+  const body = h("tbody");
+  const counter = h("span.muted.small-text");
+  const more = h("div");
+  fill(tableBox,
+    h("div.table-controls",
+      h("label", { for: "schedule-filter" }, "Filter"), filterInput,
+      h("label", { for: "status-filter" }, "Status"), statusSelect,
+      compareBtn, counter),
+    h("div.table-scroll", h("table.data.ranked", h("caption.visually-hidden", "Schedules ranked by run time"), thead, body)),
+    more);
+  let debounce = null;
+  filterInput.addEventListener("input", () => {
+    clearTimeout(debounce);
+    debounce = setTimeout(() => { state.filter = filterInput.value; keepInUrl(); fillBody(); }, 150);
+  });
+  statusSelect.addEventListener("change", () => { state.status = statusSelect.value; keepInUrl(); fillBody(); });
+
+  const sortHeader = (key, label) => {
+    const on = state.sort.key === key;
+    return h("th", { scope: "col", "aria-sort": on ? (state.sort.dir > 0 ? "ascending" : "descending") : "none" },
+      h("button.sort", { type: "button", dataset: { key, focus: `sort-${key}` }, onclick: () => {
+        state.sort = { key, dir: on ? -state.sort.dir : 1 };
+        renderTable(tableRows);
+      } }, label, on ? (state.sort.dir > 0 ? " ▲" : " ▼") : ""));
+  };
+  const statusOf = (row) => (row.m ? row.m.status : "unmeasured");
+  const fillBody = () => {
+    const needle = state.filter.toLowerCase();
+    let shown = tableRows.filter((row) => (!needle || row.s.canonical.toLowerCase().includes(needle)) &&
+      (!state.status || (state.status === "failed" ? row.m && row.m.status !== "ok" : statusOf(row) === state.status)));
+    const key = {
+      rank: (row) => row.s.rank || Infinity,
+      canonical: (row) => row.s.canonical,
+      time: (row) => (row.t ? row.t.median : Infinity),
+      speedup: (row) => (row.speedup === null ? -Infinity : row.speedup),
+      status: statusOf,
+    }[state.sort.key];
+    shown = shown.slice().sort((a, b) => {
+      const ka = key(a), kb = key(b);
+      return (ka < kb ? -1 : ka > kb ? 1 : 0) * state.sort.dir;
     });
-    const body = h("tbody");
-    const tableEl = h("table.data.ranked",
-      h("caption.visually-hidden", "Schedules ranked by run time"),
-      h("thead", h("tr",
+    fill(counter, `${count(shown.length)} of ${count(tableRows.length)} schedules`);
+    compareBtn.disabled = state.selected.size !== 2;
+    fill(body, shown.slice(0, state.rows).map((row) => {
+      const sid = row.s.schedule_id;
+      const box = h("input", { type: "checkbox", "aria-label": `select schedule ${sid}`, checked: state.selected.has(sid), dataset: { focus: `select-${sid}` } });
+      box.addEventListener("change", () => {
+        if (box.checked) state.selected.add(sid); else state.selected.delete(sid);
+        while (state.selected.size > 2) state.selected.delete(state.selected.values().next().value);
+        compareBtn.disabled = state.selected.size !== 2;
+        for (const other of body.querySelectorAll("input[type=checkbox]"))
+          other.checked = state.selected.has(Number(other.closest("tr").dataset.id));
+      });
+      const status = statusOf(row);
+      return h("tr", { dataset: { id: sid, status, ms: row.t ? row.t.median : null } },
+        h("td", box),
+        h("td.num", row.s.rank ? String(row.s.rank) : "–"),
+        h("td.canonical", h("a", { href: `/schedules/${sid}`, dataset: { focus: `schedule-${sid}` } }, h("code", row.s.canonical || "(the algorithm's own schedule)"))),
+        h("td.num", row.t ? ms(row.t.median) : "–"),
+        h("td.num.muted", row.t && row.t.lo !== null ? `${ms(row.t.lo)} – ${ms(row.t.hi)}` : ""),
+        h("td.num", row.speedup ? h(`span.${row.speedup >= 1 / WITHIN ? "faster" : row.speedup >= 1 / WITHIN / WITHIN ? "close" : "slower"}`, ratio(row.speedup)) : "–"),
+        h("td", row.m ? row.m.protocol : "–"),
+        h("td", h(`span.status-${status === "ok" ? "ok" : status === "unmeasured" ? "none" : "failed"}`, status),
+          row.m && row.m.status !== "ok" && row.m.message ? h("div.failure", row.m.message) : null));
+    }));
+    fill(more, shown.length > state.rows
+      ? h("button", { type: "button", id: "more-rows", onclick: () => { state.rows += ROWS * 5; fillBody(); } }, `Show ${count(Math.min(ROWS * 5, shown.length - state.rows))} more`)
+      : null);
+  };
+  const renderTable = (rows) => {
+    tableRows = rows;
+    keepFocus(tableBox, () => {
+      fill(thead, h("tr",
         h("th", { scope: "col" }, h("span.visually-hidden", "select")),
         sortHeader("rank", "Rank"), sortHeader("canonical", "Schedule"), sortHeader("time", "Time"),
         h("th", { scope: "col" }, "q20–q80"), sortHeader("speedup", "vs best baseline"),
-        h("th", { scope: "col" }, "Protocol"), sortHeader("status", "Status"))),
-      body);
-    const counter = h("span.muted.small-text");
-    const more = h("div");
-
-    function sortHeader(key, label) {
-      const on = state.sort.key === key;
-      return h("th", { scope: "col", "aria-sort": on ? (state.sort.dir > 0 ? "ascending" : "descending") : "none" },
-        h("button.sort", { type: "button", dataset: { key }, onclick: () => {
-          state.sort = { key, dir: on ? -state.sort.dir : 1 };
-          renderTable(rows);
-        } }, label, on ? (state.sort.dir > 0 ? " ▲" : " ▼") : ""));
-    }
-
-    const statusOf = (row) => (row.m ? row.m.status : "unmeasured");
-    const fillBody = () => {
-      const needle = state.filter.toLowerCase();
-      let shown = rows.filter((row) => (!needle || row.s.canonical.toLowerCase().includes(needle)) &&
-        (!state.status || (state.status === "failed" ? row.m && row.m.status !== "ok" : statusOf(row) === state.status)));
-      const key = {
-        rank: (row) => row.s.rank || Infinity,
-        canonical: (row) => row.s.canonical,
-        time: (row) => (row.t ? row.t.median : Infinity),
-        speedup: (row) => (row.speedup === null ? -Infinity : row.speedup),
-        status: statusOf,
-      }[state.sort.key];
-      shown = shown.slice().sort((a, b) => {
-        const ka = key(a), kb = key(b);
-        return (ka < kb ? -1 : ka > kb ? 1 : 0) * state.sort.dir;
-      });
-      fill(counter, `${count(shown.length)} of ${count(rows.length)} schedules`);
-      fill(body, shown.slice(0, state.rows).map((row) => {
-        const box = h("input", { type: "checkbox", "aria-label": `select schedule ${row.s.schedule_id}`, checked: state.selected.has(row.s.schedule_id) });
-        box.addEventListener("change", () => {
-          if (box.checked) state.selected.add(row.s.schedule_id); else state.selected.delete(row.s.schedule_id);
-          while (state.selected.size > 2) state.selected.delete(state.selected.values().next().value);
-          compareBtn.disabled = state.selected.size !== 2;
-          for (const other of body.querySelectorAll("input[type=checkbox]"))
-            other.checked = state.selected.has(Number(other.closest("tr").dataset.id));
-        });
-        const status = statusOf(row);
-        return h("tr", { dataset: { id: row.s.schedule_id, status, ms: row.t ? row.t.median : null } },
-          h("td", box),
-          h("td.num", row.s.rank ? String(row.s.rank) : "–"),
-          h("td.canonical", h("a", { href: `/schedules/${row.s.schedule_id}` }, h("code", row.s.canonical || "(the algorithm's own schedule)"))),
-          h("td.num", row.t ? ms(row.t.median) : "–"),
-          h("td.num.muted", row.t && row.t.lo !== null ? `${ms(row.t.lo)} – ${ms(row.t.hi)}` : ""),
-          h("td.num", row.speedup ? h(`span.${row.speedup >= 1 / WITHIN ? "faster" : row.speedup >= 1 / WITHIN / WITHIN ? "close" : "slower"}`, ratio(row.speedup)) : "–"),
-          h("td", row.m ? row.m.protocol : "–"),
-          h("td", h(`span.status-${status === "ok" ? "ok" : status === "unmeasured" ? "none" : "failed"}`, status),
-            row.m && row.m.status !== "ok" && row.m.message ? h("div.failure", row.m.message) : null));
-      }));
-      fill(more, shown.length > state.rows
-        ? h("button", { type: "button", onclick: () => { state.rows += ROWS * 5; fillBody(); } }, `Show ${count(Math.min(ROWS * 5, shown.length - state.rows))} more`)
-        : null);
-    };
-    let debounce = null;
-    filterInput.addEventListener("input", () => {
-      clearTimeout(debounce);
-      debounce = setTimeout(() => { state.filter = filterInput.value; keepInUrl(); fillBody(); }, 150);
+        h("th", { scope: "col" }, "Protocol"), sortHeader("status", "Status")));
+      fillBody();
     });
-    statusSelect.addEventListener("change", () => { state.status = statusSelect.value; keepInUrl(); fillBody(); });
-    const hadFocus = document.activeElement && document.activeElement.id === "schedule-filter";
-    fill(tableBox,
-      h("div.table-controls",
-        h("label", { for: "schedule-filter" }, "Filter"), filterInput,
-        h("label", { for: "status-filter" }, "Status"), statusSelect,
-        compareBtn, counter),
-      h("div.table-scroll", tableEl), more);
-    if (hadFocus) {
-      filterInput.focus();
-      filterInput.setSelectionRange(filterInput.value.length, filterInput.value.length);
-    }
-    fillBody();
   };
 
   const loadRanked = async () => {
@@ -309,9 +326,10 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
       // Counts (space, candidates, pruned) grow while it runs; the state comes from the events.
       x = { ...now, state: x.state === "queued" || x.state === "running" ? now.state : x.state };
     } catch (e) {
-      fill(tableBox, errorBox(e, "The schedules could not be loaded"));
+      fill(tableError, errorBox(e, "The schedules could not be loaded"));
       return;
     }
+    fill(tableError);
     if (isCurrent()) renderResults();
   };
 

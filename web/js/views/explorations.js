@@ -1,6 +1,6 @@
 // /explorations: every exploration, newest first, filtered by kernel and state; refreshed
 // while any of them runs.
-import { h, fill, ms, ratio, age, badge, progressBar, errorBox } from "../dom.js";
+import { h, fill, ms, ratio, age, badge, progressBar, errorBox, keepFocus } from "../dom.js";
 import { api } from "../api.js";
 
 const STATES = ["queued", "running", "done", "failed", "cancelled"];
@@ -59,7 +59,9 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     try {
       list = (await api.get(`/v1/explorations?${q}`)).explorations;
     } catch (e) {
-      if (isCurrent()) fill(body, errorBox(e, "The explorations could not be listed"));
+      if (!isCurrent()) return;
+      fill(body, errorBox(e, "The explorations could not be listed"));
+      timer = setTimeout(load, 5000); // the server may be restarting: keep trying
       return;
     }
     if (!isCurrent()) return;
@@ -70,7 +72,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
         h("a", { href: "/new" }, "Start one"), "."));
       return;
     }
-    fill(body, table(list), pager(list.length));
+    keepFocus(body, () => fill(body, table(list), pager(list.length)));
     if (list.some((x) => x.state === "queued" || x.state === "running")) timer = setTimeout(load, 2000);
   };
 
@@ -96,8 +98,8 @@ function table(list) {
       ["#", "Kernel", "Shape", "dtype", "Strategy", "State", "Best", "vs best baseline", "Device", "Created"]
         .map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", list.map((x) => h("tr", { dataset: { id: x.id, state: x.state } },
-      h("td.num", h("a", { href: `/explorations/${x.id}` }, String(x.id))),
-      h("td", h("a", { href: `/explorations/${x.id}` }, x.kernel)),
+      h("td.num", h("a", { href: `/explorations/${x.id}`, dataset: { focus: `id-${x.id}` } }, String(x.id))),
+      h("td", h("a", { href: `/explorations/${x.id}`, dataset: { focus: `kernel-${x.id}` } }, x.kernel)),
       h("td", h("code", x.shape)),
       h("td", x.dtype),
       h("td", x.strategy),

@@ -46,7 +46,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
   const from = h("select", { id: "from" }, h("option", { value: "" }, "(empty)"),
     templates.map((t) => h("option", { value: t.name }, `${t.name}: ${t.kernel}`)));
   const description = h("p.muted.small-text");
-  const kernel = h("input", { id: "kernel", required: true, pattern: "[A-Za-z_][A-Za-z0-9_]*", placeholder: "geglu" });
+  const kernel = h("input", { id: "kernel", required: true, pattern: "[A-Za-z_][A-Za-z0-9_.\\-]{0,99}", placeholder: "geglu" });
   const algorithm = new Editor("Algorithm", "", { rows: 14 });
   const template = new Editor("Schedule template", "", { rows: 10 });
   const shapes = h("textarea", { id: "shapes", rows: 3, spellcheck: "false", placeholder: "x=4096,y=4096 (one shape per line)" });
@@ -126,10 +126,6 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
   // Validation as you type: the newest edit wins, older answers are dropped.
   let timer = null;
   let controller = null;
-  const firstShape = () => {
-    const line = shapes.value.split("\n").map((l) => l.trim()).find(Boolean);
-    return line ? parseShape(line) : null;
-  };
   const readShapes = () => {
     const list = [];
     shapes.value.split("\n").forEach((line, i) => {
@@ -153,10 +149,16 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     controller = new AbortController();
     const signal = controller.signal;
     fill(shapesError);
+    // The space is shown at the first shape that reads; an error in any line is shown too.
     let shape = null;
+    for (const line of shapes.value.split("\n").map((l) => l.trim()).filter(Boolean)) {
+      try {
+        shape = parseShape(line);
+        break;
+      } catch { /* reported below */ }
+    }
     try {
       readShapes();
-      shape = firstShape();
     } catch (e) {
       fill(shapesError, e.message);
     }
@@ -188,6 +190,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     }
     if (!shape) {
       template.setStatus(h("span.muted", "give a shape to see the space"));
+      fill(space);
       return;
     }
     template.setStatus(h("span.muted", "expanding…"));
@@ -227,6 +230,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     } else if (e.field === "shapes" || e.field === "shape") {
       fill(shapesError, e.message);
       template.setStatus("");
+      fill(space); // no space to show at a shape the server refuses
     } else if (quiet) {
       template.setDiagnostics([], h("span.bad", e.message));
     } else {
@@ -244,7 +248,8 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     fill(submitError);
     let body;
     try {
-      if (!/^[A-Za-z_]\w*$/.test(kernel.value)) throw Object.assign(new Error("the kernel's name is a word: letters, digits and _"), { field: "kernel" });
+      if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,99}$/.test(kernel.value))
+        throw Object.assign(new Error("the kernel's name is letters, digits, _, . and -, starting with a letter or _"), { field: "kernel" });
       body = {
         kernel: kernel.value,
         algorithm: algorithm.value,

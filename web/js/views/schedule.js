@@ -1,6 +1,6 @@
 // /schedules/ID: the full DT program, the generated Triton module, every measurement of its
 // code with device and versions, and the lines a CI job uses to fetch the best kernel.
-import { h, fill, ms, age, copyButton, downloadButton } from "../dom.js";
+import { h, fill, ms, age, copyButton, downloadButton, shellWord } from "../dom.js";
 import { api, token } from "../api.js";
 import { codeBlock } from "../highlight.js";
 import { timeOf } from "../measure.js";
@@ -13,13 +13,17 @@ export async function render(root, { id }, _query, { navigate }) {
   const auth = token() ? ` -H "Authorization: Bearer $DTX_TOKEN"` : "";
   const shapeArg = s.shape || "";
   const dtype = s.dtype || "float32";
+  // Every word quoted for the shell it is pasted into (a name is data, not a command).
+  const q = shellWord;
+  const module = `python3 -c 'import json,sys; print(json.load(sys.stdin)["module"], end="")'`;
+  const best = `${origin}/v1/best?kernel=${encodeURIComponent(kernel)}&shape=${encodeURIComponent(shapeArg)}&dtype=${encodeURIComponent(dtype)}`;
   const ci = [
     ["The best schedule known for this kernel and shape, as a module (the dtx CLI)",
-     `dtx best ${kernel} --shape ${shapeArg} --dtype ${dtype} --server ${origin}${token() ? " --token $DTX_TOKEN" : ""} -o ${kernel}.py`],
+     `dtx best ${q(kernel)} --shape ${q(shapeArg)} --dtype ${q(dtype)} --server ${q(origin)}${token() ? ' --token "$DTX_TOKEN"' : ""} -o ${q(`${kernel}.py`)}`],
     ["The same over HTTP",
-     `curl -fsS${auth} '${origin}/v1/best?kernel=${encodeURIComponent(kernel)}&shape=${shapeArg}&dtype=${dtype}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["module"], end="")' > ${kernel}.py`],
+     `curl -fsS${auth} ${q(best)} | ${module} > ${q(`${kernel}.py`)}`],
     ["This schedule exactly",
-     `curl -fsS${auth} '${origin}/v1/schedules/${id}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["module"], end="")' > ${kernel}_schedule_${id}.py`],
+     `curl -fsS${auth} ${q(`${origin}/v1/schedules/${id}`)} | ${module} > ${q(`${kernel}_schedule_${id}.py`)}`],
   ];
 
   const compareInput = h("input", { id: "compare-with", type: "number", min: 1, placeholder: "schedule id", "aria-label": "compare with schedule" });
