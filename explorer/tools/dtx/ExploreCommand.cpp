@@ -177,8 +177,18 @@ int explore_cmd(const ExploreArgs& a) {
       std::cerr << "dtx: the template lists no shapes; give --shape\n";
       return kUsageError;
     }
-    for (const ShapeSizes& shape : shapes)
+    dtc::Algorithm algorithm(tf.program(), tf.algorithm_name);
+    for (const ShapeSizes& shape : shapes) {
+      // A shape that does not fit the algorithm would fail every measurement: say so now.
+      if (algorithm.ok())
+        if (std::string problem = shape_problem(algorithm, shape); !problem.empty()) {
+          std::cerr << "dtx: " << tf.name << ": shape "
+                    << results::shape_key(results::Shape(shape.begin(), shape.end())) << ": "
+                    << problem << "\n";
+          return kUsageError;
+        }
       jobs.push_back({tf, shape, s, 0});
+    }
   }
 
   if (!a.remote.url.empty()) {
