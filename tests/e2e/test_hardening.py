@@ -536,3 +536,20 @@ def test_split_reduction_beside_a_whole_unblocked_output_dimension(tmp_path):
     A, B = torch.randn(1, 1), torch.randn(1, 17)
     want = (B.double().t() @ A.double().t())[:, :, None]
     close(module.f(A, B, y=1), want)
+
+
+# ----------------------------------------------------------------------------------------------
+# A fused producer whose value varies along nothing (a constant, a scalar input) stored into its
+# temporary inside a kernel with tensor axes (the fuzzer's find: `tl.reshape(1.0, [])`).
+
+@pytest.mark.parametrize("value, want", [("1", lambda s: 1.0), ("2 * s + 1", lambda s: 2 * s + 1)],
+                         ids=["constant", "scalar input"])
+def test_fused_producer_of_a_constant(tmp_path, value, want):
+    source = ("Func f0, f2;\nSIn s;\nVar p;\nRVar y, j;\n"
+              f"f0[j, p] = {value};\nf2[j, y] = f0[j, y];\n"
+              "f0.fuse_at(f2, j);\nf2.tensorize(y:4);\nf2.compile();\n")
+    m = build(tmp_path, source)
+    sizes = {"j": 3, "y": 5, "p": 5}
+    out = m.f2(2.5, **{m.SIZE_KEYWORDS[k]: v for k, v in sizes.items()}) if "s" in value else \
+        m.f2(**{m.SIZE_KEYWORDS[k]: v for k, v in sizes.items()})
+    close(out, torch.full((3, 5), want(2.5)))

@@ -73,8 +73,11 @@ public:
     bool scalar_store = true;
     for (Label l : def_.dims)
       scalar_store &= !tensorized(l);
-    // With no tensorized output dimension the value is a [1, ..., 1] tensor; store a scalar.
-    std::string value = scalar_store && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
+    // With no tensorized output dimension the value is a [1, ..., 1] tensor; store a scalar. A
+    // value that varies along nothing (a constant, a scalar input) is one already.
+    std::string value = scalar_store && !axes_.empty() && !def_.value->dims.empty()
+                            ? "tl.reshape(" + v.text + ", [])"
+                            : v.text;
     if (!scalar_store) value = broadcast(value, *def_.value, def_.dims);
     body->push_back(Stmt::assign(func_->py_name, value));
     std::string offsets = offset_expr(func_, def_.dims);
@@ -514,7 +517,9 @@ private:
     bool scalar = true;
     for (Label l : fd.dims)
       scalar &= bind_[l].back().mask.empty();
-    std::string value = scalar && !axes_.empty() ? "tl.reshape(" + v.text + ", [])" : v.text;
+    std::string value = scalar && !axes_.empty() && !fd.value->dims.empty()
+                            ? "tl.reshape(" + v.text + ", [])"
+                            : v.text;
     if (!scalar) value = broadcast(value, *fd.value, fd.dims);
     cur->push_back(Stmt::assign(f->py_name, value));
     cur->push_back(
