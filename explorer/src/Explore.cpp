@@ -234,6 +234,8 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   }
   store.set_state(id, results::State::Running);
   summary.space_size = space->size();
+  // The space's size is known now; its candidates once the search has run.
+  store.set_space(id, static_cast<std::int64_t>(space->size()), 0);
 
   // The Func to time: the template's first `compile` entry, or the module's first.
   std::string func = tf.func();

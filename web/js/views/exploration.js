@@ -178,8 +178,7 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
       card("Speed-up", best && bestBaseline ? ratio(bestBaseline.t.median / best.t.median) : "–", "best baseline ÷ best schedule"),
       card("Within 5% of the best baseline", within === null ? "–" : `${count(within)} of ${count(timed.length)}`,
         within === null || !timed.length ? "" : `${((100 * within) / timed.length).toFixed(1)}% of the measured schedules`, "within"),
-      card("Space", count(x.space_size), `${count(x.candidates)} candidates · ${Object.entries(x.rejected || {}).map(([k, v]) => `${count(v)} pruned by ${k}`).join(" · ") || "none pruned"}` +
-        (failed ? ` · ${count(failed)} failed` : "")));
+      card("Space", count(x.space_size), spaceNote(x, failed)));
 
     // Chart controls: built once (below), only their content changes, so the keyboard focus
     // stays where it is while a running exploration refreshes.
@@ -378,6 +377,17 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
     clearTimeout(refresh);
     if (state.chart) state.chart.destroy();
   };
+}
+
+/// Candidates and pruning; while the search runs, the counts so far from its progress.
+function spaceNote(x, failed) {
+  const running = (x.state === "running" || x.state === "queued") && x.progress;
+  const parts = running
+    ? [`${count(x.progress.proposed)} proposed so far`, `${count(x.progress.rejected)} pruned`]
+    : [`${count(x.candidates)} candidates`,
+      Object.entries(x.rejected || {}).map(([k, v]) => `${count(v)} pruned by ${k}`).join(" · ") || "none pruned"];
+  if (failed) parts.push(`${count(failed)} failed`);
+  return parts.join(" · ");
 }
 
 function card(title, value, note, name) {
