@@ -81,6 +81,10 @@ void Api::page(const std::string& pattern, httplib::Server::Handler handler) {
   http_.Get(pattern, std::move(handler));
 }
 
+void Api::static_files(const std::string& pattern) {
+  patterns_.emplace_back("GET", pattern);
+}
+
 const Config& Api::config() const {
   return ctx_.config;
 }
@@ -104,7 +108,8 @@ void Api::finish() {
       if (std::regex_match(req.path, std::regex(pattern)) &&
           allow.find(method) == std::string::npos)
         allow += (allow.empty() ? "" : ", ") + method;
-    if (allow.empty()) {
+    // No route, or a route for this method that found nothing (a file not under a mount).
+    if (allow.empty() || allow.find(req.method) != std::string::npos) {
       send_json(res, {{"error", {{"code", "not_found"}, {"message", "no route " + req.path}}}},
                 404);
       return;
@@ -121,6 +126,7 @@ void Api::finish() {
   http_.Put(".*", other);
   http_.Delete(".*", other);
   http_.Patch(".*", other);
+  http_.Options(".*", other);
 }
 
 nlohmann::json to_json(const results::MeasurementRecord& m) {

@@ -51,6 +51,8 @@ public:
   /// A page URL of the web page: GET answers with `handler`, other methods 405 (not in
   /// routes(): the API's OpenAPI document does not list pages).
   void page(const std::string& pattern, httplib::Server::Handler handler);
+  /// Paths a mount point serves (GET only): other methods on them answer 405.
+  void static_files(const std::string& pattern);
   /// After every route: other methods on a known path answer 405 with `Allow`, unknown paths
   /// 404.
   void finish();

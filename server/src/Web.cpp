@@ -46,6 +46,8 @@ void send_page(httplib::Response& res, const Config& config) {
 void register_web(Api& api, httplib::Server& http, spdlog::logger& log) {
   const Config& config = api.config();
   httplib::Headers no_cache = {{"Cache-Control", "no-cache"}};
+  api.static_files(R"(/web(/.*)?)");
+  api.static_files(R"(/vendor/.*)");
   if (!http.set_mount_point("/web", config.web_dir.string(), no_cache))
     log.warn("web page: {} is not a directory; the page is off", config.web_dir.string());
   // Only the two libraries the page loads, not all of /usr/share/javascript.
@@ -70,8 +72,8 @@ void register_web(Api& api, httplib::Server& http, spdlog::logger& log) {
       send_json(res, {{"error", {{"code", e.code}, {"message", e.what()}}}}, e.status);
     }
   };
-  for (const char* route : {R"(/explorations/?)", R"(/explorations/[0-9,]+)", R"(/schedules/\d+)",
-                            R"(/compare/\d+/\d+)", R"(/new)"})
+  for (const char* route : {R"(/explorations/?)", R"(/explorations/[0-9,]+/?)",
+                            R"(/schedules/\d+/?)", R"(/compare/\d+/\d+/?)", R"(/new/?)"})
     api.page(route, page);
 }
 

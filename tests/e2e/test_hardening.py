@@ -553,3 +553,11 @@ def test_fused_producer_of_a_constant(tmp_path, value, want):
     out = m.f2(2.5, **{m.SIZE_KEYWORDS[k]: v for k, v in sizes.items()}) if "s" in value else \
         m.f2(**{m.SIZE_KEYWORDS[k]: v for k, v in sizes.items()})
     close(out, torch.full((3, 5), want(2.5)))
+
+
+def test_scalar_result_of_a_tensorized_reduction_with_an_unused_label(tmp_path):
+    # A reduction's result is a tensor even where its Func's own labels are not tensorized.
+    m = build(tmp_path, "Func f0;\nIn I1;\nRVar w, k;\nf0[k] = rsum(I1[w], w);\n"
+                        "f0.tensorize(w:0);\nf0.compile();\n")
+    I1 = torch.randn(7)
+    close(m.f0(I1, k=3), I1.double().sum().expand(3))

@@ -127,12 +127,20 @@ def test_names_are_words_and_cannot_reach_the_generated_code(daemon):
 
 def test_shapes_must_fit_the_algorithm(daemon):
     for shape, words in (({"x": 4, "z": 96}, "no label `z`"), ({"x": 4}, "no size for `y`"),
-                         ({"x": 4, "y": 0}, "sizes are 1 or more")):
+                         ({"x": 4, "y": 0}, "whole number >= 1")):
         status, r = daemon.post("/v1/explorations", exploration_body(shapes=[shape]))
         assert status == 400 and r["error"]["field"] == "shapes" and words in r["error"]["message"]
         status, r = daemon.post("/v1/expand", {"algorithm": GEGLU, "schedule": TEMPLATE,
                                                "shape": shape})
-        assert status == 400 and words in r["error"]["message"], r
+        assert status == 400 and r["error"]["field"] == "shape" and words in r["error"]["message"]
+    status, r = daemon.post("/v1/explorations", exploration_body(shapes=[{"x": 4, "y": 96}] * 2))
+    assert status == 400 and "listed twice" in r["error"]["message"]
+    status, r = daemon.post("/v1/compile", {"source": GEGLU, "file_name": 123})
+    assert status == 400 and r["error"]["field"] == "file_name"
+    # The longest kernel name leaves room for its file name.
+    status, r = daemon.post("/v1/expand", {"kernel": "k" * 100, "algorithm": GEGLU,
+                                           "schedule": TEMPLATE, "shape": {"x": 4, "y": 96}})
+    assert status == 200, r
     status, r = daemon.post("/v1/explorations", exploration_body(budget=1.5))
     assert status == 400 and r["error"]["field"] == "budget"
 

@@ -337,6 +337,7 @@ def test_cancel_a_running_exploration(browser):
     open_form(browser)
     big = "geglu.block(x:{1, 2, 4}, y:{16..128});\ngeglu.num_warps({1, 2, 4});\n"
     fill_form(browser, "geglu_cancel", big, ["x=4,y=128"], strategy="random", budget=200)
+    set_text(browser, find(browser, "#screen_rep_ms"), "1500")  # running long enough to cancel
     wait(browser).until(lambda d: find(d, "#distinct").text)
     find(browser, "#submit").click()
     wait(browser).until(lambda d: re.search(r"/explorations/\d+$", d.current_url))
@@ -351,16 +352,17 @@ def test_live_refresh_keeps_the_keyboard_focus_and_typed_text(browser, web_daemo
     # in the page with the keyboard keeps their place and what they type.
     body = {"kernel": "geglu_live", "algorithm": (ROOT / "templates" / "geglu.dt").read_text(),
             "schedule": TEMPLATE, "shapes": [{"x": 4, "y": 96}], "strategy": "exhaustive",
-            "baselines": ["reference"], "screen_warmup_ms": 1, "screen_rep_ms": 300, "top": 0}
+            "baselines": ["reference"], "screen_warmup_ms": 1, "screen_rep_ms": 1500, "top": 0}
     status, created = web_daemon.post("/v1/explorations", body)
     assert status == 202
     browser.get(f"{browser.base}/explorations/{created['id']}")
     wait(browser).until(lambda d: find_all(d, ".progress-section .progress"))
     sort = find(browser, "button.sort[data-key=time]")
     sort.send_keys(Keys.ENTER)  # focus stays on it, sorted by time
-    refreshed = browser.execute_script("return document.querySelectorAll('table.ranked tbody tr').length")
-    wait(browser, 60).until(lambda d: d.execute_script(
-        "return document.querySelectorAll('table.ranked tbody tr').length") > refreshed)
+    # A refresh: one more schedule measured (each takes 1.5 s of timing).
+    measured = "return document.querySelectorAll('table.ranked tbody tr[data-ms]').length"
+    before = browser.execute_script(measured)
+    wait(browser, 120).until(lambda d: d.execute_script(measured) > before)
     active = browser.switch_to.active_element
     assert active.get_attribute("data-key") == "time", active.get_attribute("outerHTML")
     box = find(browser, "#schedule-filter")

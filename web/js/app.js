@@ -11,10 +11,10 @@ import * as create from "./views/new.js";
 
 const ROUTES = [
   [/^\/(?:explorations)?\/?$/, explorations, "explorations", () => ({})],
-  [/^\/explorations\/([\d,]+)$/, exploration, "explorations", (m) => ({ ids: m[1].split(",").filter(Boolean).map(Number) })],
-  [/^\/schedules\/(\d+)$/, schedule, "explorations", (m) => ({ id: Number(m[1]) })],
-  [/^\/compare\/(\d+)\/(\d+)$/, compare, "explorations", (m) => ({ a: Number(m[1]), b: Number(m[2]) })],
-  [/^\/new$/, create, "new", () => ({})],
+  [/^\/explorations\/([\d,]+)\/?$/, exploration, "explorations", (m) => ({ ids: m[1].split(",").filter(Boolean).map(Number) })],
+  [/^\/schedules\/(\d+)\/?$/, schedule, "explorations", (m) => ({ id: Number(m[1]) })],
+  [/^\/compare\/(\d+)\/(\d+)\/?$/, compare, "explorations", (m) => ({ a: Number(m[1]), b: Number(m[2]) })],
+  [/^\/new\/?$/, create, "new", () => ({})],
 ];
 
 const view = document.getElementById("view");
@@ -33,6 +33,9 @@ async function render() {
     try { cleanup(); } catch { /* a view's cleanup never stops navigation */ }
     cleanup = null;
   }
+  if (/^\/web\/?(index\.html)?$/.test(location.pathname)) {
+    history.replaceState(null, "", "/"); // the page's own file, opened directly: its home
+  }
   const path = location.pathname;
   const query = new URLSearchParams(location.search);
   for (const [re, module, nav, params] of ROUTES) {
@@ -49,7 +52,10 @@ async function render() {
       if (gen === generation) cleanup = done || null;
       else if (done) done();
     } catch (e) {
-      if (gen === generation) fill(root, errorBox(e, "This page could not be shown"));
+      if (gen === generation) {
+        document.title = "Error · dtx";
+        fill(root, errorBox(e, "This page could not be shown"));
+      }
     }
     return;
   }
@@ -90,7 +96,9 @@ tokenForm.addEventListener("submit", (e) => {
   tokenMessage.textContent = token() ? "Saved in this browser." : "";
   // A view that could not load for want of the token loads again; any other keeps what was
   // typed into it (submit again).
-  if (view.querySelector(".error-box")) render();
+  const failed = [...view.querySelectorAll('.error-box[data-status="401"]')]
+    .filter((box) => !box.closest("#submit-error")); // a form's own error keeps the form
+  if (failed.length) render();
   else tokenForm.hidden = true;
 });
 document.getElementById("token-clear").addEventListener("click", () => {

@@ -101,7 +101,7 @@ export function progressBar(done, total, label) {
 /// A message shown where an error happened (role=alert so screen readers announce it).
 export function errorBox(err, what) {
   const text = err && err.message ? err.message : String(err);
-  return h("div.error-box", { role: "alert" }, what ? `${what}: ` : "", text);
+  return h("div.error-box", { role: "alert", dataset: { status: err && err.status } }, what ? `${what}: ` : "", text);
 }
 
 /// A button that copies text, saying so for a moment.

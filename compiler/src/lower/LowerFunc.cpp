@@ -4,6 +4,7 @@
 #include "ir/IRVisitor.h"
 #include "lower/Names.h"
 
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -38,6 +39,21 @@ struct Value {
 // Python's parser allows 200 nested parentheses and Triton's code generator recurses through
 // the expression: a value nested deeper than this is bound to a name first.
 constexpr int kMaxValueDepth = 12;
+
+/// Whether `e` is built of constants, scalar inputs, sizes and program ids only: a number, or
+/// a scalar of the kernel, never a tensor (there is nothing to reshape).
+bool is_scalar_value(const ir::Expr& e) {
+  if (e.as<ir::Const>() || e.as<ir::ScalarIn>() || e.as<ir::Len>() || e.as<ir::ProgramId>())
+    return true;
+  if (const auto* u = e.as<ir::Unary>()) return is_scalar_value(*u->a);
+  if (const auto* b = e.as<ir::Binary>()) return is_scalar_value(*b->a) && is_scalar_value(*b->b);
+  if (const auto* c = e.as<ir::Call>()) {
+    for (const ir::ExprPtr& a : c->args)
+      if (!is_scalar_value(*a)) return false;
+    return true;
+  }
+  return false; // an access, a reduction, a dot: tensors
+}
 
 std::string paren(const Value& v, int min_prec) {
   return v.prec < min_prec ? "(" + v.text + ")" : v.text;
@@ -74,8 +90,8 @@ public:
     for (Label l : def_.dims)
       scalar_store &= !tensorized(l);
     // With no tensorized output dimension the value is a [1, ..., 1] tensor; store a scalar. A
-    // value that varies along nothing (a constant, a scalar input) is one already.
-    std::string value = scalar_store && !axes_.empty() && !def_.value->dims.empty()
+    // value of constants and scalar inputs is one already (a Python number has no shape).
+    std::string value = scalar_store && !axes_.empty() && !is_scalar_value(*def_.value)
                             ? "tl.reshape(" + v.text + ", [])"
                             : v.text;
     if (!scalar_store) value = broadcast(value, *def_.value, def_.dims);
@@ -517,7 +533,7 @@ private:
     bool scalar = true;
     for (Label l : fd.dims)
       scalar &= bind_[l].back().mask.empty();
-    std::string value = scalar && !axes_.empty() && !fd.value->dims.empty()
+    std::string value = scalar && !axes_.empty() && !is_scalar_value(*fd.value)
                             ? "tl.reshape(" + v.text + ", [])"
                             : v.text;
     if (!scalar) value = broadcast(value, *fd.value, fd.dims);

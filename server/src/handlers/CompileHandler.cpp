@@ -29,6 +29,9 @@ void register_compile(Api& api) {
             throw ApiError(400, "unknown_field", "unknown field `" + k + "`", k);
         if (!b.contains("source") || !b["source"].is_string())
           throw ApiError(400, "missing_field", "`source` (the DT program) is required", "source");
+        for (const char* k : {"file_name", "emit"})
+          if (b.contains(k) && !b[k].is_string())
+            throw ApiError(400, "bad_field", std::string("`") + k + "` must be a string", k);
         dtc::CompileOptions o;
         o.file_name = b.value("file_name", std::string("program.dt"));
         if (b.contains("schedule")) {

@@ -47,8 +47,8 @@ ShapeSizes shape_of(const nlohmann::json& s, const std::string& field) {
                    field);
   ShapeSizes out;
   for (const auto& [label, size] : s.items()) {
-    if (!size.is_number_integer() || size.get<long long>() < 0)
-      throw ApiError(400, "bad_field", "the size of `" + label + "` must be a whole number >= 0",
+    if (!size.is_number_integer() || size.get<long long>() < 1)
+      throw ApiError(400, "bad_field", "the size of `" + label + "` must be a whole number >= 1",
                      field);
     out[label] = size.get<long long>();
   }
@@ -99,7 +99,8 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
   tf.algorithm = text_field(b, b.contains("source") ? "source" : "algorithm", true);
   tf.algorithm_name =
       b.contains("algorithm_name") ? text_field(b, "algorithm_name", false) : tf.kernel + ".dt";
-  if (!std::regex_match(tf.algorithm_name, word))
+  static const std::regex file(R"([A-Za-z_][A-Za-z0-9_.-]{0,119})");
+  if (!std::regex_match(tf.algorithm_name, file))
     throw ApiError(400, "bad_field",
                    "`algorithm_name` is a file name of letters, digits, `_`, `.` and `-`",
                    "algorithm_name");
@@ -192,12 +193,15 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
     throw ApiError(422, "algorithm_error", "the algorithm has errors", "algorithm", details);
   }
   std::vector<ExploreJob> jobs;
-  for (const ShapeSizes& shape : shapes) {
+  const char* shapes_field = b.contains("shapes") ? "shapes" : "shape";
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ShapeSizes& shape = shapes[i];
+    std::string key = results::shape_key(results::Shape(shape.begin(), shape.end()));
     if (std::string problem = shape_problem(*algorithm, shape); !problem.empty())
-      throw ApiError(400, "bad_field",
-                     "shape " + results::shape_key(results::Shape(shape.begin(), shape.end())) +
-                         ": " + problem,
-                     "shapes");
+      throw ApiError(400, "bad_field", "shape " + key + ": " + problem, shapes_field);
+    if (std::find(shapes.begin(), shapes.begin() + static_cast<std::ptrdiff_t>(i), shape) !=
+        shapes.begin() + static_cast<std::ptrdiff_t>(i))
+      throw ApiError(400, "bad_field", "shape " + key + " is listed twice", shapes_field);
     try {
       Space space(algorithm, tmpl, shape);
     } catch (const TemplateParseError& e) {

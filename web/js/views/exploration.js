@@ -120,7 +120,7 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
     }
   };
 
-  const renderHead = () => {
+  const renderHead = () => keepFocus(head, () => {
     const active = x.state === "queued" || x.state === "running";
     fill(head,
       h("div.page-head",
@@ -132,7 +132,7 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
         ` · ${x.device || "device not known yet"} · created ${age(x.created_at)}`,
         x.progress ? ` · ${duration(x.progress.elapsed_s)}` : ""),
       x.message ? h(`p.${x.state === "failed" ? "error-box" : "muted"}`, x.message) : null);
-  };
+  });
 
   const renderProgress = (p) => {
     const active = x.state === "queued" || x.state === "running";

@@ -149,14 +149,15 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     controller = new AbortController();
     const signal = controller.signal;
     fill(shapesError);
-    // The space is shown at the first shape that reads; an error in any line is shown too.
-    let shape = null;
+    // The space is shown at the first shape that reads; the server checks every one of them
+    // against the algorithm; an error in any line is shown too.
+    const valid = [];
     for (const line of shapes.value.split("\n").map((l) => l.trim()).filter(Boolean)) {
       try {
-        shape = parseShape(line);
-        break;
+        valid.push(parseShape(line));
       } catch { /* reported below */ }
     }
+    const shape = valid[0] || null;
     try {
       readShapes();
     } catch (e) {
@@ -196,8 +197,8 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     template.setStatus(h("span.muted", "expanding…"));
     try {
       const r = await api.post("/v1/expand", {
-        algorithm: algorithm.value, schedule: template.value, shape, dtype: dtype.value,
-        kernel: kernel.value || "kernel", limit: 5, max_points: 200000,
+        algorithm: algorithm.value, schedule: template.value, shapes: valid, dtype: dtype.value,
+        kernel: "kernel", limit: 5, max_points: 200000,
       }, signal);
       template.setDiagnostics([], h("span.ok", `✓ ${count(r.distinct)} schedule${r.distinct === 1 ? "" : "s"} at ${shapeText(shape)}`));
       const pruned = Object.entries(r.rejected || {});
