@@ -15,11 +15,10 @@ import time
 import urllib.error
 import urllib.request
 
-import jsonschema
 import pytest
 
 from conftest import ROOT
-from dtxd import DTXD, OPENAPI, Daemon, alive, check_against_openapi
+from dtxd import DTXD, Daemon, alive
 
 GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 TEMPLATE = """\

@@ -2,6 +2,7 @@
 // each compiled Func its wrapper, reference and input maker.
 #include "codegen/PythonCodegen.h"
 
+#include "codegen/Runtime.h" // generated from compiler/runtime/*.py
 #include "ir/Builtins.h"
 #include "ir/IRVisitor.h"
 #include "lower/Names.h"
@@ -14,182 +15,6 @@
 
 namespace dtc {
 namespace {
-
-const char* kRuntime = R"PY(
-def _dt_check_tensor(name, value, rank):
-    if not isinstance(value, torch.Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
-    if value.dim() != rank:
-        raise ValueError(f"{name} must have {rank} dimension(s), got shape {tuple(value.shape)}")
-    if value.dtype not in (torch.float32, torch.float16, torch.bfloat16):
-        raise ValueError(f"{name} must be float32, float16 or bfloat16, got {value.dtype}")
-
-
-def _dt_scalar(name, value):
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a number, got {type(value).__name__}")
-    return float(value)
-
-
-def _dt_dim(labels, given, uses, why=None):
-    """The one size of dimension labels `labels`: a label alone, or labels whose sizes are tied
-    because the program reads a Func with them (`why` says where). `given` are the sizes passed
-    for them (None where not); `uses` are the (label, tensor name, tensor, axis) they index."""
-    size = origin = named = None
-
-    def agree(label, value, where, given):
-        nonlocal size, origin, named
-        if size is None:
-            size, origin, named = value, where, label if given else None
-        elif value != size:
-            tie = f" ({why})" if why else ""
-            raise ValueError(f"size of {named or label} disagrees: {where} is {value} but "
-                             f"{origin} is {size}{tie}")
-
-    for label, value in zip(labels, given):
-        if value is None:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{label} must be a non-negative integer, got {value!r}")
-        agree(label, value, f"{label}={value}", True)
-    for label, name, tensor, axis in uses:
-        agree(label, tensor.shape[axis], f"{name}.shape[{axis}]", False)
-    if size is None:
-        raise ValueError(f"the size of {labels[0]} cannot be inferred from the inputs; "
-                         f"pass {labels[0]}=...")
-    return size
-
-
-def _dt_dtype_device(tensors):
-    """The inputs' common dtype and device (float32 on the default device without inputs)."""
-    if not tensors:
-        return torch.float32, torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    first_name, first = tensors[0]
-    for name, tensor in tensors[1:]:
-        if tensor.dtype != first.dtype:
-            raise ValueError(f"{name} is {tensor.dtype} but {first_name} is {first.dtype}; "
-                             "all input tensors must have one dtype")
-        if tensor.device != first.device:
-            raise ValueError(f"{name} is on {tensor.device} but {first_name} is on {first.device}; "
-                             "all input tensors must be on one device")
-    return first.dtype, first.device
-
-
-def _dt_out(out, shape, dtype, device):
-    """The result tensor: `out` when the caller gives one (checked), else a new one."""
-    if out is None:
-        return torch.empty(shape, dtype=dtype, device=device)
-    if not isinstance(out, torch.Tensor):
-        raise ValueError(f"out must be a torch.Tensor, got {type(out).__name__}")
-    if tuple(out.shape) != tuple(shape):
-        raise ValueError(f"out has shape {tuple(out.shape)} but the result has shape {tuple(shape)}")
-    if out.dtype != dtype:
-        raise ValueError(f"out is {out.dtype} but the result is {dtype} (the inputs' dtype)")
-    if out.device.type != device.type or (device.index is not None and out.device != device):
-        raise ValueError(f"out is on {out.device} but the inputs are on {device}")
-    extent = 1
-    for stride, size in sorted((s, n) for s, n in zip(out.stride(), out.shape) if n > 1):
-        if stride < extent:
-            raise ValueError("out has elements that share memory (an expanded or overlapping "
-                             "view); pass a tensor whose elements are distinct")
-        extent = stride * size
-    return out
-
-
-def _dt_check_launch(device):
-    if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("the inputs are on the CPU: Triton kernels run on a GPU "
-                         "(or set TRITON_INTERPRET=1 to run them in the Triton interpreter)")
-
-
-def _dt_view(tensor, labels, layout):
-    """Views `tensor`, whose dimensions are named by `labels`, with one dimension per entry of
-    `layout` (size 1 where it does not vary), so that operands broadcast by label."""
-    order = [labels.index(label) for label in layout if label in labels]
-    shape = [tensor.shape[labels.index(label)] if label in labels else 1 for label in layout]
-    return tensor.permute(order).reshape(shape)
-
-
-def _dt_t(value):
-    return torch.as_tensor(value, dtype=torch.float32)
-
-
-def _dt_result(value, layout, dims, shape):
-    """A value over `layout` (size 1 along reduced labels) as a tensor of `shape` over `dims`."""
-    value = torch.as_tensor(value).to(torch.float32)
-    value = value.reshape([1] * (len(layout) - value.dim()) + list(value.shape))
-    full = [shape[dims.index(label)] if label in dims else 1 for label in layout]
-    value = value.expand(full)
-    keep = [layout.index(label) for label in dims]
-    rest = [axis for axis in range(len(layout)) if axis not in keep]
-    return value.permute(keep + rest).reshape(list(shape)).contiguous()
-
-
-def _dt_matmul(a, b, layout, i, k, j):
-    """rdot of `a` (varying along labels i, k) and `b` (along k, j), over `layout`, as one
-    matrix product; the result varies along i and j, size 1 along k."""
-    ai, ak, bk, bj = (layout.index(label) for label in (i, k, k, j))
-    left = a.movedim((ai, ak), (0, 1)).reshape(a.shape[ai], a.shape[ak])
-    right = b.movedim((bk, bj), (0, 1)).reshape(b.shape[bk], b.shape[bj])
-    product = left @ right
-    shape = [1] * len(layout)
-    shape[ai], shape[bj] = product.shape
-    return (product if ai < bj else product.t()).reshape(shape)
-
-
-def _dt_amax(value, dim, keepdim):
-    if value.shape[dim] == 0:
-        return value.sum(dim=dim, keepdim=keepdim).fill_(float("-inf"))
-    return torch.amax(value, dim=dim, keepdim=keepdim)
-
-
-def _dt_amin(value, dim, keepdim):
-    if value.shape[dim] == 0:
-        return value.sum(dim=dim, keepdim=keepdim).fill_(float("inf"))
-    return torch.amin(value, dim=dim, keepdim=keepdim)
-
-
-def _dt_sizes(sizes, labels):
-    missing = [label for label in labels if label not in sizes]
-    if missing:
-        raise ValueError(f"sizes lacks {', '.join(missing)} (needs {', '.join(labels)})")
-    return tuple(int(sizes[label]) for label in labels)
-
-
-def _dt_randn(shape, generator, dtype, device):
-    return torch.randn(shape, generator=generator).to(dtype=dtype, device=device)
-
-
-def _dt_rand_scalar(generator):
-    return 0.5 + float(torch.rand((), generator=generator))
-)PY";
-
-// Copies a 2-D tensor into a layout whose `axis` is contiguous, through tiles that Triton
-// transposes in shared memory: reads and writes both coalesced, unlike a strided copy.
-const char* kRelayout = R"PY(
-
-@triton.jit
-def _dt_transpose_kernel(src_ptr, dst_ptr, rows, cols, src_stride0, src_stride1, dst_stride0,
-                         dst_stride1, TILE: tl.constexpr):
-    row = (tl.program_id(0).to(tl.int64) * TILE + tl.arange(0, TILE))[:, None]
-    col = (tl.program_id(1).to(tl.int64) * TILE + tl.arange(0, TILE))[None, :]
-    mask = (row < rows) & (col < cols)
-    tile = tl.load(src_ptr + row * src_stride0 + col * src_stride1, mask=mask)
-    tl.store(dst_ptr + row * dst_stride0 + col * dst_stride1, tile, mask=mask)
-
-
-def _dt_k_contiguous(tensor, axis):
-    """`tensor` (2-D) copied to a layout in which dimension `axis` is contiguous."""
-    rows, cols = tensor.shape
-    strides = (1, rows) if axis == 0 else (cols, 1)
-    out = torch.empty_strided((rows, cols), strides, dtype=tensor.dtype, device=tensor.device)
-    if out.numel():
-        grid = (triton.cdiv(rows, 64), triton.cdiv(cols, 64))
-        _dt_transpose_kernel[grid](tensor, out, rows, cols, *tensor.stride(), *out.stride(), TILE=64)
-    return out
-)PY";
 
 std::string quote(const std::string& s) {
   return "\"" + s + "\"";
@@ -843,3 +668,7 @@ std::string print_module(const ModuleInput& input) {
 }
 
 } // namespace dtc
+
+#include "ir/Builtins.h"
+#include "ir/IRVisitor.h"
+#include "lower/Names.h"

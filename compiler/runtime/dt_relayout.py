@@ -1,0 +1,29 @@
+"""Copies a 2-D tensor into a layout whose `axis` is contiguous, through tiles that Triton
+transposes in shared memory: reads and writes both coalesced, unlike a strided copy. Printed
+into a module whose tl.dot operands need it (what follows the marker line, as dt_runtime.py)."""
+import torch
+import triton
+import triton.language as tl
+
+# --- embedded below ---
+
+
+@triton.jit
+def _dt_transpose_kernel(src_ptr, dst_ptr, rows, cols, src_stride0, src_stride1, dst_stride0,
+                         dst_stride1, TILE: tl.constexpr):
+    row = (tl.program_id(0).to(tl.int64) * TILE + tl.arange(0, TILE))[:, None]
+    col = (tl.program_id(1).to(tl.int64) * TILE + tl.arange(0, TILE))[None, :]
+    mask = (row < rows) & (col < cols)
+    tile = tl.load(src_ptr + row * src_stride0 + col * src_stride1, mask=mask)
+    tl.store(dst_ptr + row * dst_stride0 + col * dst_stride1, tile, mask=mask)
+
+
+def _dt_k_contiguous(tensor, axis):
+    """`tensor` (2-D) copied to a layout in which dimension `axis` is contiguous."""
+    rows, cols = tensor.shape
+    strides = (1, rows) if axis == 0 else (cols, 1)
+    out = torch.empty_strided((rows, cols), strides, dtype=tensor.dtype, device=tensor.device)
+    if out.numel():
+        grid = (triton.cdiv(rows, 64), triton.cdiv(cols, 64))
+        _dt_transpose_kernel[grid](tensor, out, rows, cols, *tensor.stride(), *out.stride(), TILE=64)
+    return out
