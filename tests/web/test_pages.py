@@ -11,6 +11,7 @@ import time
 import urllib.request
 
 import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -89,7 +90,9 @@ FAST = {"top": "2", "rounds": "2", "screen_warmup_ms": "1", "screen_rep_ms": "2"
 
 
 def wait(driver, timeout=30):
-    return WebDriverWait(driver, timeout, poll_frequency=0.2)
+    # The page redraws parts of itself while it runs: an element found a moment ago may be gone.
+    return WebDriverWait(driver, timeout, poll_frequency=0.2,
+                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException))
 
 
 def find(driver, css):
