@@ -18,12 +18,17 @@ def _dt_transpose_kernel(src_ptr, dst_ptr, rows, cols, src_stride0, src_stride1,
     tl.store(dst_ptr + row * dst_stride0 + col * dst_stride1, tile, mask=mask)
 
 
-def _dt_k_contiguous(tensor, axis):
-    """`tensor` (2-D) copied to a layout in which dimension `axis` is contiguous."""
+def _dt_k_contiguous(tensor, axis, plan=None, slot=None):
+    """`tensor` (2-D) copied to a layout in which dimension `axis` is contiguous; launched through
+    the wrapper's `plan` (dt_runtime.py) under `slot` when given."""
     rows, cols = tensor.shape
     strides = (1, rows) if axis == 0 else (cols, 1)
     out = torch.empty_strided((rows, cols), strides, dtype=tensor.dtype, device=tensor.device)
     if out.numel():
         grid = (triton.cdiv(rows, 64), triton.cdiv(cols, 64))
-        _dt_transpose_kernel[grid](tensor, out, rows, cols, *tensor.stride(), *out.stride(), TILE=64)
+        args = (tensor, out, rows, cols, *tensor.stride(), *out.stride(), 64)
+        if plan is None:
+            _dt_transpose_kernel[grid](*args)
+        else:
+            plan.launch(slot, _dt_transpose_kernel, grid, args, 4, 3)
     return out

@@ -7,6 +7,7 @@ import numbers
 import os
 
 import torch
+import triton
 
 # --- embedded below ---
 
@@ -96,6 +97,126 @@ def _dt_check_launch(device):
     if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("the inputs are on the CPU: Triton kernels run on a GPU "
                          "(or set TRITON_INTERPRET=1 to run them in the Triton interpreter)")
+
+
+# The lean host path. A wrapper's first call with given argument metadata takes the full path:
+# checks, size inference, Triton's launch (which specializes and compiles). What it worked out is
+# kept in a plan under a key of that metadata; a later call with the same key skips the checks
+# and launches each compiled kernel directly (CompiledKernel.run), as Triton's launch does after
+# its own per-call work. Anything that could change a check's verdict, a size, a grid or Triton's
+# specialization is in the key: each tensor's shape, strides, dtype, device and 16-byte alignment,
+# the size keywords with their types, and the same for `out`.
+
+_DT_PLANS_MAX = 256  # keys kept per wrapper; past that the cache starts again
+
+
+def _dt_key(tensors, sizes, out):
+    """The plan key of a call, or None when an argument is not a tensor (the full path then
+    says what is wrong)."""
+    key = [sizes]
+    if sizes.count(None) != len(sizes):
+        key.append(tuple(map(type, sizes)))  # x=True and x=1.0 are refused where x=1 is not
+    for tensor in tensors if out is None else (*tensors, out):
+        if not isinstance(tensor, torch.Tensor):
+            return None
+        key.append((tensor.shape, tensor.stride(), tensor.dtype, tensor.device,
+                    tensor.data_ptr() % 16 == 0))
+    return tuple(key)
+
+
+_DT_KNOBS = triton.knobs.runtime
+
+
+def _dt_hooked():
+    """Whether a launch hook is installed (a profiler's): then Triton launches, which calls it."""
+    try:
+        return bool(_DT_KNOBS.launch_enter_hook.calls or _DT_KNOBS.launch_exit_hook.calls)
+    except AttributeError:  # a hook that is not a HookChain
+        return (_DT_KNOBS.launch_enter_hook, _DT_KNOBS.launch_exit_hook) != (None, None)
+
+
+def _dt_launch(kernel, grid, args, num_warps, num_stages):
+    return kernel[grid](*args, num_warps=num_warps, num_stages=num_stages)
+
+
+def _dt_direct(compiled, grid):
+    """How to launch `compiled` again without Triton's per-call work: its launcher's C entry
+    point with the arguments Triton's CudaLauncher adds (when the kernel needs no scratch memory,
+    which that launcher would allocate per call), else the launcher itself. Returns the callable
+    and the arguments that precede the stream and the kernel's own."""
+    driver = triton.runtime.driver.active
+    launcher = compiled.run
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    stream, device = driver.get_current_stream, driver.get_current_device()
+    entry = getattr(launcher, "launch", None)
+    if (callable(entry) and getattr(launcher, "global_scratch_size", None) == 0
+            and getattr(launcher, "profile_scratch_size", None) == 0
+            and hasattr(launcher, "launch_cooperative_grid") and hasattr(launcher, "launch_pdl")):
+        rest = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
+                compiled.packed_metadata, None, None, None)
+        return (entry, stream, device, *grid, rest)
+    rest = (compiled.function, compiled.packed_metadata, None, None, None)
+    return (launcher, stream, device, *grid, rest)
+
+
+class _DtPlan:
+    """What the full path worked out for one key: `values` (sizes, dtype, device) and, per launch
+    slot, how to call the compiled kernel directly. Under the interpreter nothing is compiled, so
+    launches go through Triton each time, but the checks are still skipped."""
+    __slots__ = ("values", "launches")
+
+    def __init__(self, values):
+        self.values = values
+        self.launches = {}
+
+    def launch(self, slot, kernel, grid, args, num_warps, num_stages):
+        direct = self.launches.get(slot)
+        if direct is not None and not _dt_hooked():
+            entry, stream, device, grid0, grid1, grid2, rest = direct
+            entry(grid0, grid1, grid2, stream(device), *rest, *args)
+            return
+        compiled = _dt_launch(kernel, grid, args, num_warps, num_stages)
+        if hasattr(compiled, "result"):  # compiled asynchronously
+            compiled = compiled.result()
+        if hasattr(compiled, "packed_metadata"):  # not the interpreter
+            self.launches[slot] = _dt_direct(compiled, grid)
+
+
+def _dt_plan(plans, key, values):
+    """A new plan for `key`, kept in `plans` unless the key is None."""
+    plan = _DtPlan(values)
+    if key is not None:
+        if len(plans) >= _DT_PLANS_MAX:
+            plans.clear()
+        plans[key] = plan
+    return plan
+
+
+class CudaGraph:
+    """One call of a wrapper captured in a CUDA graph, for callers who launch it many times with
+    the same tensors: `replay()` runs every kernel of the call from the graph, with no host work
+    per kernel, and returns `output`, the tensor the captured call returned (written again by
+    each replay). To run it on new values, copy them into the captured inputs (`args`) first.
+    The call is made `warmup` times on a side stream before capture, so every kernel is compiled;
+    the wrapper's tensors must stay alive and must not be resized."""
+
+    def __init__(self, wrapper, *args, warmup=2, **kwargs):
+        if not torch.cuda.is_available():
+            raise ValueError("CudaGraph needs a CUDA device")
+        self.args, self.kwargs = args, kwargs
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(warmup):
+                wrapper(*args, **kwargs)
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.output = wrapper(*args, **kwargs)
+
+    def replay(self):
+        self.graph.replay()
+        return self.output
 
 
 def _dt_view(tensor, labels, layout):

@@ -27,7 +27,7 @@ def run_sizes(module, sizes, oracle):
 def test_partial_fusion_uses_a_global_temporary(tmp_path):
     # Listing 3.14: tmp fused at x, y not fully tensorized.
     text, module = compile_text(tmp_path, CONFORMANCE / "l3_14_swish_fuse_x.dt")
-    assert "tmp_fuse = torch.empty((x, y), dtype=torch.float32" in text
+    assert "tmp_fuse = torch.empty(x, y, dtype=torch.float32" in text
     assert "tl.store(tmp_fuse_ptr" in text and "tl.load(tmp_fuse_ptr" in text
     assert "tl.debug_barrier()" in text
     assert "def tmp_kernel" not in text  # no kernel of its own
@@ -48,9 +48,9 @@ def test_unfused_chain_launches_kernels_in_dependency_order(tmp_path):
     # Listing 3.7: exp_A, then sum_exp_A, then softmax_out, temporaries in the wrapper.
     text, module = compile_text(tmp_path, CONFORMANCE / "l3_03_softmax.dt")
     wrapper = text[text.index("def softmax_out("):]
-    order = [wrapper.index(k + "[") for k in ("exp_A_kernel", "sum_exp_A_kernel", "softmax_out_kernel")]
+    order = [wrapper.index(", " + k + ", (") for k in ("exp_A_kernel", "sum_exp_A_kernel", "softmax_out_kernel")]
     assert order == sorted(order)
-    assert "exp_A = torch.empty((x, y), dtype=torch.float32" in wrapper
+    assert "exp_A = torch.empty(x, y, dtype=torch.float32" in wrapper
     run_sizes(module, file_sizes(CONFORMANCE / "l3_03_softmax.dt"), ORACLES["l3_03_softmax"])
 
 
@@ -68,7 +68,7 @@ def test_split_reduction_is_two_kernels(tmp_path):
     text, module = compile_text(tmp_path, CONFORMANCE / "l3_20_sum_block_reduction.dt")
     assert "def sum_out_partial_kernel" in text and "def sum_out_kernel" in text
     assert "k_parts = triton.cdiv(k, 32)" in text
-    assert text.index("sum_out_partial_kernel[") < text.index("    sum_out_kernel[")
+    assert text.index(", sum_out_partial_kernel, (") < text.index(", sum_out_kernel, (")
     run_sizes(module, {"x": 4, "k": 128}, ORACLES["l3_20_sum_block_reduction"])
 
 

@@ -31,7 +31,7 @@ f.map(x, y);
 f.compile();
 """
 KERNEL_LINE = "f = A * 2.0 + B\n"       # the kernel's arithmetic, as dtc prints it
-LAUNCH = "f_kernel[("                    # the start of the launch in the wrapper
+LAUNCH = "f_kernel, ("                    # the start of the launch in the wrapper
 SHAPE = "x=4,y=40"                       # 5 blocks of 32 along y: the last one masked
 
 BASELINES = """\
@@ -59,12 +59,12 @@ def kill(A, B):
 # Generated modules edited to fail in one way each: file name -> (old, new) or a prefix.
 EDITS = {
     "not_python.py": ("", "def (:\n"),
-    "raises.py": (LAUNCH, "(1 / 0 or f_kernel)[("),
+    "raises.py": (LAUNCH, "(1 / 0 or f_kernel), ("),
     "wrong.py": (KERNEL_LINE, "f = A * 3.0 + B\n"),
-    "unwritten.py": (LAUNCH, "f_kernel[(1,) if True else ("),
-    "hangs.py": (LAUNCH, "(__import__('time').sleep(3600) or f_kernel)[("),
-    "kills.py": (LAUNCH, "(__import__('os').kill(__import__('os').getpid(), 9) or f_kernel)[("),
-    "exits.py": (LAUNCH, "(__import__('os')._exit(7) or f_kernel)[("),
+    "unwritten.py": (LAUNCH, "f_kernel, (1,) if True else ("),
+    "hangs.py": (LAUNCH, "(__import__('time').sleep(3600) or f_kernel), ("),
+    "kills.py": (LAUNCH, "(__import__('os').kill(__import__('os').getpid(), 9) or f_kernel), ("),
+    "exits.py": (LAUNCH, "(__import__('os')._exit(7) or f_kernel), ("),
 }
 
 

@@ -31,7 +31,7 @@ f.map(x, y);
 f.compile();
 """
 KERNEL_LINE = "f = A * 2.0 + B\n"       # the kernel's arithmetic, as dtc prints it
-LAUNCH = "f_kernel[("                    # the start of the launch grid in the wrapper
+LAUNCH = "f_kernel, ("                    # the start of the launch grid in the wrapper
 SIZES = {"x": 4, "y": 40}                # 5 blocks of 32 along y: the last one masked
 TINY = {"bench": {"warmup_ms": 1, "rep_ms": 2}, "host": {"calls": 3}}
 
@@ -219,7 +219,7 @@ def test_small_error_everywhere_is_caught_by_the_relative_l2_error(worker, sourc
 
 def test_unwritten_elements_are_caught(worker, source):
     # Launch only the first program: one block of 32 of the 160 elements is stored.
-    bad = edited(source, LAUNCH, "f_kernel[(1,) if True else (")
+    bad = edited(source, LAUNCH, "f_kernel, (1,) if True else (")
     reply = worker.ask(request("measure", bad, "unwritten", check=True, times=TINY))
     assert reply["status"] == "wrong_result"
     check = reply["check"]

@@ -116,8 +116,8 @@ def main():
         expect("wrong values: wrong_result, not timed", reply["status"] == "wrong_result"
                and reply["check"]["rel_l2"] > reply["check"]["rel_l2_tol"]
                and "times" not in reply)
-    launch = f"{geglu_func}_kernel[("
-    unwritten = edit(geglu, launch, f"{geglu_func}_kernel[(1,) if True else (")
+    launch = f"{geglu_func}_kernel, ("
+    unwritten = edit(geglu, launch, f"{geglu_func}_kernel, (1,) if True else (")
     reply = timing.ask(req("unwritten", "measure", unwritten, times=full))
     expect("unwritten: wrong_result", reply["status"] == "wrong_result"
            and reply["check"]["unwritten"] > 0)

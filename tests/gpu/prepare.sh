@@ -27,4 +27,6 @@ for f in "$CONF"/*.dt; do "$DTC" "$f" -o ".gpu/$(basename "$f" .dt).py"; done
 "$DTC" examples/geglu.dt -o .gpu/geglu.py
 "$DTC" tests/gpu/matmul.dt -o .gpu/matmul_huge.py \
   --schedule "C.block(m:256, n:256); C.tensorize(m:0, n:0, k:128); C.num_warps(8); C.num_stages(8)"
+# The host-path benchmark (gpu_host_path.py): the templates' small fused chains.
+for t in sigmoid_mm 2mm attention softmax; do "$DTC" "templates/$t.dt" -o ".gpu/template_$t.py"; done
 ls .gpu

@@ -53,6 +53,15 @@ std::string tuple_of(const std::vector<std::string>& items) {
   return s + (items.size() == 1 ? ",)" : ")");
 }
 
+/// The arguments of torch.empty for a shape printed as a tuple: its sizes, unpacked ("(x, y)" to
+/// "x, y"), which torch parses faster than a tuple; "()" stays.
+std::string empty_sizes(const std::string& tuple) {
+  if (tuple.size() < 3 || tuple.front() != '(' || tuple.back() != ')') return tuple;
+  std::string inner = tuple.substr(1, tuple.size() - 2);
+  if (inner.back() == ',') inner.pop_back();
+  return inner;
+}
+
 /// PyTorch text of an expression, over a layout of labels.
 class ReferenceExpr : public ir::IRVisitor {
 public:
@@ -483,7 +492,12 @@ private:
             ")\n";
     out_ += "    return " + sizes_tuple(sig) + "dtype, device\n";
 
-    // The wrapper.
+    // The wrapper. Its first call with given argument metadata runs the checks and keeps what
+    // they found in a plan (dt_runtime.py); later calls with that metadata launch from the plan.
+    std::string plans = "_dt_plans_" + name;
+    std::string out_shape = shape_of(def.dims);
+    std::string values = "(" + sizes_tuple(sig) + "dtype, device)";
+    out_ += "\n\n" + plans + " = {}  # argument metadata -> plan\n";
     out_ += "\n\ndef " + name + "(" + params(sig, true) + "):\n";
     out_ += "    \"\"\"" + f->name + shape_text(def.dims) + " = " + ir::to_dt(*def.value) + "\n\n";
     out_ += "    Positional arguments: ";
@@ -499,25 +513,45 @@ private:
             " in the inputs' dtype, on their device: written into `out`\n"
             "    when given (a tensor of that shape, dtype and device, any strides), else new.\n"
             "    \"\"\"\n";
-    print_prologue(sig, args_fn, kw);
-    for (ir::Label l : sig.derived)
-      out_ += "    " + l->py_name + " = " + prog_.derived_sizes.at(l) + "\n";
+    std::vector<std::string> tensor_inputs, size_args;
+    for (const ir::Symbol* in : sig.inputs)
+      if (in->kind == ir::SymbolKind::In) tensor_inputs.push_back(in->py_name);
+    for (ir::Label l : sig.labels)
+      size_args.push_back(l->py_name);
+    out_ += "    key = _dt_key(" + tuple_of(tensor_inputs) + ", " + tuple_of(size_args) + ", out)\n";
+    out_ += "    plan = " + plans + ".get(key)\n";
+    out_ += "    if plan is None:\n";
+    out_ += "        " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
+            (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
     const kir::Kernel& last = in_.kernels.at(f);
     bool atomic = !last.output_init.empty();
     if (!atomic) {
-      out_ += "    " + name + " = _dt_out(out, " + shape_of(def.dims) + ", dtype, device)\n";
-      out_ += "    if " + name + ".numel() == 0:\n        return " + name + "\n";
+      out_ += "        " + name + " = _dt_out(out, " + out_shape + ", dtype, device)\n";
+      out_ += "        if " + name + ".numel() == 0:\n            return " + name + "\n";
     } else {
-      out_ += "    out = None if out is None else _dt_out(out, " + shape_of(def.dims) +
-              ", dtype, device)\n";
+      out_ += "        if out is not None or 0 in " + out_shape + ":\n";
+      out_ += "            checked = _dt_out(out, " + out_shape + ", dtype, device)\n";
+      out_ += "            if checked.numel() == 0:\n                return checked\n";
+    }
+    out_ += "        _dt_check_launch(device)\n";
+    out_ += "        plan = _dt_plan(" + plans + ", key, " + values + ")\n";
+    out_ += "    else:\n";
+    out_ += "        " + sizes_tuple(sig) + "dtype, device = plan.values\n";
+    if (!atomic)
+      out_ += "        " + name + " = torch.empty(" + empty_sizes(out_shape) +
+              ", dtype=dtype, device=device) if out is None else out\n";
+    for (const ir::Symbol* in : sig.inputs)
+      if (in->kind == ir::SymbolKind::SIn)
+        out_ +=
+            "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
+    for (ir::Label l : sig.derived)
+      out_ += "    " + l->py_name + " = " + prog_.derived_sizes.at(l) + "\n";
+    if (atomic)
       out_ +=
           "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
-          name + " = torch.full(" + shape_of(def.dims) + ", " + last.output_init +
+          name + " = torch.full(" + out_shape + ", " + last.output_init +
           ", dtype=torch.float32, device=device)\n";
-      out_ += "    if " + name + ".numel() == 0:\n        return " + name +
-              ".to(dtype) if out is None else out\n";
-    }
-    out_ += "    _dt_check_launch(device)\n";
+    int slot = 0;
     for (const ir::Symbol* k : c.kernel_funcs) {
       const kir::Kernel& kernel = in_.kernels.at(k);
       if (k != f) {
@@ -525,14 +559,14 @@ private:
                 " is computed by a kernel of its own; float32 keeps its "
                 "precision.\n";
         if (kernel.output_init.empty())
-          out_ += "    " + k->py_name + " = torch.empty(" + shape_of(prog_.def(k).dims) +
+          out_ += "    " + k->py_name + " = torch.empty(" + empty_sizes(shape_of(prog_.def(k).dims)) +
                   ", dtype=torch.float32, device=device)\n";
         else
           out_ += "    " + k->py_name + " = torch.full(" + shape_of(prog_.def(k).dims) + ", " +
                   kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
-      for (const auto& [scratch, shape] : kernel.scratch)
-        out_ += "    " + scratch + " = torch.empty(" + shape +
+      for (const auto& [scratch, scratch_shape] : kernel.scratch)
+        out_ += "    " + scratch + " = torch.empty(" + empty_sizes(scratch_shape) +
                 ", dtype=torch.float32, device=device)\n";
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
         out_ += "    # TF32 tensor-core products read k-contiguous tiles: lay " + tensor +
@@ -540,21 +574,35 @@ private:
         out_ += "    if " + tensor + ".dtype == torch.float32 and " + tensor + ".stride(" +
                 std::to_string(axis) + ") != 1:\n";
         out_ += "        " + tensor + " = _dt_k_contiguous(" + tensor + ", " +
-                std::to_string(axis) + ")\n";
+                std::to_string(axis) + ", plan, " + std::to_string(slot++) + ")\n";
       }
-      out_ += "    " + kernel.name + "[(" + kernel.grid + ",)](\n";
+      out_ += "    plan.launch(" + std::to_string(slot++) + ", " + kernel.name + ", (" +
+              kernel.grid + ",), (\n";
       std::string line;
-      for (const kir::LaunchArg& a : kernel.launch) {
+      for (size_t i = 0; i < kernel.launch.size(); ++i) {
+        const kir::LaunchArg& a = kernel.launch[i];
         bool group = a.param.size() > 4 && a.param.compare(a.param.size() - 4, 4, "_ptr") == 0;
         if ((group || line.size() > 70) && !line.empty()) {
           out_ += "        " + line + "\n";
           line.clear();
         }
-        line += (line.empty() ? "" : " ") + a.value + ",";
+        // A tensor's strides in order, all of them: one call (Tensor.stride() costs about what
+        // Tensor.stride(i) does).
+        std::string value = a.value;
+        if (a.rank > 1 && a.axis == 0 && i + a.rank <= kernel.launch.size()) {
+          bool whole = true;
+          for (size_t j = 1; j < a.rank; ++j)
+            whole &= kernel.launch[i + j].tensor == a.tensor && kernel.launch[i + j].axis == j;
+          if (whole) {
+            value = "*" + a.tensor + ".stride()";
+            i += a.rank - 1;
+          }
+        }
+        line += (line.empty() ? "" : " ") + value + ",";
       }
       if (!line.empty()) out_ += "        " + line + "\n";
-      out_ += "        num_warps=" + std::to_string(kernel.num_warps) +
-              ", num_stages=" + std::to_string(kernel.num_stages) + ",\n    )\n";
+      out_ += "    ), num_warps=" + std::to_string(kernel.num_warps) +
+              ", num_stages=" + std::to_string(kernel.num_stages) + ")\n";
     }
     if (!atomic)
       out_ += "    return " + name + "\n";

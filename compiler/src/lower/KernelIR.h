@@ -70,6 +70,10 @@ struct Param {
 struct LaunchArg {
   std::string param;
   std::string value;
+  /// For a stride (`value` is `tensor.stride(axis)`): the tensor and its rank, so the printer
+  /// can pass all of a tensor's strides at once.
+  std::string tensor;
+  size_t axis = 0, rank = 0;
 };
 
 struct Kernel {

@@ -215,9 +215,18 @@ private:
   }
 
   void add_tensor_params(const ir::Symbol* t, size_t rank) {
-    add_param(names::ptr(t), t->py_name);
-    for (size_t i = 0; i < rank; ++i)
-      add_param(names::stride(t, i), t->py_name + ".stride(" + std::to_string(i) + ")");
+    add_tensor_params(names::ptr(t), t->py_name, rank,
+                      [&](size_t i) { return names::stride(t, i); });
+  }
+  void add_tensor_params(const std::string& ptr, const std::string& tensor, size_t rank,
+                         const std::function<std::string(size_t)>& stride_param) {
+    add_param(ptr, tensor);
+    for (size_t i = 0; i < rank; ++i) {
+      add_param(stride_param(i), tensor + ".stride(" + std::to_string(i) + ")");
+      kernel_.launch.back().tensor = tensor;
+      kernel_.launch.back().axis = i;
+      kernel_.launch.back().rank = rank;
+    }
   }
 
   void add_params() {
@@ -236,10 +245,8 @@ private:
         continue;
       }
       std::string base = tensor_base(t);
-      add_param(base + "_ptr", base);
-      for (size_t i = 0; i < rank; ++i)
-        add_param(base + "_stride" + std::to_string(i),
-                  base + ".stride(" + std::to_string(i) + ")");
+      add_tensor_params(base + "_ptr", base, rank,
+                        [&](size_t i) { return base + "_stride" + std::to_string(i); });
       std::string shape = "(";
       for (Label l : prog_.def(t).dims)
         shape += l->py_name + ", ";
