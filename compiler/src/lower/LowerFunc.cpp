@@ -211,7 +211,10 @@ private:
 
   void add_param(const std::string& name, const std::string& launch, bool constexpr_ = false) {
     kernel_.params.push_back({name, constexpr_});
-    kernel_.launch.push_back({name, launch});
+    kir::LaunchArg arg;
+    arg.param = name;
+    arg.value = launch;
+    kernel_.launch.push_back(std::move(arg));
   }
 
   void add_tensor_params(const ir::Symbol* t, size_t rank) {
@@ -839,6 +842,33 @@ private:
     return DotAxes{i, j};
   }
 
+  /// The first input tensor read by rdot `d`, else by the kernel's definition; null if none.
+  const ir::Symbol* first_input(const ir::Dot& d) const {
+    struct Find : ir::IRVisitor {
+      const ir::Symbol* found = nullptr;
+      void visit(const ir::Access& e) override {
+        if (!found && e.tensor->kind == ir::SymbolKind::In) found = e.tensor;
+      }
+    } find;
+    d.accept(find);
+    if (!find.found) def_.value->accept(find);
+    return find.found;
+  }
+
+  /// `v` as the receiver of a method call: parenthesized unless it is a plain name or call.
+  static std::string paren_call(const std::string& v) {
+    bool simple = !v.empty() && v.back() != ' ';
+    int depth = 0;
+    for (char c : v) {
+      if (c == '(' || c == '[') ++depth;
+      if (c == ')' || c == ']') --depth;
+      if (depth == 0 && (c == ' ' || c == '-' || c == '+' || c == '*' || c == '/' || c == '<' ||
+                         c == '>' || c == '=' || c == '&' || c == '|' || c == '%'))
+        simple = false;
+    }
+    return simple ? v : "(" + v + ")";
+  }
+
   std::string precision() const {
     if (!fs_.precision || *fs_.precision == "tf32") return "";
     return ", input_precision=\"" + *fs_.precision + "\"";
@@ -932,6 +962,14 @@ private:
       return access && access->tensor->kind == ir::SymbolKind::In;
     };
     bool native = is_input(d.a) && is_input(d.b);
+    // Operands computed in the kernel take the inputs' dtype under the default precision: with
+    // float16/bfloat16 inputs the product runs on 16-bit tensor cores, as for two inputs, not in
+    // TF32; with float32 inputs the cast is a no-op. `precision(ieee)` and `tf32x3` keep them in
+    // float32.
+    std::string narrow;
+    if (!native && kernel_.dot_precision == "tf32")
+      if (const ir::Symbol* in = first_input(d); in)
+        narrow = ".to(" + ptr_of(in) + ".dtype.element_ty)";
     auto operand = [&](const ir::ExprPtr& e, Label p, Label q) {
       std::string v;
       if (native) {
@@ -947,6 +985,7 @@ private:
       } else {
         v = numeric(lower(*e, *inner)).text;
         if (!mask.empty()) v = "tl.where(" + mask + ", " + v + ", 0.0)";
+        if (!narrow.empty()) v = paren_call(v) + narrow;
       }
       auto* access = e->as<ir::Access>();
       std::string name =
