@@ -77,11 +77,20 @@ TEST(Schedule, DefaultsAreDropped) {
   EXPECT_EQ(canonical(kTwoDims, "f.num_stages(3)"), "");
   EXPECT_EQ(canonical(kTwoDims, "f.tensorize(x:1)"), "");
   EXPECT_EQ(canonical(kTwoDims, "f.precision(tf32)"), "");
+  EXPECT_EQ(canonical(kTwoDims, "f.relayout(auto)"), "");
   EXPECT_EQ(canonical(kTwoDims, "f.num_warps(4); f.num_stages(3); f.tensorize(x:1, y:0)"),
             "f.tensorize(y:0)");
   // Without `map`, the last dimension is outermost: map(y, x) is the default.
   EXPECT_EQ(canonical(kTwoDims, "f.block(x:4, y:64); f.map(y, x)"), "f.block(x:4,y:64)");
   EXPECT_EQ(canonical(kTwoDims, "f.block(x:4); f.map(x)"), "f.block(x:4)");
+}
+
+// relayout prints after precision and before num_warps; the last statement wins.
+TEST(Schedule, RelayoutInCanonicalOrder) {
+  EXPECT_EQ(canonical(kTwoDims, "f.num_warps(8); f.relayout(none); f.precision(ieee)"),
+            "f.precision(ieee);f.relayout(none);f.num_warps(8)");
+  EXPECT_EQ(canonical(kTwoDims, "f.relayout(none); f.relayout(copy)"), "f.relayout(copy)");
+  EXPECT_EQ(canonical(kTwoDims, "f.relayout(copy); f.relayout(auto)"), "");
 }
 
 TEST(Schedule, CompileIsDropped) {

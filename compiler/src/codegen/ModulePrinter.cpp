@@ -571,8 +571,12 @@ private:
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
         out_ += "    # TF32 tensor-core products read k-contiguous tiles: lay " + tensor +
                 " out with its k axis contiguous.\n";
+        std::string large = kernel.k_contiguous_min_elements
+                                ? " and " + tensor + ".numel() >= " +
+                                      std::to_string(kernel.k_contiguous_min_elements)
+                                : "";
         out_ += "    if " + tensor + ".dtype == torch.float32 and " + tensor + ".stride(" +
-                std::to_string(axis) + ") != 1:\n";
+                std::to_string(axis) + ") != 1" + large + ":\n";
         out_ += "        " + tensor + " = _dt_k_contiguous(" + tensor + ", " +
                 std::to_string(axis) + ", plan, " + std::to_string(slot++) + ")\n";
       }

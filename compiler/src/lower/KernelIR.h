@@ -94,6 +94,8 @@ struct Kernel {
   /// 2-D float32 inputs that feed tl.dot, with the axis tl.dot reduces over: the wrapper makes
   /// that axis contiguous, since TF32 tensor-core products read k-contiguous tiles.
   std::vector<std::pair<std::string, size_t>> k_contiguous_inputs;
+  /// Copies only those of at least this many elements (`relayout(auto)`); 0 copies all.
+  long long k_contiguous_min_elements = 0;
   /// Global float32 temporaries the kernel writes and reads back (partial fusion): name and
   /// Python shape, allocated by the wrapper.
   std::vector<std::pair<std::string, std::string>> scratch;

@@ -869,6 +869,10 @@ private:
     return simple ? v : "(" + v + ")";
   }
 
+  /// relayout(auto) copies float32 tl.dot inputs of at least this many elements
+  /// (schedule/Relayout.cpp says why).
+  static constexpr long long kRelayoutMinElements = 65536;
+
   std::string precision() const {
     if (!fs_.precision || *fs_.precision == "tf32") return "";
     return ", input_precision=\"" + *fs_.precision + "\"";
@@ -974,7 +978,9 @@ private:
       std::string v;
       if (native) {
         auto* access = e->as<ir::Access>();
-        if (kernel_.dot_precision != "ieee" && access->index.size() == 2) {
+        std::string relayout = fs_.relayout.value_or("auto");
+        if (kernel_.dot_precision != "ieee" && access->index.size() == 2 && relayout != "none") {
+          kernel_.k_contiguous_min_elements = relayout == "auto" ? kRelayoutMinElements : 0;
           size_t axis = access->index[0] == r ? 0 : 1;
           std::pair<std::string, size_t> need{access->tensor->py_name, axis};
           auto& list = kernel_.k_contiguous_inputs;

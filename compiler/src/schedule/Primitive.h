@@ -33,12 +33,13 @@ Primitive map_primitive();
 Primitive fuse_at_primitive();
 Primitive atomic_primitive();
 Primitive precision_primitive();
+Primitive relayout_primitive();
 Primitive num_warps_primitive();
 Primitive num_stages_primitive();
 Primitive compile_primitive();
 
 /// All primitives in canonical order: block, tensorize, map, fuse_at, atomic, precision,
-/// num_warps, num_stages, compile.
+/// relayout, num_warps, num_stages, compile.
 const std::vector<Primitive>& primitive_table();
 
 // Shared argument helpers.

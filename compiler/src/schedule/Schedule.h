@@ -47,6 +47,7 @@ struct FuncSchedule {
   std::optional<int> num_stages;
   std::optional<ir::Label> atomic;      // atomic(k): combine a blocked reduction atomically
   std::optional<std::string> precision; // precision(tf32|tf32x3|ieee) of float32 tl.dot
+  std::optional<std::string> relayout;  // relayout(auto|copy|none) of float32 tl.dot inputs
   std::optional<SplitReduction> split;  // set by lowering (SplitReductions.h), not by statements
   std::map<std::string, Loc> where;     // primitive name -> location of its (last) statement
   std::vector<const ir::Symbol*> fused; // Funcs fused into this one (directly or not), in order
