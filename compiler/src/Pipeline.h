@@ -3,9 +3,9 @@
 // Lower.cpp is still the one place that fixes their order.
 #include "dtc/Algorithm.h"
 #include "frontend/AST.h"
-#include "frontend/Diagnostics.h"
 #include "ir/IR.h"
-#include "schedule/Schedule.h"
+#include "schedule/ApplySchedule.h"
+#include "support/Diagnostics.h"
 
 #include <memory>
 #include <optional>

@@ -284,7 +284,8 @@ class Prepared:
 @contextlib.contextmanager
 def kernels_not_launched(module):
     """Within it, the module's @triton.jit kernels compile for the arguments they are called
-    with, as a launch would, but do not run (Triton's warm-up path)."""
+    with, as a launch would, but do not run (Triton's warm-up path). The wrappers keep no plan
+    meanwhile: a plan launches compiled kernels directly, past Triton's warm-up switch."""
     from triton.runtime.jit import JITFunction
     patched = []
     for value in list(vars(module).values()):
@@ -294,11 +295,19 @@ def kernels_not_launched(module):
                 return _original(*args, **kwargs)
             value.run = run
             patched.append(value)
+    make_plan = vars(module).get("_dt_plan")
+    plans = [v for k, v in vars(module).items() if k.startswith("_dt_plans_") and isinstance(v, dict)]
+    if make_plan is not None:
+        module._dt_plan = lambda plans, key, values: make_plan({}, None, values)
+    for cache in plans:
+        cache.clear()
     try:
         yield
     finally:
         for value in patched:
             del value.run
+        if make_plan is not None:
+            module._dt_plan = make_plan
 
 
 def clone_inputs(inputs):

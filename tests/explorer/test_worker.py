@@ -370,3 +370,30 @@ def test_inputs_and_reference_are_shared_across_schedules_but_not_corrupted(work
     for i, s in enumerate(sources):
         reply = worker.ask(request("measure", s, f"m{i + 2}", check=True, times=TINY))
         assert reply["status"] == "ok" and reply["check"]["max_abs"] < 1e-6, reply
+
+
+def test_compile_mode_keeps_no_plan(tmp_path):
+    """A compile worker runs the wrapper with its kernels compiled but not launched; a wrapper's
+    plan would launch compiled kernels directly, so none is kept meanwhile."""
+    import torch
+    spec = importlib.util.spec_from_file_location("dtx_worker_under_test", WORKER)
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    src, out = tmp_path / "f.dt", tmp_path / "f.py"
+    src.write_text(PROGRAM)
+    assert run_dtc(src, "-o", out).returncode == 0
+    spec = importlib.util.spec_from_file_location("f_module", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    A, B = torch.randn(4, 40), torch.randn(4, 40)
+    make_plan = module._dt_plan
+    module.f(A, B)
+    assert len(module._dt_plans_f) == 1
+    with worker.kernels_not_launched(module):
+        assert not module._dt_plans_f
+        for _ in range(2):
+            torch.testing.assert_close(module.f(A, B), A * 2 + B)
+        assert not module._dt_plans_f
+    assert module._dt_plan is make_plan
+    torch.testing.assert_close(module.f(A, B), A * 2 + B)
+    assert len(module._dt_plans_f) == 1

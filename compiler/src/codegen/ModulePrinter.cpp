@@ -518,7 +518,8 @@ private:
       if (in->kind == ir::SymbolKind::In) tensor_inputs.push_back(in->py_name);
     for (ir::Label l : sig.labels)
       size_args.push_back(l->py_name);
-    out_ += "    key = _dt_key(" + tuple_of(tensor_inputs) + ", " + tuple_of(size_args) + ", out)\n";
+    out_ +=
+        "    key = _dt_key(" + tuple_of(tensor_inputs) + ", " + tuple_of(size_args) + ", out)\n";
     out_ += "    plan = " + plans + ".get(key)\n";
     out_ += "    if plan is None:\n";
     out_ += "        " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
@@ -559,7 +560,8 @@ private:
                 " is computed by a kernel of its own; float32 keeps its "
                 "precision.\n";
         if (kernel.output_init.empty())
-          out_ += "    " + k->py_name + " = torch.empty(" + empty_sizes(shape_of(prog_.def(k).dims)) +
+          out_ += "    " + k->py_name + " = torch.empty(" +
+                  empty_sizes(shape_of(prog_.def(k).dims)) +
                   ", dtype=torch.float32, device=device)\n";
         else
           out_ += "    " + k->py_name + " = torch.full(" + shape_of(prog_.def(k).dims) + ", " +

@@ -1,7 +1,7 @@
 #pragma once
 // The syntax tree of a DT file, exactly as written: no names resolved, no shapes. Every node
 // carries the location of its first token.
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <memory>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // Lexer: DT source text -> tokens. Handles `#` comments, identifiers, integer and float literals
 // (with exponents) and the punctuation of the language. Bad characters are reported and skipped.
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <string>
 #include <string_view>

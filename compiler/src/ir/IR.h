@@ -3,7 +3,7 @@
 // along (its "dims", in first-appearance order). Operands align by label, not by position: the
 // value of `A[x, y] + B[y, x]` at (x, y) is A(x, y) + B(y, x). Nodes are immutable and shared;
 // passes rewrite them with IRMutator.
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <deque>
 #include <functional>

@@ -1,6 +1,6 @@
 #include "lower/VerifyKernel.h"
 
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <cctype>
 #include <set>

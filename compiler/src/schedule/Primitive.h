@@ -1,6 +1,6 @@
 #pragma once
 // The interface every scheduling primitive implements; the table lists them in canonical order.
-#include "schedule/Schedule.h"
+#include "schedule/ApplySchedule.h"
 
 #include <functional>
 

@@ -3,7 +3,8 @@
 // Each primitive lives in its own file (Block.cpp, Tensorize.cpp, ...) with its checks, how it
 // merges into a FuncSchedule, and how it prints in canonical form, so every schedule replays and
 // prints (see docs/language.md and the schedule-template spec, section 1).
-#include "frontend/AST.h"
+// Lowering and code generation read it; they never see the AST (the statements are applied by
+// ApplySchedule.h).
 #include "ir/IR.h"
 
 #include <map>
@@ -87,14 +88,6 @@ struct Schedule {
   const FuncSchedule& of(const ir::Symbol* f) const;
   FuncSchedule& of(const ir::Symbol* f);
 };
-
-/// Applies schedule statements, in order, to `schedule`. Statements with errors are reported
-/// and skipped; the rest still apply. Then validates each Func's merged schedule.
-void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Program& program,
-                    Schedule& schedule, DiagnosticEngine& diags);
-/// The same over statements held elsewhere (the explorer's parsed-once statements).
-void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir::Program& program,
-                    Schedule& schedule, DiagnosticEngine& diags);
 
 /// The canonical text of a schedule (no `compile` statements; see the spec's section 1).
 std::string canonical_text(const Schedule& schedule, const ir::Program& program);

@@ -1,4 +1,4 @@
-#include "frontend/Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 
