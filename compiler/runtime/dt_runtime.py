@@ -115,6 +115,10 @@ def _dt_key(tensors, sizes, out):
     says what is wrong)."""
     key = [sizes]
     if sizes.count(None) != len(sizes):
+        try:
+            hash(sizes)
+        except TypeError:  # x=[2]: the full path says what is wrong
+            return None
         key.append(tuple(map(type, sizes)))  # x=True and x=1.0 are refused where x=1 is not
     for tensor in tensors if out is None else (*tensors, out):
         if not isinstance(tensor, torch.Tensor):

@@ -93,6 +93,7 @@ def test_bad_arguments_get_the_full_paths_errors_after_a_plan_exists(tmp_path):
         (lambda: module.f(A, B, 1.0, x=5), "size of x disagrees"),
         (lambda: module.f(A, B, 1.0, x=True), "must be a non-negative integer"),
         (lambda: module.f(A, B, 1.0, x=6.0), "must be a non-negative integer"),
+        (lambda: module.f(A, B, 1.0, x=[6]), "must be a non-negative integer"),
         (lambda: module.f(A, B, "c"), "c must be a number"),
         (lambda: module.f(A, B.numpy(), 1.0), "must be a torch.Tensor"),
         (lambda: module.f(A, torch.randn(6, 7), 1.0), "disagrees"),

@@ -113,3 +113,27 @@ def test_program_id_in_an_expression(tmp_path):
     assert got.tolist() == [0.0] * 4 + [1.0] * 4 + [2.0] * 2
     with pytest.raises(ValueError, match="program_id"):
         module.reference(a)
+
+
+def test_a_product_inside_a_whole_tile_reduction_is_computed_once_per_block(tmp_path):
+    """2mm: the first product varies along l, the second product's reduction label. With l one
+    whole tile it is computed before the loop over n tiles, once per m block; with l in steps
+    (a loop) it stays inside that loop."""
+    src = tmp_path / "2mm.dt"
+    src.write_text("Func o; In A, B, C; Var m, n; RVar k, l;\n"
+                   "o[m, n] = rdot(rdot(A[m, k], B[k, l], k), C[l, n], l);\n"
+                   "o.block(m:16); o.tensorize(m:16, n:16, k:16, l:LSTEP);\n"
+                   "o.compile();\n")
+    sizes = {"m": 20, "k": 24, "l": 40, "n": 50}
+    for lstep, hoisted in (("0", True), ("16", False)):
+        text = src.read_text().replace("LSTEP", lstep)
+        (tmp_path / f"p{lstep}.dt").write_text(text)
+        out = tmp_path / f"p{lstep}.py"
+        assert run_dtc(tmp_path / f"p{lstep}.dt", "-o", out).returncode == 0
+        code = out.read_text()
+        first = code.index("# rdot over k on tl.dot")
+        assert (first < code.index("for n_iter in range")) == hoisted, code
+        module = load_module(out)
+        A, B, C = (torch.randn(sizes[a], sizes[b]) for a, b in (("m", "k"), ("k", "l"), ("l", "n")))
+        want = (A.double() @ B.double()) @ C.double()
+        torch.testing.assert_close(module.o(A, B, C).double(), want, rtol=2e-3, atol=2e-3)

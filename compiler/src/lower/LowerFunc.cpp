@@ -482,22 +482,45 @@ private:
 
   // Computes, at the current loop level, every reduction whose dimensions are all bound here
   // (innermost first), so it runs once per iteration of this level rather than per element of
-  // the inner loops. Reductions that read a label bound by an enclosing reduction stay put.
+  // the inner loops. A reduction that varies along the label of an enclosing reduction is
+  // hoisted too when that enclosing reduction takes its label as one whole tile (no loop): the
+  // label is bound here for it, as the enclosing reduction will bind it, so that 2mm's first
+  // product, `rdot(A[m, k], B[k, l], k)` inside `rdot(..., C[l, n], l)` with `l` whole, is
+  // computed once per `m` block instead of once per `n` tile. Reductions inside a looping
+  // enclosing reduction stay put.
   void hoist(const ir::Labels& bound, std::vector<StmtPtr>& body) {
-    std::function<void(const ir::Expr&, const ir::Labels&)> walk = [&](const ir::Expr& e,
-                                                                       const ir::Labels& inner) {
-      Label rvar = nullptr;
-      if (auto* r = e.as<ir::Reduce>()) rvar = r->rvar;
-      if (auto* d = e.as<ir::Dot>()) rvar = d->rvar;
-      ir::Labels deeper = inner;
-      if (rvar) deeper.push_back(rvar);
-      for (const ir::Expr* k : ir::children(e))
-        walk(*k, deeper);
-      if (!rvar || hoisted_.count(&e)) return;
-      for (Label l : e.dims)
-        if (!ir::contains(bound, l) || ir::contains(inner, l)) return;
-      hoisted_[&e] = lower(e, body);
+    struct Enclosing {
+      Label rvar;
+      const ir::Expr* e;
     };
+    std::function<void(const ir::Expr&, const std::vector<Enclosing>&)> walk =
+        [&](const ir::Expr& e, const std::vector<Enclosing>& enclosing) {
+          Label rvar = nullptr;
+          if (auto* r = e.as<ir::Reduce>()) rvar = r->rvar;
+          if (auto* d = e.as<ir::Dot>()) rvar = d->rvar;
+          std::vector<Enclosing> deeper = enclosing;
+          if (rvar) deeper.push_back({rvar, &e});
+          for (const ir::Expr* k : ir::children(e))
+            walk(*k, deeper);
+          if (!rvar || hoisted_.count(&e)) return;
+          std::vector<std::pair<Label, const ir::Expr*>> borrowed;
+          for (Label l : e.dims) {
+            auto it = std::find_if(enclosing.rbegin(), enclosing.rend(),
+                                   [&](const Enclosing& x) { return x.rvar == l; });
+            if (it == enclosing.rend()) {
+              if (!ir::contains(bound, l)) return;
+              continue;
+            }
+            if (!tensorized(l) || !whole_tile(*it->e, l) || (bind_.count(l) && !bind_[l].empty()))
+              return;
+            borrowed.push_back({l, it->e});
+          }
+          for (const auto& [l, outer] : borrowed)
+            emit_dim(l, body, loop_prefix(l, reduction_prefix(l)), !splits(*outer));
+          hoisted_[&e] = lower(e, body);
+          for (const auto& [l, outer] : borrowed)
+            bind_[l].pop_back();
+        };
     walk(*def_.value, {});
   }
 
