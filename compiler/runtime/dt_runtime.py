@@ -102,7 +102,7 @@ def _dt_check_launch(device):
 # The lean host path. A wrapper's first call with given argument metadata takes the full path:
 # checks, size inference, Triton's launch (which specializes and compiles). What it worked out is
 # kept in a plan under a key of that metadata; a later call with the same key skips the checks
-# and launches each compiled kernel directly (CompiledKernel.run), as Triton's launch does after
+# and calls each compiled kernel's launcher directly (_dt_direct), as Triton's launch does after
 # its own per-call work. Anything that could change a check's verdict, a size, a grid or Triton's
 # specialization is in the key: each tensor's shape, strides, dtype, device and 16-byte alignment,
 # the size keywords with their types, and the same for `out`.

@@ -6,7 +6,7 @@ direct launch of compiled kernels is checked on a GPU by tests/gpu/gpu_host_path
 import pytest
 import torch
 
-from conftest import load_module, run_dtc
+from conftest import compile_dt
 
 PROGRAM = """Func s, f; In A, B; SIn c; Var x, y; RVar k;
 s[x] = rsum(A[x, k], k);
@@ -18,10 +18,7 @@ f.compile(); s.compile();
 def build(tmp_path, schedule=None):
     src = tmp_path / "prog.dt"
     src.write_text(PROGRAM)
-    out = tmp_path / "prog.py"
-    result = run_dtc(src, "-o", out, *(["--schedule", schedule] if schedule else []))
-    assert result.returncode == 0, result.stderr
-    return load_module(out)
+    return compile_dt(tmp_path, src, schedule)
 
 
 def oracle(A, B, c):
