@@ -8,27 +8,8 @@
 namespace dtc {
 
 Primitive precision_primitive() {
-  Primitive p;
-  p.name = "precision";
-  p.apply = [](PrimitiveContext& ctx) {
-    const auto& args = ctx.stmt.args;
-    if (args.size() != 1 || args[0].name.empty() || args[0].has_value ||
-        (args[0].name != "tf32" && args[0].name != "tf32x3" && args[0].name != "ieee")) {
-      ctx.diags.error("precision-invalid", args.empty() ? ctx.stmt.loc : args[0].loc,
-                      "in " + stmt_text(ctx.stmt) +
-                          ": `precision` takes tf32, tf32x3 or ieee, as "
-                          "in `" +
-                          ctx.func->name + ".precision(ieee)`");
-      return false;
-    }
-    ctx.target.precision = args[0].name;
-    return true;
-  };
-  p.print = [](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
-    if (!fs.precision || *fs.precision == "tf32") return std::nullopt;
-    return *fs.precision;
-  };
-  return p;
+  return word_primitive("precision", {"tf32", "tf32x3", "ieee"}, "precision-invalid", "ieee",
+                        &FuncSchedule::precision);
 }
 
 } // namespace dtc

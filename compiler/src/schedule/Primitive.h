@@ -54,4 +54,9 @@ bool merge_sizes(PrimitiveContext& ctx, std::map<ir::Label, long long>& sizes, c
                  const char* what, const std::function<bool(const ast::ScheduleArg&)>& check);
 std::string stmt_text(const ast::ScheduleStmt& stmt);
 
+/// A primitive taking one word of `words` (the first is the default, dropped from canonical
+/// text) into `field`; anything else is error `code`, whose message shows `example`.
+Primitive word_primitive(const char* name, std::vector<std::string> words, const char* code,
+                         const char* example, std::optional<std::string> FuncSchedule::*field);
+
 } // namespace dtc

@@ -14,26 +14,8 @@
 namespace dtc {
 
 Primitive relayout_primitive() {
-  Primitive p;
-  p.name = "relayout";
-  p.apply = [](PrimitiveContext& ctx) {
-    const auto& args = ctx.stmt.args;
-    if (args.size() != 1 || args[0].name.empty() || args[0].has_value ||
-        (args[0].name != "auto" && args[0].name != "copy" && args[0].name != "none")) {
-      ctx.diags.error("relayout-invalid", args.empty() ? ctx.stmt.loc : args[0].loc,
-                      "in " + stmt_text(ctx.stmt) +
-                          ": `relayout` takes auto, copy or none, as in `" + ctx.func->name +
-                          ".relayout(copy)`");
-      return false;
-    }
-    ctx.target.relayout = args[0].name;
-    return true;
-  };
-  p.print = [](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
-    if (!fs.relayout || *fs.relayout == "auto") return std::nullopt;
-    return *fs.relayout;
-  };
-  return p;
+  return word_primitive("relayout", {"auto", "copy", "none"}, "relayout-invalid", "copy",
+                        &FuncSchedule::relayout);
 }
 
 } // namespace dtc

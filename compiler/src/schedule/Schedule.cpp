@@ -32,6 +32,33 @@ const std::vector<Primitive>& primitive_table() {
   return table;
 }
 
+Primitive word_primitive(const char* name, std::vector<std::string> words, const char* code,
+                         const char* example, std::optional<std::string> FuncSchedule::*field) {
+  std::string choices;
+  for (size_t i = 0; i < words.size(); ++i)
+    choices += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  Primitive p;
+  p.name = name;
+  p.apply = [=](PrimitiveContext& ctx) {
+    const auto& args = ctx.stmt.args;
+    if (args.size() != 1 || args[0].name.empty() || args[0].has_value ||
+        std::find(words.begin(), words.end(), args[0].name) == words.end()) {
+      ctx.diags.error(code, args.empty() ? ctx.stmt.loc : args[0].loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + name + "` takes " + choices +
+                          ", as in `" + ctx.func->name + "." + name + "(" + example + ")`");
+      return false;
+    }
+    ctx.target.*field = args[0].name;
+    return true;
+  };
+  p.print = [=](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
+    const std::optional<std::string>& v = fs.*field;
+    if (!v || *v == words.front()) return std::nullopt;
+    return *v;
+  };
+  return p;
+}
+
 bool is_power_of_two(long long v) {
   return v > 0 && (v & (v - 1)) == 0;
 }
