@@ -170,6 +170,8 @@ Result parse_result(const nlohmann::json& message) {
   r.import_s = number(message, "import_s");
   r.wall_s = number(message, "wall_s");
   r.timed_s = number(message, "timed_s");
+  if (auto p = message.find("prefetched"); p != message.end() && p->is_object())
+    r.prefetch_s = number(*p, "prefetch_s");
   return r;
 }
 
@@ -210,6 +212,7 @@ nlohmann::json to_json(const Result& r) {
   j["wall_s"] = r.wall_s;
   j["timed_s"] = r.timed_s;
   if (r.ahead_compile_s) j["ahead_compile_s"] = *r.ahead_compile_s;
+  if (r.prefetch_s) j["prefetch_s"] = *r.prefetch_s;
   if (r.arrived_s) j["arrived_s"] = *r.arrived_s;
   if (r.worker) j["worker_pid"] = r.worker->pid;
   if (!r.stderr_tail.empty()) j["stderr_tail"] = r.stderr_tail;

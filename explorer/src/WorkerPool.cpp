@@ -211,7 +211,11 @@ struct WorkerPool::Impl {
                const JobPtr& job, const std::function<bool()>& stop) {
     Request request = job->request;
     if (!slot.timing) request.kind = RequestKind::Compile;
-    const std::string line = request_json(request, job->id).dump() + "\n";
+    nlohmann::json sent = request_json(request, job->id);
+    if (slot.timing && options.prefetch)
+      if (JobPtr next = next_measure(); next)
+        sent["prefetch"] = request_json(next->request, next->id);
+    const std::string line = sent.dump() + "\n";
     Result result;
     for (int attempt = 0;; ++attempt) {
       if (proc && !proc->running()) {
@@ -298,6 +302,18 @@ struct WorkerPool::Impl {
       result = pool_result(job->id, Status::Crashed, "the pool shut down");
     }
     finish(job, std::move(result));
+  }
+
+  // The Measure request a timing worker will most likely take next, if one is queued and a
+  // compile worker has already imported its module and run its wrapper (in warm-up mode): one
+  // whose import or host code hangs or kills its process was caught there, so readying it
+  // cannot cost the request being timed.
+  JobPtr next_measure() {
+    std::lock_guard lock(mutex);
+    if (timing_queue.empty()) return nullptr;
+    const JobPtr& next = timing_queue.front();
+    if (next->request.kind != RequestKind::Measure || !next->ahead_compile_s) return nullptr;
+    return next;
   }
 
   JobPtr make_job(Request request, ResultCallback callback) {

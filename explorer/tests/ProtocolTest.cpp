@@ -86,7 +86,14 @@ TEST(ParseResult, Full) {
   ASSERT_TRUE(r.host);
   EXPECT_DOUBLE_EQ(r.host->per_call_us, 38.2);
   EXPECT_DOUBLE_EQ(r.wall_s, 0.41);
+  EXPECT_FALSE(r.prefetch_s);
   EXPECT_EQ(to_json(r)["times"]["bench"]["samples"], 412);
+  EXPECT_FALSE(to_json(r).contains("prefetch_s"));
+  j["prefetched"] = {{"import_s", 0.01}, {"prefetch_s", 0.03}, {"compile_s", 0.0}};
+  r = parse_result(j);
+  ASSERT_TRUE(r.prefetch_s);
+  EXPECT_DOUBLE_EQ(*r.prefetch_s, 0.03);
+  EXPECT_DOUBLE_EQ(to_json(r)["prefetch_s"], 0.03);
 }
 
 TEST(ParseResult, StatusesAndMalformed) {

@@ -110,6 +110,40 @@ TEST(WorkerPool, BackPressure) {
   EXPECT_EQ(c.get().status, Status::Ok);
 }
 
+// A timing worker's request names the Measure request queued behind it, so the worker can
+// ready that one while it times this one: only one a compile worker has passed, never one
+// already sent, and not when off.
+TEST(WorkerPool, TimingRequestNamesTheNextQueuedMeasure) {
+  for (bool prefetch : {true, false}) {
+    PoolOptions o = fake_options(1);
+    o.prefetch = prefetch;
+    WorkerPool pool(std::move(o));
+    auto a = pool.submit(fake("ok", 20, 300)); // the worker is busy with it while b, c queue
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto b = pool.submit(fake("ok"));
+    auto c = pool.submit(fake("ok"));
+    Result ra = a.get(), rb = b.get(), rc = c.get();
+    for (const Result* r : {&ra, &rb, &rc})
+      EXPECT_EQ(r->status, Status::Ok) << r->message;
+    EXPECT_EQ(ra.message.find("prefetch"), std::string::npos) << ra.message;
+    if (prefetch)
+      EXPECT_NE(rb.message.find("prefetch " + rc.id), std::string::npos) << rb.message;
+    else
+      EXPECT_EQ(rb.message.find("prefetch"), std::string::npos) << rb.message;
+    EXPECT_EQ(rc.message.find("prefetch"), std::string::npos) << rc.message;
+  }
+  // Without a compile stage nothing vouches for the next module: it is not named.
+  WorkerPool pool(fake_options(0));
+  auto a = pool.submit(fake("ok", 20, 300));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto b = pool.submit(fake("ok"));
+  auto c = pool.submit(fake("ok"));
+  a.get();
+  Result rb = b.get();
+  c.get();
+  EXPECT_EQ(rb.message.find("prefetch"), std::string::npos) << rb.message;
+}
+
 TEST(WorkerPool, CallbackRunsBeforeTheFuture) {
   WorkerPool pool(fake_options(0));
   std::mutex m;

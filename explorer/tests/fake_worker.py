@@ -53,6 +53,8 @@ for line in sys.stdin:
         delay = float(req.get("sizes", {}).get("delay_ms", 0)) / 1000
         time.sleep(delay)
         res = {**base, "status": "ok", "message": f"{role} {os.getpid()} {req['type']}"}
+        if isinstance(req.get("prefetch"), dict):  # the pool named the request queued next
+            res["message"] += f" prefetch {req['prefetch'].get('id')}"
         if req["type"] != "compile":
             res["times"] = {"bench": {"median_ms": 1.5, "q20_ms": 1.4, "q80_ms": 1.6,
                                       "min_ms": 1.0, "max_ms": 2.0, "samples": 10}}

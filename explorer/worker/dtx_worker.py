@@ -17,7 +17,6 @@ worker); 2 on a bad command line.
 Uses only the standard library, torch and triton.
 """
 import argparse
-import ast
 import collections
 import contextlib
 import hashlib
@@ -34,6 +33,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 
 PROTOCOL = 1
 EXIT_CUDA_ERROR = 3
@@ -216,47 +216,65 @@ def classify(exc, what):
 # Modules
 
 
-def inputs_key(source):
+def inputs_key(module):
     """What a module's make_inputs and reference compute depends on everything in it but its
-    kernels, its wrappers and its schedule: the SHA-256 of the text of its other top-level
-    statements. Modules of one program under different schedules share it, so their inputs and
-    reference result are made once (at 4096^2 making them cost a timing worker 0.3 s a request
-    on an H100). Text, not the syntax tree's dump: dumping the tree cost 10 ms a request, a
-    third of a screening measurement."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    kernels, its wrappers and its schedule: the SHA-256 of its other top-level values, each
+    function by its bytecode (with its constants, names and defaults), each class by its
+    functions, each module it imports by name and any other value by its repr. Modules of one
+    program under different schedules share it, so their inputs and reference result are made
+    once (at 4096^2 making them cost a timing worker 0.3 s a request on an H100). Bytecode, not
+    text: parsing the source cost 7 ms a request, and dumping its syntax tree 10 ms, against a
+    screening measurement's 25 ms. A value whose repr names its address only keeps modules
+    from sharing, which costs time, never a wrong check. None when the module has no
+    COMPILED."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+    kernels = (JITFunction, InterpretedFunction)  # @triton.jit on a GPU, and interpreted
+    compiled = getattr(module, "COMPILED", None)
+    if not isinstance(compiled, tuple):
         return None
-    lines = source.splitlines(keepends=True)
-
-    def text(node, first=None):
-        return "".join(lines[(first or node.lineno) - 1:node.end_lineno])
-
-    compiled = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "COMPILED" for t in node.targets):
-            try:
-                compiled = set(ast.literal_eval(node.value))
-            except ValueError:
-                return None
     digest = hashlib.sha256()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            decorators = [text(d) for d in node.decorator_list]
-            if node.name in compiled or any("jit" in d for d in decorators):
-                continue
-            digest.update(text(node, min([d.lineno for d in node.decorator_list] +
-                                         [node.lineno])).encode("utf-8"))
+
+    def code(c):
+        digest.update(c.co_code)
+        digest.update(repr((c.co_names, c.co_varnames, c.co_freevars)).encode())
+        for const in c.co_consts:
+            if hasattr(const, "co_code"):
+                code(const)
+            else:
+                digest.update(repr(const).encode())
+
+    def value(v, depth=0):
+        if isinstance(v, (staticmethod, classmethod)):
+            v = v.__func__
+        if isinstance(v, property):
+            v = (v.fget, v.fset, v.fdel)
+        if isinstance(v, tuple) and any(hasattr(x, "__code__") for x in v):
+            for x in v:
+                value(x, depth)
+        elif hasattr(v, "__code__") and hasattr(v, "__defaults__"):
+            code(v.__code__)
+            digest.update(repr((v.__defaults__, v.__kwdefaults__)).encode())
+        elif isinstance(v, type) and depth == 0:
+            for name, member in sorted(vars(v).items()):
+                if name in ("__module__", "__qualname__", "__dict__", "__weakref__", "__doc__"):
+                    continue
+                digest.update(name.encode())
+                value(member, 1)
+        elif isinstance(v, types.ModuleType):
+            digest.update(v.__name__.encode())
+        else:
+            text = repr(v)
+            if " at 0x" in text:  # an object known by its identity (a library's singleton)
+                text = f"{type(v).__module__}.{type(v).__qualname__}@{id(v)}"
+            digest.update(text.encode())
+
+    for name, v in sorted(vars(module).items()):
+        if name.startswith("__") or name in compiled or name in ("SCHEDULE", "DOT_PRECISION") \
+                or isinstance(v, kernels):
             continue
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in ("SCHEDULE", "DOT_PRECISION")
-                for t in node.targets):
-            continue
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue  # the docstring names the schedule
-        digest.update(text(node).encode("utf-8"))
-        digest.update(b"\0")
+        digest.update(b"\0" + name.encode() + b"\0")
+        value(v)
     return digest.hexdigest()
 
 
@@ -282,17 +300,22 @@ class Prepared:
 
 
 @contextlib.contextmanager
-def kernels_not_launched(module):
+def kernels_not_launched(module, load=False):
     """Within it, the module's @triton.jit kernels compile for the arguments they are called
-    with, as a launch would, but do not run (Triton's warm-up path). The wrappers keep no plan
-    meanwhile: a plan launches compiled kernels directly, past Triton's warm-up switch."""
+    with, as a launch would, but do not run (Triton's warm-up path); with `load`, each compiled
+    kernel's binary is also loaded onto the device, which Triton otherwise does at the first
+    launch. The wrappers keep no plan meanwhile: a plan launches compiled kernels directly, past
+    Triton's warm-up switch."""
     from triton.runtime.jit import JITFunction
     patched = []
     for value in list(vars(module).values()):
         if isinstance(value, JITFunction) and "run" not in vars(value):
             def run(*args, _original=value.run, **kwargs):
                 kwargs["warmup"] = True
-                return _original(*args, **kwargs)
+                compiled = _original(*args, **kwargs)
+                if load and compiled is not None and hasattr(compiled, "_init_handles"):
+                    compiled._init_handles()
+                return compiled
             value.run = run
             patched.append(value)
     make_plan = vars(module).get("_dt_plan")
@@ -345,7 +368,8 @@ class Modules:
         start = time.perf_counter()
         module = import_path(name, path, "the module does not import")
         seconds = time.perf_counter() - start
-        module.__dtx_inputs_key__ = inputs_key(source)
+        module.__dtx_inputs_key__ = inputs_key(module)
+        module.__dtx_sha256__ = actual
         self.by_hash[actual] = module
         return module, seconds
 
@@ -519,8 +543,63 @@ def quantiles(values, qs):
     return result
 
 
-def bench_interpreter(fn, warmup_ms, rep_ms):
-    """do_bench's procedure timed with the host clock: the interpreter has no device events."""
+def bench_cuda(fn, warmup_ms, rep_ms, while_waiting=None):
+    """`triton.testing.do_bench(fn, warmup_ms, rep_ms, return_mode="all")`, step for step as
+    Triton 3.6 writes it (one call; five calls with L2 flushes to estimate; warm-up and
+    repetitions by time, each repetition after an L2 flush between two events), except that
+    the repetitions' events are made during the warm-up and that `while_waiting` runs on the
+    host once the last repetition's end event is enqueued, before the final synchronization.
+    The host enqueues faster than the GPU works through a repetition, so most of the timed GPU
+    work is still queued then: a timing worker prepares its next request there (import, kernel
+    binaries) instead of waiting. It cannot change the times: every event is already
+    recorded, and whatever it enqueues runs after them. Returns the samples (ms) and `busy_s`,
+    the seconds the device spent on this measurement: the host's wall time up to the
+    estimate, then the GPU's own span from the first warm-up call to the last repetition (one
+    more event, outside every timed interval), so that time the host spends in
+    `while_waiting` after the GPU is done does not count."""
+    from triton import runtime
+    driver = runtime.driver.active
+    di = driver.get_device_interface()
+    begin = time.perf_counter()
+    fn()
+    di.synchronize()
+    cache = driver.get_empty_cache_for_benchmark()
+    start_event = di.Event(enable_timing=True)
+    end_event = di.Event(enable_timing=True)
+    start_event.record()
+    for _ in range(5):
+        driver.clear_cache(cache)
+        fn()
+    end_event.record()
+    di.synchronize()
+    estimate_ms = start_event.elapsed_time(end_event) / 5
+    estimated = time.perf_counter()
+    n_warmup = max(1, int(warmup_ms / estimate_ms))
+    n_repeat = max(1, int(rep_ms / estimate_ms))
+    first = di.Event(enable_timing=True)
+    first.record()
+    for _ in range(n_warmup):
+        fn()
+    # Made while the GPU runs the warm-up, not before it as do_bench does: a few hundred events
+    # take the host a millisecond or two, in which the GPU would wait.
+    starts = [di.Event(enable_timing=True) for _ in range(n_repeat)]
+    ends = [di.Event(enable_timing=True) for _ in range(n_repeat)]
+    for i in range(n_repeat):
+        driver.clear_cache(cache)
+        starts[i].record()
+        fn()
+        ends[i].record()
+    if while_waiting is not None:
+        while_waiting()
+    di.synchronize()
+    busy_s = estimated - begin + first.elapsed_time(ends[-1]) / 1e3
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)], busy_s
+
+
+def bench_interpreter(fn, warmup_ms, rep_ms, while_waiting=None):
+    """do_bench's procedure timed with the host clock: the interpreter has no device events.
+    `while_waiting` runs after the last timed call, outside `busy_s` (the wall time before)."""
+    begin = time.perf_counter()
     fn()
     start = time.perf_counter()
     for _ in range(5):
@@ -535,7 +614,10 @@ def bench_interpreter(fn, warmup_ms, rep_ms):
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1e3)
-    return samples
+    busy_s = time.perf_counter() - begin
+    if while_waiting is not None:
+        while_waiting()
+    return samples, busy_s
 
 
 def number(options, key, default, kind):
@@ -572,15 +654,17 @@ def parse_times(spec):
     return parsed
 
 
-def measure_times(fn, wanted, notes):
+def measure_times(fn, wanted, notes, while_waiting=None):
+    """The times `wanted` of `fn`, and the seconds the device spent taking them (`timed_s`).
+    `while_waiting` runs inside `bench`; not at all when `bench` is not wanted."""
     times = {}
+    busy_s = 0.0
     if "bench" in wanted:
         warmup_ms, rep_ms = wanted["bench"]
-        if CUDA:
-            samples = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
-        else:
-            samples = bench_interpreter(fn, warmup_ms, rep_ms)
+        bench = bench_cuda if CUDA else bench_interpreter
+        samples, busy_s = bench(fn, warmup_ms, rep_ms, while_waiting)
         times["bench"] = summary(samples)
+    start = time.perf_counter()
     if "gpu" in wanted:
         if CUDA:
             (rep_ms,) = wanted["gpu"]
@@ -592,16 +676,16 @@ def measure_times(fn, wanted, notes):
         (calls,) = wanted["host"]
         fn()
         synchronize()
-        start = time.perf_counter()
+        begin = time.perf_counter()
         for _ in range(calls):
             fn()
         synchronize()
-        times["host"] = {"per_call_us": (time.perf_counter() - start) * 1e6 / calls,
+        times["host"] = {"per_call_us": (time.perf_counter() - begin) * 1e6 / calls,
                          "calls": calls}
     if times and not CUDA:
         notes.append("times are the Triton interpreter's on the CPU, not comparable with GPU "
                      "times")
-    return times
+    return times, busy_s + time.perf_counter() - start
 
 
 class CompileClock:
@@ -672,24 +756,21 @@ class Worker:
         self.modules = Modules()
         self.prepared = Prepared()
         self.compile_clock = CompileClock()
+        self.prefetched = {}  # module SHA-256 -> what prefetch() spent on it
 
-    def handle(self, request):
-        """The result for one parsed request (a dict), or None for shutdown."""
-        kind = request.get("type")
-        if kind == "shutdown":
-            return None
-        if kind not in ("measure", "baseline", "compile"):
-            raise Failure("runtime_error", f"unknown request type {kind!r} "
-                                           "(measure, baseline, compile or shutdown)")
-        result = {"compile_s": 0.0, "import_s": 0.0}
-        module, result["import_s"] = self.modules.get(request.get("module"))
-        func = request.get("func")
+    def resolve(self, request):
+        """What a measure, baseline or compile request names: its module (imported), wrapper,
+        reference and inputs, checked."""
+        call = types.SimpleNamespace()
+        call.module, call.import_s = self.modules.get(request.get("module"))
+        module = call.module
+        func = call.func = request.get("func")
         compiled = tuple(getattr(module, "COMPILED", ()) or ())
         if not isinstance(func, str) or func not in compiled:
             raise Failure("runtime_error", f"`func` {func!r} is not a compiled Func of the module "
                                            f"(COMPILED: {', '.join(compiled) or 'none'})")
-        wrapper = lookup(module, func)
-        reference = lookup(module, f"reference_{func}")
+        call.wrapper = lookup(module, func)
+        call.reference = lookup(module, f"reference_{func}")
         make_inputs = lookup(module, f"make_inputs_{func}")
         keywords = lookup(module, f"SIZE_KEYWORDS_{func}")
         sizes = request.get("sizes", {})
@@ -697,7 +778,7 @@ class Worker:
                 isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
                 for k, v in sizes.items()):
             raise Failure("runtime_error", "`sizes` must map DT labels to non-negative integers")
-        dtype_name = request.get("dtype", "float32")
+        dtype_name = call.dtype_name = request.get("dtype", "float32")
         if dtype_name not in DTYPE_NAMES:
             raise Failure("runtime_error", f"`dtype` must be one of {', '.join(DTYPE_NAMES)}, "
                                            f"got {dtype_name!r}")
@@ -705,15 +786,7 @@ class Worker:
         seed = request.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise Failure("runtime_error", "`seed` must be an integer")
-        check = request.get("check", False)
-        if not isinstance(check, bool):
-            raise Failure("runtime_error", "`check` must be true or false")
-        wanted = parse_times(request.get("times")) if kind != "compile" else {}
-        baseline, is_reference = None, False
-        if kind == "baseline":
-            baseline, is_reference = self.modules.baseline(request.get("baseline"), module, func)
-
-        kwargs = {keywords[label]: size for label, size in sizes.items() if label in keywords}
+        call.kwargs = {keywords[label]: size for label, size in sizes.items() if label in keywords}
         module_key = getattr(module, "__dtx_inputs_key__", None)
         key = None if module_key is None else \
             (module_key, func, json.dumps(sizes, sort_keys=True), dtype_name, seed)
@@ -726,7 +799,64 @@ class Worker:
                 raise classify(e, f"make_inputs_{func}") from e
             return {"inputs": made, "want": None, "reference": None}
 
-        prepared = self.prepared.get(key, make)
+        call.prepared = self.prepared.get(key, make)
+        return call
+
+    def prefetch(self, request):
+        """Readies the measure request that the pool will send next, while this one's times are
+        taken (bench_cuda's `while_waiting`): imports its module, makes its inputs and, on a
+        GPU, loads its kernels from the Triton cache, without launching any. What it spent is
+        reported with that request (`prefetched`). Any failure is left for the request itself
+        to meet and report."""
+        if not isinstance(request, dict) or request.get("type") != "measure":
+            return
+        spec = request.get("module")
+        sha = spec.get("sha256") if isinstance(spec, dict) else None
+        if not isinstance(sha, str) or sha.lower() in self.modules.by_hash:
+            return
+        mark = self.compile_clock.mark()
+        start = time.perf_counter()
+        spent = {"import_s": 0.0}
+        try:
+            call = self.resolve(request)
+            spent["import_s"] = call.import_s
+            if CUDA:
+                with kernels_not_launched(call.module, load=True):
+                    call.wrapper(*call.prepared["inputs"], **call.kwargs)
+        except (Exception, SystemExit) as e:  # noqa: BLE001
+            log(f"prefetch of request {request.get('id')!r} failed (the request will say why): "
+                f"{describe(e)}")
+        spent.update(self.compile_clock.since(mark))
+        spent["prefetch_s"] = time.perf_counter() - start
+        self.prefetched[sha.lower()] = spent
+        while len(self.prefetched) > 8:  # readied for a request another worker took
+            self.prefetched.pop(next(iter(self.prefetched)))
+
+    def handle(self, request):
+        """The result for one parsed request (a dict), or None for shutdown."""
+        kind = request.get("type")
+        if kind == "shutdown":
+            return None
+        if kind not in ("measure", "baseline", "compile"):
+            raise Failure("runtime_error", f"unknown request type {kind!r} "
+                                           "(measure, baseline, compile or shutdown)")
+        result = {"compile_s": 0.0, "import_s": 0.0}
+        spec = request.get("module")
+        early = self.prefetched.pop(spec.get("sha256", "").lower(), None) \
+            if isinstance(spec, dict) and isinstance(spec.get("sha256"), str) else None
+        if early is not None:
+            result["prefetched"] = early
+        call = self.resolve(request)
+        result["import_s"] = call.import_s if early is None else early["import_s"]
+        module, func, wrapper, reference = call.module, call.func, call.wrapper, call.reference
+        dtype_name, kwargs, prepared = call.dtype_name, call.kwargs, call.prepared
+        check = request.get("check", False)
+        if not isinstance(check, bool):
+            raise Failure("runtime_error", "`check` must be true or false")
+        wanted = parse_times(request.get("times")) if kind != "compile" else {}
+        baseline, is_reference = None, False
+        if kind == "baseline":
+            baseline, is_reference = self.modules.baseline(request.get("baseline"), module, func)
         if kind == "compile" and CUDA:
             # A compile worker shares its GPU with a timing worker, whose times another
             # process's kernels would disturb: compile every kernel for the real arguments (the
@@ -795,15 +925,18 @@ class Worker:
                 raise classify(e, what) from e
             first_run_s = time.perf_counter() - start
         result.update(self.compile_clock.since(mark))
+        if early is not None:
+            for key in ("compile_s", "compiled", "cache_hits"):
+                result[key] += early[key]
         if kind == "compile":
             result["compile_s"] = first_run_s
 
         notes = []
         if wanted:
             try:
-                timed_start = time.perf_counter()
-                result["times"] = measure_times(fn, wanted, notes)
-                result["timed_s"] = time.perf_counter() - timed_start
+                ahead = request.get("prefetch")
+                result["times"], result["timed_s"] = measure_times(
+                    fn, wanted, notes, (lambda: self.prefetch(ahead)) if ahead else None)
             except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, f"timing {what}") from e
         result["status"] = "ok"
@@ -883,7 +1016,7 @@ def error_result(request_id, message, start):
 def finish(request_id, result, start):
     message = {"type": "result", "id": request_id, "status": result["status"],
                "message": one_line(result.get("message", ""))}
-    for key in ("check", "times"):
+    for key in ("check", "times", "prefetched"):
         if key in result:
             message[key] = result[key]
     message["compile_s"] = result.get("compile_s", 0.0)

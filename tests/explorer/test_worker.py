@@ -357,10 +357,23 @@ def test_inputs_and_reference_are_shared_across_schedules_but_not_corrupted(work
     spec = importlib.util.spec_from_file_location("dtx_worker_under_test", WORKER)
     worker_module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker_module)
-    keys = {worker_module.inputs_key(s) for s in sources}
+
+    def key(text, name):
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(f"keyed_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return worker_module.inputs_key(module)
+
+    keys = {key(s, f"s{i}") for i, s in enumerate(sources)}
     assert len(keys) == 1 and None not in keys
-    assert worker_module.inputs_key(sources[0].replace("A * 2.0", "A * 3.0")) in keys  # a kernel
-    assert worker_module.inputs_key(sources[0].replace("_dt_randn(", "0 * _dt_randn(")) not in keys
+    assert key(sources[0].replace("A * 2.0", "A * 3.0"), "kernel") in keys  # a kernel
+    assert key(sources[0].replace("B = _dt_randn(", "B = 0 * _dt_randn("), "inputs") not in keys
+    assert key(sources[0].replace("def reference_f(A, B", "def reference_f(A, B=1"),
+               "default") not in keys
+    assert key(sources[0] + "\nEXTRA = 1\n", "extra") not in keys
+    assert key(sources[0].replace("COMPILED = (", "COMPILED = None and ("), "none") is None
     mutating = tmp_path / "mutating.py"
     mutating.write_text("def f(A, B):\n    out = A * 2 + B\n    A.zero_()\n    B.zero_()\n"
                         "    return out\n")
@@ -397,3 +410,41 @@ def test_compile_mode_keeps_no_plan(tmp_path):
     assert module._dt_plan is make_plan
     torch.testing.assert_close(module.f(A, B), A * 2 + B)
     assert len(module._dt_plans_f) == 1
+
+
+def test_next_request_is_prefetched_while_timing(worker, source, tmp_path):
+    """A measure request may carry the next one as `prefetch`: the worker imports its module
+    (and on a GPU loads its kernels) after this one's timed calls, and reports what it spent
+    with the request it readied; the reply of each is as without it."""
+    marker = tmp_path / "imports.txt"
+    first = source + "\n# first\n"
+    second = source + f"\nwith open({str(marker)!r}, 'a') as _m:\n    _m.write('x')\n"
+    ahead = request("measure", second, "p2", check=True, times=TINY)
+    reply = worker.ask(request("measure", first, "p1", check=True, times=TINY, prefetch=ahead))
+    assert reply["status"] == "ok", reply["message"]
+    assert "prefetched" not in reply
+    assert marker.read_text() == "x"                 # imported while p1 was being timed
+    assert reply["timed_s"] <= reply["wall_s"]
+    reply = worker.ask(ahead)
+    assert reply["status"] == "ok" and reply["check"]["max_abs"] < 1e-6, reply
+    assert marker.read_text() == "x"                 # not imported again
+    early = reply["prefetched"]
+    assert early["import_s"] > 0 and early["prefetch_s"] >= early["import_s"]
+    assert reply["import_s"] == early["import_s"]
+    # Only once: the same module asked again is a plain cache hit.
+    again = worker.ask(dict(ahead, id="p3"))
+    assert again["status"] == "ok" and "prefetched" not in again and again["import_s"] == 0.0
+
+
+def test_a_failed_prefetch_costs_nothing_and_the_request_says_why(worker, source):
+    broken = source + "\nraise RuntimeError('broken on import')\n"
+    ahead = request("measure", broken, "b2", check=True, times=TINY)
+    reply = worker.ask(request("measure", source + "\n# b1\n", "b1", check=True, times=TINY,
+                               prefetch=ahead))
+    assert reply["status"] == "ok", reply["message"]
+    reply = worker.ask(ahead)
+    assert reply["status"] == "compile_error" and "broken on import" in reply["message"]
+    # Nonsense in `prefetch` is ignored.
+    for junk in ([1], {"type": "measure", "module": 3}, "x"):
+        reply = worker.ask(request("measure", source, "j", check=True, times=TINY, prefetch=junk))
+        assert reply["status"] == "ok", reply["message"]

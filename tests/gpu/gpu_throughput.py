@@ -83,9 +83,14 @@ def measure(args, name, dt, shape, schedules=None, extra=()):
     busy = (timed - first_timed) / steady / workers if steady > 0 else float("nan")
     ahead = sum(r.get("ahead_compile_s") or 0 for r in results)
     in_timing = sum(r.get("compile_s") or 0 for r in ok)
+    readied = [r["prefetch_s"] for r in ok if r.get("prefetch_s") is not None]
     print(f"{name:34s} {len(ok):3d} ok of {len(results):3d}  wall {wall:6.1f} s  first result "
           f"{report['first_result_s']:5.1f} s  {per_minute:7.0f}/min  busy {100 * min(busy, 1):4.0f}%"
           f"  compile {ahead:6.1f} s ahead, {in_timing:5.2f} s in timing  {statuses}")
+    if readied:
+        readied.sort()
+        print(f"{'':34s} {len(readied)} readied ahead while the one before was timed "
+              f"(median {readied[len(readied) // 2]:.4f} s each)")
     by_worker = {}
     for r in ok:
         if r.get("arrived_s") is not None:
@@ -107,6 +112,23 @@ def measure(args, name, dt, shape, schedules=None, extra=()):
     return report
 
 
+def compare_times(name, reports):
+    """Each schedule's bench median with prefetching against without (medians over the runs):
+    readying the next request must not change the times taken."""
+    def medians(rs):
+        by = {}
+        for report in rs:
+            for e in (report or {}).get("entries", []):
+                if e.get("status") == "ok":
+                    by.setdefault(e["label"], []).append(e["times"]["bench"]["mean"])
+        return {k: sorted(v)[len(v) // 2] for k, v in by.items()}
+    on, off = medians(reports[True]), medians(reports[False])
+    ratios = sorted(on[k] / off[k] for k in on if k in off and off[k] > 0)
+    if ratios:
+        print(f"{name}: bench time with / without prefetch over {len(ratios)} schedules: "
+              f"median {ratios[len(ratios) // 2]:.4f}, min {ratios[0]:.4f}, max {ratios[-1]:.4f}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dtx", default=str(ROOT / "build" / "explorer" / "dtx"))
@@ -116,6 +138,10 @@ def main():
     parser.add_argument("--worker", default="", help="another worker script (an A/B run)")
     parser.add_argument("--two-gpus", action="store_true",
                         help="only compare one timing GPU with two (on a two-GPU machine)")
+    parser.add_argument("--prefetch-ab", type=int, default=0, metavar="N",
+                        help="run each selected run N times with the timing worker readying "
+                             "its next request and N times without (--no-prefetch), "
+                             "alternating, and compare the schedules' times")
     args = parser.parse_args()
     if args.two_gpus:
         wide = wide_elementwise_schedules()
@@ -144,8 +170,19 @@ def main():
     for name, dt, shape, schedules, extra in runs:
         if args.only and args.only not in name:
             continue
-        measure(args, name.replace(" ", "_").replace(",", ""), dt, shape, schedules,
-                extra + ["--dtype", "float16"])
+        tag = name.replace(" ", "_").replace(",", "")
+        if not args.prefetch_ab:
+            measure(args, tag, dt, shape, schedules, extra + ["--dtype", "float16"])
+            continue
+        reports = {True: [], False: []}
+        for i in range(args.prefetch_ab):
+            for prefetch in (True, False):
+                flag = [] if prefetch else ["--no-prefetch"]
+                print(f"  {'prefetch' if prefetch else 'no prefetch'}, run {i + 1}:")
+                reports[prefetch].append(measure(
+                    args, f"{tag}_{'prefetch' if prefetch else 'noprefetch'}_{i}", dt, shape,
+                    schedules, extra + ["--dtype", "float16"] + flag))
+        compare_times(name, reports)
     if not args.only or "conformance" in args.only:
         baselines = ROOT / "tests" / "gpu" / "baselines.py"
         # The files' own schedules where they are parallel; the thesis prints sequential ones

@@ -103,6 +103,9 @@ struct Result {
   double compile_s = 0, import_s = 0, wall_s = 0;
   /// Seconds the worker spent taking the times (do_bench and the rest): the device's busy time.
   double timed_s = 0;
+  /// Seconds the timing worker spent readying this request while it timed the one before
+  /// (`prefetched` in the protocol), when it did.
+  std::optional<double> prefetch_s;
   /// The compile stage's `compile_s` when the request went through a compile worker first.
   std::optional<double> ahead_compile_s;
   /// The worker that answered (the timing worker for a Measure request that reached it).

@@ -34,6 +34,9 @@ struct PoolOptions {
   std::size_t capacity = 64;              // requests in the pool at once
   double startup_timeout_s = 300;         // a worker must say hello within this time
   bool eager_start = true;                // start the workers with the pool, not on demand
+  /// A timing worker's request carries the next queued one as `prefetch`, which the worker
+  /// readies (import, kernel binaries) while the GPU works through this one's timed calls.
+  bool prefetch = true;
   std::size_t stderr_tail_bytes = 4096;
   /// Receives each line a worker writes on standard error and the pool's own events
   /// ("worker started", restarts). Called from pool threads.

@@ -39,6 +39,7 @@ struct PoolArgs {
   std::string gpus, python, worker;
   double startup_timeout = 300;
   bool verbose = false;
+  bool no_prefetch = false;
 };
 void add_pool_options(CLI::App& sub, PoolArgs& args);
 PoolOptions make_pool_options(const PoolArgs& args);

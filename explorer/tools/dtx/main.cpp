@@ -86,11 +86,14 @@ void add_pool_options(CLI::App& sub, PoolArgs& a) {
   sub.add_option("--worker", a.worker,
                  "the worker script (default: explorer/worker/dtx_worker.py)");
   sub.add_flag("-v,--verbose", a.verbose, "log the workers' standard error");
+  sub.add_flag("--no-prefetch", a.no_prefetch,
+               "do not let a timing worker ready its next request while it times one");
 }
 
 PoolOptions make_pool_options(const PoolArgs& a) {
   PoolOptions o;
   o.compile_workers = a.compile_workers;
+  o.prefetch = !a.no_prefetch;
   if (!a.python.empty()) o.python = a.python;
   if (!a.worker.empty()) o.worker_script = a.worker;
   if (!a.gpus.empty()) {
