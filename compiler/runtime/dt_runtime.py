@@ -18,6 +18,9 @@ def _dt_check_tensor(name, value, rank):
         raise ValueError(f"{name} must have {rank} dimension(s), got shape {tuple(value.shape)}")
     if value.dtype not in (torch.float32, torch.float16, torch.bfloat16):
         raise ValueError(f"{name} must be float32, float16 or bfloat16, got {value.dtype}")
+    if value.is_neg():  # its memory holds the negated values: a kernel would read those
+        raise ValueError(f"{name} is a negative view (torch._neg_view); pass "
+                         f"{name}.resolve_neg()")
 
 
 def _dt_scalar(name, value):
@@ -72,8 +75,18 @@ def _dt_dtype_device(tensors):
     return first.dtype, first.device
 
 
-def _dt_out(out, shape, dtype, device):
-    """The result tensor: `out` when the caller gives one (checked), else a new one."""
+def _dt_shares(out, tensors):
+    """Whether `out` shares memory with one of `tensors` (the same storage)."""
+    storage = out.untyped_storage().data_ptr()
+    return any(isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() == storage
+               for t in tensors)
+
+
+def _dt_out(out, shape, dtype, device, inputs=()):
+    """The tensor the kernels write: `out` when the caller gives one (checked), else a new one.
+    When `out` shares memory with one of the `inputs` it is a new one too: a kernel could
+    overwrite an element of an input before it reads it (a transposed read, a reduction); the
+    wrapper then copies the result into `out`."""
     if out is None:
         return torch.empty(shape, dtype=dtype, device=device)
     if not isinstance(out, torch.Tensor):
@@ -90,6 +103,8 @@ def _dt_out(out, shape, dtype, device):
             raise ValueError("out has elements that share memory (an expanded or overlapping "
                              "view); pass a tensor whose elements are distinct")
         extent = stride * size
+    if out.numel() and _dt_shares(out, inputs):
+        return torch.empty(shape, dtype=dtype, device=device)
     return out
 
 
@@ -111,8 +126,9 @@ _DT_PLANS_MAX = 256  # keys kept per wrapper; past that the cache starts again
 
 
 def _dt_key(tensors, sizes, out):
-    """The plan key of a call, or None when an argument is not a tensor (the full path then
-    says what is wrong)."""
+    """The plan key of a call, or None when the full path must see it: an argument that is not
+    a tensor or is a negative view (the full path says what is wrong), or an `out` that shares
+    memory with an input (the full path computes into a new tensor)."""
     key = [sizes]
     if sizes.count(None) != len(sizes):
         try:
@@ -121,10 +137,12 @@ def _dt_key(tensors, sizes, out):
             return None
         key.append(tuple(map(type, sizes)))  # x=True and x=1.0 are refused where x=1 is not
     for tensor in tensors if out is None else (*tensors, out):
-        if not isinstance(tensor, torch.Tensor):
+        if not isinstance(tensor, torch.Tensor) or tensor.is_neg():
             return None
         key.append((tensor.shape, tensor.stride(), tensor.dtype, tensor.device,
                     tensor.data_ptr() % 16 == 0))
+    if out is not None and _dt_shares(out, tensors):
+        return None  # the full path writes a new tensor and copies it into `out`
     return tuple(key)
 
 

@@ -130,3 +130,39 @@ def test_cuda_graph_needs_cuda(tmp_path):
         pytest.skip("checked on a GPU by tests/gpu/gpu_host_path.py")
     with pytest.raises(ValueError, match="needs a CUDA device"):
         module.CudaGraph(module.s, torch.randn(3, 3))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_out_that_shares_memory_with_an_input(tmp_path, schedule):
+    """`out` may be an input, or a view of one: f reads B transposed and s reduces rows of A,
+    so writing in place would overwrite elements before they are read. The kernels write a new
+    tensor and the wrapper copies it into `out`; a call without sharing still uses the plan."""
+    module = build(tmp_path, schedule)
+    for _ in range(2):  # the second time with a plan for this metadata (made without sharing)
+        A, B = torch.randn(6, 6), torch.randn(6, 6)
+        want_f, want_s = oracle(A, B, 0.5)
+        plain = torch.empty(6, 6)
+        assert module.f(A, B, 0.5, out=plain) is plain
+        close(plain, want_f)
+        assert module.f(A, B, 0.5, out=B) is B
+        close(B, want_f)
+        column = A[:, 2]               # a view of A: s reads all of A's rows
+        assert module.s(A, out=column) is column
+        close(A[:, 2], want_s)
+    A, B = torch.randn(6, 6), torch.randn(6, 6)
+    want_f, _ = oracle(A, B, 0.5)
+    assert module.f(A, B, 0.5, out=A) is A  # in place on the element-wise operand
+    close(A, want_f)
+
+
+def test_negative_views_are_refused_on_either_path(tmp_path):
+    module = build(tmp_path)
+    A, B = torch.randn(6, 6), torch.randn(6, 6)
+    module.f(A, B, 0.5)
+    assert len(module._dt_plans_f) == 1
+    for args in ((torch._neg_view(A), B), (A, torch._neg_view(B))):
+        with pytest.raises(ValueError, match="negative view.*resolve_neg"):
+            module.f(*args, 0.5)
+    with pytest.raises(ValueError, match="negative view"):
+        module.reference_f(torch._neg_view(A), B, 0.5)
+    close(module.f(torch._neg_view(A).resolve_neg(), B, 0.5), oracle(-A, B, 0.5)[0])

@@ -527,7 +527,8 @@ private:
     const kir::Kernel& last = in_.kernels.at(f);
     bool atomic = !last.output_init.empty();
     if (!atomic) {
-      out_ += "        " + name + " = _dt_out(out, " + out_shape + ", dtype, device)\n";
+      out_ += "        " + name + " = _dt_out(out, " + out_shape + ", dtype, device, " +
+              tuple_of(tensor_inputs) + ")\n";
       out_ += "        if " + name + ".numel() == 0:\n            return " + name + "\n";
     } else {
       out_ += "        if out is not None or 0 in " + out_shape + ":\n";
@@ -610,8 +611,9 @@ private:
       out_ += "    ), num_warps=" + std::to_string(kernel.num_warps) +
               ", num_stages=" + std::to_string(kernel.num_stages) + ")\n";
     }
-    if (!atomic)
-      out_ += "    return " + name + "\n";
+    if (!atomic) // `out` shared memory with an input: the kernels wrote a new tensor
+      out_ += "    return " + name + " if out is None or " + name + " is out else out.copy_(" +
+              name + ")\n";
     else
       out_ += "    if out is None:\n        return " + name + ".to(dtype)\n    out.copy_(" + name +
               ")\n    return out\n";
