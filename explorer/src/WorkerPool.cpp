@@ -3,6 +3,7 @@
 #include "WorkerProcess.h"
 #include "dtx/Protocol.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -212,9 +213,16 @@ struct WorkerPool::Impl {
     Request request = job->request;
     if (!slot.timing) request.kind = RequestKind::Compile;
     nlohmann::json sent = request_json(request, job->id);
+    // A prefetch is work for the next request done within this one: allow this one time for
+    // it, twice what the compile worker spent readying the same module (a bound: the compile
+    // worker also compiled), so that a slow import of the next module does not time this one
+    // out.
+    double limit_s = request.timeout_s;
     if (slot.timing && options.prefetch)
-      if (JobPtr next = next_measure(); next)
+      if (JobPtr next = next_measure(); next) {
         sent["prefetch"] = request_json(next->request, next->id);
+        limit_s += std::min(next->request.timeout_s, 2 * next->ahead_compile_s.value_or(0) + 1);
+      }
     const std::string line = sent.dump() + "\n";
     Result result;
     for (int attempt = 0;; ++attempt) {
@@ -230,7 +238,7 @@ struct WorkerPool::Impl {
               job, pool_result(job->id, Status::Crashed, "worker did not start: " + error, tail));
       }
       auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(request.timeout_s));
+                                         std::chrono::duration<double>(limit_s));
       WorkerProcess::Io io = proc->send(line, deadline, stop);
       if (io == WorkerProcess::Io::Closed && attempt == 0) {
         // It died while idle (after a CUDA error it exits): not this request's doing.
@@ -253,10 +261,10 @@ struct WorkerPool::Impl {
       }
       if (io == WorkerProcess::Io::Timeout) {
         proc->kill();
-        result = pool_result(job->id, Status::Timeout,
-                             "no reply within " + std::to_string(request.timeout_s) +
-                                 " s; the worker was killed",
-                             proc->stderr_tail());
+        result =
+            pool_result(job->id, Status::Timeout,
+                        "no reply within " + std::to_string(limit_s) + " s; the worker was killed",
+                        proc->stderr_tail());
         log(slot.name, "request " + job->id + " timed out; worker pid " +
                            std::to_string(proc->pid()) + " killed");
         proc.reset();

@@ -216,66 +216,66 @@ def classify(exc, what):
 # Modules
 
 
-def inputs_key(module):
+SCHEDULE_LINE = re.compile(r'SCHEDULE = "[^"\\]*"\n?')
+DOT_PRECISION_LINE = re.compile(r'DOT_PRECISION = (None|"[a-z0-9]*")\n?')
+
+
+def inputs_key(module, source):
     """What a module's make_inputs and reference compute depends on everything in it but its
-    kernels, its wrappers and its schedule: the SHA-256 of its other top-level values, each
-    function by its bytecode (with its constants, names and defaults), each class by its
-    functions, each module it imports by name and any other value by its repr. Modules of one
-    program under different schedules share it, so their inputs and reference result are made
-    once (at 4096^2 making them cost a timing worker 0.3 s a request on an H100). Bytecode, not
-    text: parsing the source cost 7 ms a request, and dumping its syntax tree 10 ms, against a
-    screening measurement's 25 ms. A value whose repr names its address only keeps modules
-    from sharing, which costs time, never a wrong check. None when the module has no
-    COMPILED."""
+    kernels, its wrappers and its schedule: the SHA-256 of its text without those. Modules of
+    one program under different schedules share it, so their inputs and reference result are
+    made once (at 4096^2 making them cost a timing worker 0.3 s a request on an H100). None
+    when the module has no COMPILED tuple.
+
+    Left out: each @triton.jit kernel and each COMPILED wrapper defined in the module, from its
+    `def` (with the decorator line when that is exactly `@triton.jit`) to the next line that
+    starts a statement in column 0 (the body of a def cannot reach past it); a `SCHEDULE = "..."` or
+    `DOT_PRECISION = ...` line of that exact form; the opening docstring when its text is
+    exactly `__doc__` (it names the schedule). Anything else in the file is hashed, so a
+    module can only lose sharing by an unusual form, never share by one. The functions are
+    found from the imported module's code objects, not by parsing: parsing cost 7 ms a
+    request, and dumping the syntax tree 10 ms, against a screening measurement's 25 ms."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
-    kernels = (JITFunction, InterpretedFunction)  # @triton.jit on a GPU, and interpreted
     compiled = getattr(module, "COMPILED", None)
     if not isinstance(compiled, tuple):
         return None
-    digest = hashlib.sha256()
-
-    def code(c):
-        digest.update(c.co_code)
-        digest.update(repr((c.co_names, c.co_varnames, c.co_freevars)).encode())
-        for const in c.co_consts:
-            if hasattr(const, "co_code"):
-                code(const)
-            else:
-                digest.update(repr(const).encode())
-
-    def value(v, depth=0):
-        if isinstance(v, (staticmethod, classmethod)):
-            v = v.__func__
-        if isinstance(v, property):
-            v = (v.fget, v.fset, v.fdel)
-        if isinstance(v, tuple) and any(hasattr(x, "__code__") for x in v):
-            for x in v:
-                value(x, depth)
-        elif hasattr(v, "__code__") and hasattr(v, "__defaults__"):
-            code(v.__code__)
-            digest.update(repr((v.__defaults__, v.__kwdefaults__)).encode())
-        elif isinstance(v, type) and depth == 0:
-            for name, member in sorted(vars(v).items()):
-                if name in ("__module__", "__qualname__", "__dict__", "__weakref__", "__doc__"):
-                    continue
-                digest.update(name.encode())
-                value(member, 1)
-        elif isinstance(v, types.ModuleType):
-            digest.update(v.__name__.encode())
-        else:
-            text = repr(v)
-            if " at 0x" in text:  # an object known by its identity (a library's singleton)
-                text = f"{type(v).__module__}.{type(v).__qualname__}@{id(v)}"
-            digest.update(text.encode())
-
-    for name, v in sorted(vars(module).items()):
-        if name.startswith("__") or name in compiled or name in ("SCHEDULE", "DOT_PRECISION") \
-                or isinstance(v, kernels):
+    lines = source.splitlines(keepends=True)
+    path = getattr(module, "__file__", None)
+    skip = [False] * len(lines)
+    # What the check runs is never left out, whatever COMPILED says.
+    checked = {id(getattr(module, f"{what}_{f}", None)) for f in compiled if isinstance(f, str)
+               for what in ("reference", "make_inputs")}
+    for name, value in vars(module).items():
+        kernel = isinstance(value, (JITFunction, InterpretedFunction))
+        wrapper = name in compiled and id(value) not in checked
+        fn = getattr(value, "fn", None) if kernel else value if wrapper else None
+        code = getattr(fn, "__code__", None)
+        if code is None or code.co_filename != path or not 0 < code.co_firstlineno <= len(lines):
             continue
-        digest.update(b"\0" + name.encode() + b"\0")
-        value(v)
-    return digest.hexdigest()
+        first = code.co_firstlineno - 1
+        while first < len(lines) and lines[first].startswith("@"):
+            if not kernel or lines[first].strip() != "@triton.jit":
+                break
+            first += 1
+        if first >= len(lines) or not lines[first].startswith("def "):
+            continue  # another decorator, or not where the code says: keep it all
+        if kernel and (first == 0 or lines[first - 1].strip() != "@triton.jit"):
+            continue
+        start = first - 1 if kernel else first
+        end = first + 1
+        while end < len(lines) and (not lines[end][:1].strip() or lines[end][0] in "#)]}"):
+            end += 1  # blank, indented, a comment, or the closing bracket of the signature
+        for i in range(start, end):
+            skip[i] = True
+    for i, line in enumerate(lines):
+        if SCHEDULE_LINE.fullmatch(line) or DOT_PRECISION_LINE.fullmatch(line):
+            skip[i] = True
+    text = "".join(line for i, line in enumerate(lines) if not skip[i])
+    doc = getattr(module, "__doc__", None)
+    if isinstance(doc, str) and text.startswith('"""' + doc + '"""\n'):
+        text = text[len(doc) + 7:]
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class Prepared:
@@ -368,7 +368,7 @@ class Modules:
         start = time.perf_counter()
         module = import_path(name, path, "the module does not import")
         seconds = time.perf_counter() - start
-        module.__dtx_inputs_key__ = inputs_key(module)
+        module.__dtx_inputs_key__ = inputs_key(module, source)
         module.__dtx_sha256__ = actual
         self.by_hash[actual] = module
         return module, seconds
@@ -818,12 +818,12 @@ class Worker:
         start = time.perf_counter()
         spent = {"import_s": 0.0}
         try:
+            _, spent["import_s"] = self.modules.get(spec)
             call = self.resolve(request)
-            spent["import_s"] = call.import_s
             if CUDA:
                 with kernels_not_launched(call.module, load=True):
                     call.wrapper(*call.prepared["inputs"], **call.kwargs)
-        except (Exception, SystemExit) as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001  (whatever the module raises, even GeneratorExit)
             log(f"prefetch of request {request.get('id')!r} failed (the request will say why): "
                 f"{describe(e)}")
         spent.update(self.compile_clock.since(mark))
@@ -847,7 +847,8 @@ class Worker:
         if early is not None:
             result["prefetched"] = early
         call = self.resolve(request)
-        result["import_s"] = call.import_s if early is None else early["import_s"]
+        # Imported by the prefetch, or here when the prefetch failed before importing it.
+        result["import_s"] = call.import_s + (early["import_s"] if early is not None else 0.0)
         module, func, wrapper, reference = call.module, call.func, call.wrapper, call.reference
         dtype_name, kwargs, prepared = call.dtype_name, call.kwargs, call.prepared
         check = request.get("check", False)

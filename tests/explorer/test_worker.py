@@ -364,16 +364,35 @@ def test_inputs_and_reference_are_shared_across_schedules_but_not_corrupted(work
         spec = importlib.util.spec_from_file_location(f"keyed_{name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return worker_module.inputs_key(module)
+        return worker_module.inputs_key(module, text)
 
     keys = {key(s, f"s{i}") for i, s in enumerate(sources)}
     assert len(keys) == 1 and None not in keys
-    assert key(sources[0].replace("A * 2.0", "A * 3.0"), "kernel") in keys  # a kernel
-    assert key(sources[0].replace("B = _dt_randn(", "B = 0 * _dt_randn("), "inputs") not in keys
-    assert key(sources[0].replace("def reference_f(A, B", "def reference_f(A, B=1"),
-               "default") not in keys
-    assert key(sources[0] + "\nEXTRA = 1\n", "extra") not in keys
-    assert key(sources[0].replace("COMPILED = (", "COMPILED = None and ("), "none") is None
+    first = sources[0]
+    # The kernels, the wrapper, the schedule and the docstring do not change it.
+    for i, same in enumerate([
+            first.replace("A * 2.0", "A * 3.0"),
+            first.replace("SCHEDULE = \"", "SCHEDULE = \"f.num_warps(2);"),
+            first.replace("DOT_PRECISION = None", "DOT_PRECISION = \"ieee\""),
+            first.replace("Triton kernels generated", "Kernels generated"),
+            edited(first, "    key = _dt_key(", "    assert True\n    key = _dt_key(")]):
+        assert key(same, f"same{i}") in keys, i
+    # Anything else does, however it is written (each of these once fooled a bytecode key).
+    reference = "def reference_f(A, B, *, x=None, y=None):\n"
+    for i, other in enumerate([
+            first.replace("B = _dt_randn(", "B = 0 * _dt_randn("),
+            first.replace(reference, reference.replace("B, *", "B=1, *")),
+            first + "\nEXTRA = 1\n",
+            first + "\n__scale = 3.0\n",
+            first + "\n_c = torch.tensor(1.00002)\n",
+            first + "\nfrom cmath import sqrt\n",
+            first + "\nreference_f.scale = 2.0\n",
+            first + "\n_k = (lambda s: (lambda: s))(3.0)\n",
+            first.replace("SCHEDULE = \"", "SCHEDULE = \"\"; __s = 3; _x = \""),
+            first.replace("\n@triton.jit\ndef f_kernel", "\n@triton.jit(debug=False)\ndef f_kernel"),
+            first.replace("\ndef f(", "\n__s = 2\ndef f(")]):
+        assert key(other, f"other{i}") not in keys, i
+    assert key(first.replace("COMPILED = (", "COMPILED = None and ("), "none") is None
     mutating = tmp_path / "mutating.py"
     mutating.write_text("def f(A, B):\n    out = A * 2 + B\n    A.zero_()\n    B.zero_()\n"
                         "    return out\n")
@@ -444,6 +463,21 @@ def test_a_failed_prefetch_costs_nothing_and_the_request_says_why(worker, source
     assert reply["status"] == "ok", reply["message"]
     reply = worker.ask(ahead)
     assert reply["status"] == "compile_error" and "broken on import" in reply["message"]
+    # A module that raises GeneratorExit on import costs the prefetch, not the worker.
+    exits = source + "\nraise GeneratorExit\n"
+    reply = worker.ask(request("measure", source + "\n# g1\n", "g1", check=True, times=TINY,
+                               prefetch=request("measure", exits, "g2")))
+    assert reply["status"] == "ok", reply["message"]
+    # A prefetch that failed before importing (its source is not what its hash says) leaves
+    # the import to the request, which reports it.
+    late = source + "\n# late\n"
+    wrong = dict(request("measure", late, "l2"), module={"source": source,
+                                                           "sha256": module_of(late)["sha256"]})
+    reply = worker.ask(request("measure", source + "\n# l1\n", "l1", check=True, times=TINY,
+                               prefetch=wrong))
+    assert reply["status"] == "ok", reply["message"]
+    reply = worker.ask(request("measure", late, "l2", check=True, times=TINY))
+    assert reply["status"] == "ok" and reply["import_s"] > 0, reply
     # Nonsense in `prefetch` is ignored.
     for junk in ([1], {"type": "measure", "module": 3}, "x"):
         reply = worker.ask(request("measure", source, "j", check=True, times=TINY, prefetch=junk))
