@@ -67,6 +67,9 @@ struct Job {
   std::promise<Result> promise;
   ResultCallback callback;
   std::optional<double> ahead_compile_s;
+  /// The timing slot that was told to ready this job (`prefetch`) and so takes it; under
+  /// Impl::mutex.
+  const void* reserved_for = nullptr;
 };
 using JobPtr = std::shared_ptr<Job>;
 
@@ -191,11 +194,11 @@ struct WorkerPool::Impl {
       {
         std::unique_lock lock(mutex);
         work_cv.wait_for(lock, std::chrono::milliseconds(200),
-                         [&] { return stopping || !queue.empty(); });
+                         [&] { return stopping || takeable(queue, slot) != queue.end(); });
         if (stopping) break;
-        if (!queue.empty()) {
-          job = queue.front();
-          queue.pop_front();
+        if (auto it = takeable(queue, slot); it != queue.end()) {
+          job = *it;
+          queue.erase(it);
         }
       }
       if (!job) {
@@ -219,7 +222,7 @@ struct WorkerPool::Impl {
     // out.
     double limit_s = request.timeout_s;
     if (slot.timing && options.prefetch)
-      if (JobPtr next = next_measure(); next) {
+      if (JobPtr next = next_measure(slot); next) {
         sent["prefetch"] = request_json(next->request, next->id);
         limit_s += std::min(next->request.timeout_s, 2 * next->ahead_compile_s.value_or(0) + 1);
       }
@@ -312,15 +315,28 @@ struct WorkerPool::Impl {
     finish(job, std::move(result));
   }
 
-  // The Measure request a timing worker will most likely take next, if one is queued and a
-  // compile worker has already imported its module and run its wrapper (in warm-up mode): one
-  // whose import or host code hangs or kills its process was caught there, so readying it
-  // cannot cost the request being timed.
-  JobPtr next_measure() {
+  // The job `slot` takes next: the one it was told to ready, else the first nobody was told
+  // to ready. Under the lock.
+  static std::deque<JobPtr>::iterator takeable(std::deque<JobPtr>& queue, const Slot& slot) {
+    auto mine = std::find_if(queue.begin(), queue.end(),
+                             [&](const JobPtr& j) { return j->reserved_for == &slot; });
+    if (mine != queue.end()) return mine;
+    return std::find_if(queue.begin(), queue.end(),
+                        [](const JobPtr& j) { return j->reserved_for == nullptr; });
+  }
+
+  // The Measure request the timing worker of `slot` takes next, reserved for it (another
+  // timing worker taking it would waste the preparation), if one is queued and a compile
+  // worker has already imported its module and run its wrapper (in warm-up mode): one whose
+  // import or host code hangs or kills its process was caught there, so readying it cannot
+  // cost the request being timed.
+  JobPtr next_measure(const Slot& slot) {
     std::lock_guard lock(mutex);
-    if (timing_queue.empty()) return nullptr;
-    const JobPtr& next = timing_queue.front();
+    auto it = takeable(timing_queue, slot);
+    if (it == timing_queue.end()) return nullptr;
+    const JobPtr& next = *it;
     if (next->request.kind != RequestKind::Measure || !next->ahead_compile_s) return nullptr;
+    next->reserved_for = &slot;
     return next;
   }
 

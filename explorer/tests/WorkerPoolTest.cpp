@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -142,6 +143,33 @@ TEST(WorkerPool, TimingRequestNamesTheNextQueuedMeasure) {
   Result rb = b.get();
   c.get();
   EXPECT_EQ(rb.message.find("prefetch"), std::string::npos) << rb.message;
+}
+
+// With two timing workers, the request a worker was told to ready is the one it takes next:
+// the other worker taking it would waste the preparation.
+TEST(WorkerPool, ANamedRequestGoesToTheWorkerThatReadiesIt) {
+  PoolOptions o = fake_options(8); // all compiled at once: the timing queue fills up
+  o.gpus = {0, 1};
+  WorkerPool pool(std::move(o));
+  std::vector<std::future<Result>> futures;
+  for (int i = 0; i < 8; ++i)
+    futures.push_back(pool.submit(fake("ok", 20, 150)));
+  std::map<std::string, Result> by_id;
+  for (auto& f : futures) {
+    Result r = f.get();
+    ASSERT_EQ(r.status, Status::Ok) << r.message;
+    by_id[r.id] = r;
+  }
+  int named = 0;
+  for (const auto& [id, r] : by_id) {
+    auto at = r.message.find("prefetch ");
+    if (at == std::string::npos) continue;
+    ++named;
+    const Result& next = by_id.at(r.message.substr(at + 9));
+    ASSERT_TRUE(r.worker && next.worker);
+    EXPECT_EQ(next.worker->pid, r.worker->pid) << r.message;
+  }
+  EXPECT_GE(named, 2);
 }
 
 TEST(WorkerPool, CallbackRunsBeforeTheFuture) {
