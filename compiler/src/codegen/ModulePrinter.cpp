@@ -546,8 +546,11 @@ private:
       if (in->kind == ir::SymbolKind::SIn)
         out_ +=
             "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
-    for (ir::Label l : sig.derived)
-      out_ += "    " + l->py_name + " = " + prog_.derived_sizes.at(l) + "\n";
+    for (ir::Label l : sig.derived) {
+      const ir::Program::DerivedSize& d = prog_.derived_sizes.at(l);
+      out_ += "    " + l->py_name + " = triton.cdiv(" + d.of->py_name + ", " +
+              std::to_string(d.divisor) + ")\n";
+    }
     if (atomic)
       out_ +=
           "    # Combined atomically in float32, starting from the reduction's identity.\n    " +

@@ -177,9 +177,13 @@ struct Program {
   std::map<std::string, Symbol*> by_name;
   std::map<const Symbol*, FuncDef> funcs;
   std::vector<const Symbol*> inputs; // In and SIn symbols, in declaration order
-  /// Labels made by the compiler whose sizes follow from other sizes: label -> Python
-  /// expression over the wrapper's size variables (e.g. "triton.cdiv(k, 1024)").
-  std::map<const Symbol*, std::string> derived_sizes;
+  /// Labels made by the compiler whose sizes follow from other sizes (a split reduction's
+  /// number of parts): label -> ceil(size of `of` / `divisor`).
+  struct DerivedSize {
+    const Symbol* of = nullptr;
+    long long divisor = 1;
+  };
+  std::map<const Symbol*, DerivedSize> derived_sizes;
 
   const Symbol* find(const std::string& name) const {
     auto it = by_name.find(name);

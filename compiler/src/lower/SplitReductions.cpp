@@ -71,7 +71,7 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     ir::Symbol* parts = add_symbol(program, k->py_name + "_parts", ir::SymbolKind::RVar, k->loc);
     ir::Symbol* partial =
         add_symbol(program, f->py_name + "_partial", ir::SymbolKind::Func, f->loc);
-    program.derived_sizes[parts] = "triton.cdiv(" + k->py_name + ", " + std::to_string(block) + ")";
+    program.derived_sizes[parts] = {k, block};
     ir::FuncDef pdef = def;
     pdef.symbol = partial;
     pdef.dims.push_back(parts);
