@@ -97,6 +97,8 @@ def _dt_out(out, shape, dtype, device, inputs=()):
         raise ValueError(f"out is {out.dtype} but the result is {dtype} (the inputs' dtype)")
     if out.device.type != device.type or (device.index is not None and out.device != device):
         raise ValueError(f"out is on {out.device} but the inputs are on {device}")
+    if out.is_neg():  # torch would read back the negation of what the kernel writes
+        raise ValueError("out is a negative view (torch._neg_view); pass a plain tensor")
     extent = 1
     for stride, size in sorted((s, n) for s, n in zip(out.stride(), out.shape) if n > 1):
         if stride < extent:

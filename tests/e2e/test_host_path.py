@@ -165,4 +165,6 @@ def test_negative_views_are_refused_on_either_path(tmp_path):
             module.f(*args, 0.5)
     with pytest.raises(ValueError, match="negative view"):
         module.reference_f(torch._neg_view(A), B, 0.5)
+    with pytest.raises(ValueError, match="out is a negative view"):
+        module.f(A, B, 0.5, out=torch._neg_view(torch.empty(6, 6)))
     close(module.f(torch._neg_view(A).resolve_neg(), B, 0.5), oracle(-A, B, 0.5)[0])
