@@ -75,11 +75,25 @@ def _dt_dtype_device(tensors):
     return first.dtype, first.device
 
 
+def _dt_span(tensor):
+    """The bytes [first, end) that a tensor's elements lie in (strides are not negative)."""
+    first = tensor.data_ptr()
+    if tensor.numel() == 0:
+        return first, first
+    last = sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride()))
+    return first, first + (last + 1) * tensor.element_size()
+
+
 def _dt_shares(out, tensors):
-    """Whether `out` shares memory with one of `tensors` (the same storage)."""
-    storage = out.untyped_storage().data_ptr()
-    return any(isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() == storage
-               for t in tensors)
+    """Whether `out`'s memory overlaps that of one of `tensors`, by address range: views of one
+    storage, and memory reached through another storage object (DLPack, NumPy) alike."""
+    low, high = _dt_span(out)
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.device == out.device:
+            first, end = _dt_span(t)
+            if first < high and low < end:
+                return True
+    return False
 
 
 def _dt_out(out, shape, dtype, device, inputs=()):

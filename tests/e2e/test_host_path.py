@@ -153,6 +153,21 @@ def test_out_that_shares_memory_with_an_input(tmp_path, schedule):
     want_f, _ = oracle(A, B, 0.5)
     assert module.f(A, B, 0.5, out=A) is A  # in place on the element-wise operand
     close(A, want_f)
+    # The same memory through another storage object (DLPack, NumPy), partly overlapping B.
+    for reach in (lambda t: torch.from_dlpack(t), lambda t: torch.from_numpy(t.numpy())):
+        base = torch.randn(7, 6)
+        A, B = torch.randn(6, 6), base[:6]
+        want_f, _ = oracle(A, B, 0.5)
+        out = reach(base[1:])
+        assert out.untyped_storage().data_ptr() != B.untyped_storage().data_ptr()
+        assert module.f(A, B, 0.5, out=out) is out
+        close(base[1:], want_f)
+    # Memory of the same storage that does not overlap needs no copy, and is not touched.
+    base = torch.randn(12, 6)
+    A, B, out = base[:6], torch.randn(6, 6), base[6:]
+    keep = A.clone()
+    close(module.f(A, B, 0.5, out=out), oracle(keep, B, 0.5)[0])
+    assert torch.equal(A, keep)
 
 
 def test_negative_views_are_refused_on_either_path(tmp_path):
