@@ -229,12 +229,13 @@ def inputs_key(module, source):
 
     Left out: each @triton.jit kernel and each COMPILED wrapper defined in the module, from its
     `def` (with the decorator line when that is exactly `@triton.jit`) to the next line that
-    starts a statement in column 0 (the body of a def cannot reach past it); a `SCHEDULE = "..."` or
-    `DOT_PRECISION = ...` line of that exact form; the opening docstring when its text is
-    exactly `__doc__` (it names the schedule). Anything else in the file is hashed, so a
-    module can only lose sharing by an unusual form, never share by one. The functions are
-    found from the imported module's code objects, not by parsing: parsing cost 7 ms a
-    request, and dumping the syntax tree 10 ms, against a screening measurement's 25 ms."""
+    starts a statement in column 0 (the body of a def cannot reach past it); a
+    `SCHEDULE = "..."` or `DOT_PRECISION = ...` line of that exact form; the opening docstring
+    when its text is exactly `__doc__` (it names the schedule). Anything else in the file is
+    hashed, so a module can only lose sharing by an unusual form, never share by one. The
+    functions are found from the imported module's code objects, not by parsing: parsing cost
+    7 ms a request, and dumping the syntax tree 10 ms, against a screening measurement's 25 ms.
+    """
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
     compiled = getattr(module, "COMPILED", None)
@@ -369,7 +370,6 @@ class Modules:
         module = import_path(name, path, "the module does not import")
         seconds = time.perf_counter() - start
         module.__dtx_inputs_key__ = inputs_key(module, source)
-        module.__dtx_sha256__ = actual
         self.by_hash[actual] = module
         return module, seconds
 

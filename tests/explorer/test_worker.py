@@ -389,7 +389,8 @@ def test_inputs_and_reference_are_shared_across_schedules_but_not_corrupted(work
             first + "\nreference_f.scale = 2.0\n",
             first + "\n_k = (lambda s: (lambda: s))(3.0)\n",
             first.replace("SCHEDULE = \"", "SCHEDULE = \"\"; __s = 3; _x = \""),
-            first.replace("\n@triton.jit\ndef f_kernel", "\n@triton.jit(debug=False)\ndef f_kernel"),
+            first.replace("\n@triton.jit\ndef f_kernel",
+                          "\n@triton.jit(debug=False)\ndef f_kernel"),
             first.replace("\ndef f(", "\n__s = 2\ndef f(")]):
         assert key(other, f"other{i}") not in keys, i
     assert key(first.replace("COMPILED = (", "COMPILED = None and ("), "none") is None
