@@ -60,3 +60,25 @@ def test_k_contiguous_copies_into_the_layout_asked_for(axis, shape):
     out = rl._dt_k_contiguous(a, axis)
     assert torch.equal(out, a)
     assert out.stride(axis) == 1
+
+
+def test_index_type_is_int32_only_where_every_index_fits():
+    # Meta tensors: shapes and strides without memory, so spans past 2**31 cost nothing.
+    import triton.language as tl
+    rt = load("runtime")
+    meta = dict(device="meta")
+    small = torch.empty(4096, 4096, **meta)
+    assert rt._dt_index_type(128, (small,), ((4096, 4096),)) is tl.int32
+    # 2**31 elements in one tensor, or a temporary of that many, or a view whose strides reach
+    # that far (a column of a wide matrix), or a broadcast input that would be copied contiguous.
+    big = torch.empty(2**16, 2**15, **meta)
+    assert rt._dt_index_type(1, (big,), ()) is tl.int64
+    assert rt._dt_index_type(1, (), ((2**16, 2**15),)) is tl.int64
+    column = torch.empty(2**16, 2**15, **meta)[:, :1]
+    assert rt._dt_index_type(1, (column,), ()) is tl.int64
+    wide = torch.empty(1, 2**31 // 4, **meta).expand(4, -1)
+    assert wide.stride(0) == 0 and rt._dt_index_type(1, (wide,), ()) is tl.int64
+    # The slack: a 2**30-element tensor is within 2**31 until tiles may run 2**30 past it.
+    half = torch.empty(2**29, **meta)
+    assert rt._dt_index_type(1, (half,), ()) is tl.int32
+    assert rt._dt_index_type(2**30, (half,), ()) is tl.int64

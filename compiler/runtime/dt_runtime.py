@@ -8,6 +8,7 @@ import os
 
 import torch
 import triton
+import triton.language as tl
 
 # --- embedded below ---
 
@@ -122,6 +123,38 @@ def _dt_out(out, shape, dtype, device, inputs=()):
     if out.numel() and _dt_shares(out, inputs):
         return torch.empty(shape, dtype=dtype, device=device)
     return out
+
+
+# The kernels index in int32 where every index of a call fits: 32-bit address arithmetic is about
+# half the instructions of 64-bit, which matters most in a matmul's inner loop. An index runs
+# past its dimension's size by at most the kernel's slack (the last tile's masked lanes, the
+# program instances of a map split past the last block), and a tensor may be copied contiguous
+# (a tl.dot operand laid out k-contiguous): the bound below covers both.
+
+_DT_INDEX32_LIMIT = 2**31 - 1
+
+
+def _dt_index_type(slack, tensors, shapes):
+    """tl.int32 when no index into `tensors` (as they are, or contiguous) or into new contiguous
+    tensors of `shapes` can exceed int32, else tl.int64."""
+    layouts = []
+    for tensor in tensors:
+        layouts.append((tensor.shape, tensor.stride()))
+        layouts.append((tensor.shape, None))
+    layouts.extend((shape, None) for shape in shapes)
+    for shape, strides in layouts:
+        if strides is None:  # contiguous
+            strides, step = [], 1
+            for size in reversed(shape):
+                strides.append(step)
+                step *= size
+            strides.reverse()
+        span = 0
+        for size, stride in zip(shape, strides):
+            span += (2 * size + slack) * max(abs(stride), 1)
+        if span > _DT_INDEX32_LIMIT:
+            return tl.int64
+    return tl.int32
 
 
 def _dt_check_launch(device):

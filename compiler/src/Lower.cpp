@@ -3,7 +3,9 @@
 //
 //   parse -> check -> python names -> fold constants (verify IR) -> apply schedule
 //   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR) -> plan kernels
-//   -> lower each kernel -> eliminate dead code (verify kernel) -> print module
+//   -> lower each kernel (verify kernel) -> hoist loop invariants (verify kernel)
+//   -> common subexpressions (verify kernel)
+//   -> eliminate dead code (verify kernel) -> print module
 #include "Pipeline.h"
 #include "codegen/PythonCodegen.h"
 #include "dtc/Compiler.h"
@@ -11,12 +13,14 @@
 #include "frontend/Parser.h"
 #include "ir/ConstantFold.h"
 #include "ir/VerifyIR.h"
-#include "lower/EliminateDeadCode.h"
+#include "kir/CommonSubexpressions.h"
+#include "kir/EliminateDeadCode.h"
+#include "kir/HoistLoopInvariants.h"
+#include "kir/VerifyKernel.h"
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
 #include "lower/Names.h"
 #include "lower/SplitReductions.h"
-#include "lower/VerifyKernel.h"
 
 #include <functional>
 #include <set>
@@ -97,8 +101,13 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
       if (module.kernels.count(k)) continue;
       kir::Kernel kernel = lower_func(program, schedule, k, diags);
       if (diags.has_errors()) return result;
+      verify_kernel(kernel, "lowering");
+      hoist_loop_invariants(kernel);
+      verify_kernel(kernel, "loop-invariant code motion");
+      eliminate_common_subexpressions(kernel);
+      verify_kernel(kernel, "common subexpressions");
       eliminate_dead_code(kernel);
-      verify_kernel(kernel);
+      verify_kernel(kernel, "dead code");
       module.kernels.emplace(k, std::move(kernel));
     }
     module.compiled.push_back(std::move(c));

@@ -1,6 +1,7 @@
 // The library interface dtc::compile: never throws, reports every problem as a diagnostic, and
 // emits the requested text.
 #include "dtc/Compiler.h"
+#include "ir/Builtins.h"
 
 #include <gtest/gtest.h>
 
@@ -195,4 +196,17 @@ TEST(CompilerApi, ExponentWithoutDigitsIsOneError) {
       compile_as("Func f;\nIn A;\nVar x;\nf[x] = A[x] * 1e;\n", dtc::Emit::Check);
   EXPECT_EQ(r.error_count, 1) << r.diagnostics;
   EXPECT_TRUE(contains(r.diagnostics, "exponent of a number needs digits")) << r.diagnostics;
+}
+
+TEST(CompilerApi, EveryBuiltinLowersToKernelIR) {
+  for (const dtc::Builtin& b : dtc::builtins()) {
+    std::string args;
+    for (int i = 0; i < b.arity; ++i)
+      args += std::string(i ? ", " : "") + (i ? "B[x]" : "A[x]");
+    std::string source = "Func f;\nIn A, B;\nVar x;\nf[x] = " + std::string(b.name) + "(" + args +
+                         ");\nf.tensorize(x:4);\nf.compile();";
+    dtc::CompileResult r = compile_as(source, dtc::Emit::Python);
+    EXPECT_TRUE(r.ok) << b.name << ": " << r.diagnostics;
+    EXPECT_TRUE(contains(r.output, "def f_kernel(")) << b.name;
+  }
 }

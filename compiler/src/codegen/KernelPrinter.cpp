@@ -1,33 +1,197 @@
-// Prints kernel IR as a @triton.jit Python function.
+// Prints kernel IR as Python: expressions with the fewest parentheses Python's precedence
+// allows, and each kernel as a @triton.jit function. The only place kernel code becomes text.
 #include "codegen/PythonCodegen.h"
+#include "ir/IR.h"
+
+#include <cmath>
 
 namespace dtc {
+namespace kir {
+namespace {
 
-static void print_stmts(const std::vector<kir::StmtPtr>& stmts, int depth, std::string& out) {
+// Python precedence, lowest first.
+enum Prec { kCompare = 1, kAnd = 2, kAdd = 3, kMul = 4, kUnary = 5, kAtom = 6 };
+
+struct Printed {
+  std::string text;
+  int prec = kAtom;
+};
+
+std::string dtype_text(const Type& t) {
+  switch (t.scalar) {
+  case Scalar::F32:
+    return "tl.float32";
+  case Scalar::I64:
+    return "tl.int64";
+  case Scalar::Index:
+    return kIndexParam;
+  case Scalar::I32:
+    return "tl.int32";
+  case Scalar::I1:
+    return "tl.int1";
+  case Scalar::Elem:
+    return t.elem_of + ".dtype.element_ty";
+  case Scalar::Int:
+  case Scalar::Ptr:
+    break;
+  }
+  throw InternalError("no Triton dtype for " + to_string(t));
+}
+
+std::string shape_text(const Shape& s) {
+  return to_string(s);
+}
+
+std::string paren(const Printed& p, int min_prec) {
+  return p.prec < min_prec ? "(" + p.text + ")" : p.text;
+}
+
+int precedence(BinOp op) {
+  if (is_comparison(op)) return kCompare;
+  if (op == BinOp::And) return kAnd;
+  if (op == BinOp::Add || op == BinOp::Sub) return kAdd;
+  return kMul;
+}
+
+Printed print_expr(const Expr& e);
+
+std::string args_text(const Expr& e, size_t from = 0, size_t to = std::string::npos) {
+  std::string s;
+  for (size_t i = from; i < std::min(to, e.args.size()); ++i)
+    s += (i > from ? ", " : "") + print_expr(*e.args[i]).text;
+  return s;
+}
+
+// A cast of a value that may be a plain Python number under the interpreter (a loop variable,
+// a scalar argument, arithmetic on them) is written `tl.cast(v, T)`: a number has no `.to`.
+bool maybe_python_number(const Expr& e) {
+  if (!e.type.shape.empty()) return false;
+  switch (e.kind) {
+  case ExprKind::Var:
+  case ExprKind::Int:
+  case ExprKind::Float:
+    return true;
+  case ExprKind::Neg:
+  case ExprKind::Binary:
+    for (const ExprPtr& a : e.args)
+      if (!maybe_python_number(*a)) return false;
+    return true;
+  default:
+    return false;
+  }
+}
+
+Printed print_expr(const Expr& e) {
+  switch (e.kind) {
+  case ExprKind::Var:
+    return {e.name};
+  case ExprKind::Int:
+    return {std::to_string(e.value_int), e.value_int < 0 ? kUnary : kAtom};
+  case ExprKind::Float:
+    return {ir::python_float(e.value_float), e.value_float < 0 ? kUnary : kAtom};
+  case ExprKind::Neg:
+    return {"-" + paren(print_expr(*e.args[0]), kUnary), kUnary};
+  case ExprKind::Binary: {
+    int p = precedence(e.op);
+    // Comparisons never chain in the generated code: Python would read `a < b < c` as a chain.
+    int left_min = p == kCompare ? kCompare + 1 : p;
+    return {paren(print_expr(*e.args[0]), left_min) + " " + op_text(e.op) + " " +
+                paren(print_expr(*e.args[1]), p + 1),
+            p};
+  }
+  case ExprKind::Call:
+    return {e.name + "(" + args_text(e) + ")"};
+  case ExprKind::Select:
+    return {"tl.where(" + args_text(e) + ")"};
+  case ExprKind::Cast: {
+    const Expr& a = *e.args[0];
+    if (maybe_python_number(a))
+      return {"tl.cast(" + print_expr(a).text + ", " + dtype_text(e.type) + ")"};
+    return {paren(print_expr(a), kAtom) + ".to(" + dtype_text(e.type) + ")"};
+  }
+  case ExprKind::Load:
+    return {"tl.load(" + print_expr(*e.args[0]).text +
+            (e.args.size() > 1 ? ", mask=" + print_expr(*e.args[1]).text + ", other=0.0" : "") +
+            ")"};
+  case ExprKind::Arange: {
+    const Extent& x = e.type.shape[0];
+    return {"tl.arange(0, " + (x.param.empty() ? std::to_string(x.n) : x.param) + ")"};
+  }
+  case ExprKind::Expand: {
+    std::string s;
+    for (bool k : e.expand)
+      s += std::string(s.empty() ? "" : ", ") + (k ? ":" : "None");
+    return {paren(print_expr(*e.args[0]), kAtom) + "[" + s + "]"};
+  }
+  case ExprKind::Full:
+    if (e.value_float == 0 && !std::signbit(e.value_float))
+      return {"tl.zeros(" + shape_text(e.type.shape) + ", tl.float32)"};
+    return {"tl.full(" + shape_text(e.type.shape) + ", " + ir::python_float(e.value_float) +
+            ", tl.float32)"};
+  case ExprKind::Reduce: {
+    const char* fn = e.reduce == ReduceOp::Sum   ? "tl.sum"
+                     : e.reduce == ReduceOp::Max ? "tl.max"
+                                                 : "tl.min";
+    return {std::string(fn) + "(" + print_expr(*e.args[0]).text +
+            ", axis=" + std::to_string(e.value_int) + ", keep_dims=True)"};
+  }
+  case ExprKind::Dot:
+    return {"tl.dot(" + args_text(e) +
+            (e.precision.empty() ? "" : ", input_precision=\"" + e.precision + "\"") + ")"};
+  case ExprKind::Reshape:
+    return {"tl.reshape(" + print_expr(*e.args[0]).text + ", " + shape_text(e.type.shape) + ")"};
+  case ExprKind::Trans:
+    return {"tl.trans(" + print_expr(*e.args[0]).text + ")"};
+  case ExprKind::ProgramId:
+    return {"tl.program_id(" + std::to_string(e.value_int) + ")"};
+  }
+  throw InternalError("print: unknown kernel expression kind");
+}
+
+void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out) {
   std::string indent(4 * depth, ' ');
-  for (const kir::StmtPtr& s : stmts) {
+  for (const StmtPtr& s : stmts) {
     switch (s->kind) {
-    case kir::StmtKind::Assign:
-      out += indent + s->target + " = " + s->value + "\n";
+    case StmtKind::Assign:
+      out += indent + s->name + " = " + print_expr(*s->a).text + "\n";
       break;
-    case kir::StmtKind::Comment:
-      out += indent + "# " + s->value + "\n";
+    case StmtKind::Comment:
+      out += indent + "# " + s->name + "\n";
       break;
-    case kir::StmtKind::Expr:
-      out += indent + s->value + "\n";
+    case StmtKind::Barrier:
+      out += indent + "tl.debug_barrier()\n";
       break;
-    case kir::StmtKind::Store:
-      out += indent + (s->atomic.empty() ? "tl.store(" : "tl.atomic_" + s->atomic + "(") +
-             s->target + ", " + s->value + (s->mask.empty() ? "" : ", mask=" + s->mask) + ")\n";
+    case StmtKind::Store: {
+      const char* fn = s->atomic == Atomic::None  ? "tl.store("
+                       : s->atomic == Atomic::Add ? "tl.atomic_add("
+                       : s->atomic == Atomic::Max ? "tl.atomic_max("
+                                                  : "tl.atomic_min(";
+      out += indent + fn + print_expr(*s->a).text + ", " + print_expr(*s->b).text +
+             (s->c ? ", mask=" + print_expr(*s->c).text : "") + ")\n";
       break;
-    case kir::StmtKind::For:
-      out +=
-          indent + "for " + s->var + " in range(" + s->lo + ", " + s->hi + ", " + s->step + "):\n";
+    }
+    case StmtKind::For:
+      out += indent + "for " + s->name + " in range(" + print_expr(*s->a).text + ", " +
+             print_expr(*s->b).text + ", " + print_expr(*s->c).text + "):\n";
       print_stmts(s->body, depth + 1, out);
       break;
     }
   }
 }
+
+} // namespace
+
+std::string print(const Expr& e) {
+  return print_expr(e).text;
+}
+
+std::string print(const std::vector<StmtPtr>& stmts, int depth) {
+  std::string out;
+  print_stmts(stmts, depth, out);
+  return out;
+}
+
+} // namespace kir
 
 std::string print_kernel(const kir::Kernel& kernel) {
   std::string out = "@triton.jit\ndef " + kernel.name + "(\n";
@@ -48,7 +212,7 @@ std::string print_kernel(const kir::Kernel& kernel) {
   flush();
   out += "):\n";
   out += "    \"\"\"" + kernel.doc + "\"\"\"\n";
-  print_stmts(kernel.body, 1, out);
+  out += kir::print(kernel.body, 1);
   return out;
 }
 

@@ -496,7 +496,31 @@ private:
     // they found in a plan (dt_runtime.py); later calls with that metadata launch from the plan.
     std::string plans = "_dt_plans_" + name;
     std::string out_shape = shape_of(def.dims);
-    std::string values = "(" + sizes_tuple(sig) + "dtype, device)";
+    // The kernels' index type (kir::kIndexParam), decided once per plan: int32 when every
+    // index of this call fits, bounded from the tensors it touches and the largest overshoot of
+    // a tile, block or map split past a size (the kernels' index_slack).
+    bool uses_index = false;
+    long long slack = 1;
+    std::vector<std::string> index_shapes;
+    auto index_shape = [&](const ir::Labels& dims) {
+      std::vector<std::string> items;
+      for (ir::Label l : dims) {
+        auto d = prog_.derived_sizes.find(l); // k_parts <= k
+        items.push_back(d == prog_.derived_sizes.end() ? l->py_name : d->second.of->py_name);
+      }
+      index_shapes.push_back(tuple_of(items));
+    };
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      const kir::Kernel& kernel = in_.kernels.at(k);
+      for (const kir::Param& p : kernel.params)
+        uses_index |= p.name == kir::kIndexParam;
+      slack = std::max(slack, kernel.index_slack);
+      if (k != f) index_shape(prog_.def(k).dims);
+      for (const auto& [m, at] : in_.schedule->of(k).materialized)
+        index_shape(prog_.def(m).dims);
+    }
+    std::string index = uses_index ? "index, " : "";
+    std::string values = "(" + sizes_tuple(sig) + index + "dtype, device)";
     out_ += "\n\n" + plans + " = {}  # argument metadata -> plan\n";
     out_ += "\n\ndef " + name + "(" + params(sig, true) + "):\n";
     out_ += "    \"\"\"" + f->name + shape_text(def.dims) + " = " + ir::to_dt(*def.value) + "\n\n";
@@ -536,9 +560,19 @@ private:
       out_ += "            if checked.numel() == 0:\n                return checked\n";
     }
     out_ += "        _dt_check_launch(device)\n";
+    if (uses_index) {
+      std::vector<std::string> touched = tensor_inputs;
+      if (!atomic)
+        touched.push_back(name);
+      else
+        index_shape(def.dims);
+      out_ += "        index = _dt_index_type(" + std::to_string(slack) + ", " +
+              (touched.empty() ? "()" : tuple_of(touched)) + ", " +
+              (index_shapes.empty() ? "()" : tuple_of(index_shapes)) + ")\n";
+    }
     out_ += "        plan = _dt_plan(" + plans + ", key, " + values + ")\n";
     out_ += "    else:\n";
-    out_ += "        " + sizes_tuple(sig) + "dtype, device = plan.values\n";
+    out_ += "        " + sizes_tuple(sig) + index + "dtype, device = plan.values\n";
     if (!atomic)
       out_ += "        " + name + " = torch.empty(" + empty_sizes(out_shape) +
               ", dtype=dtype, device=device) if out is None else out\n";

@@ -1,7 +1,7 @@
 #pragma once
 // Python code generation: prints the kernels (kernel IR) and writes, for every compiled Func,
 // its wrapper, its PyTorch reference, its random-input helper, plus the canonical schedule.
-#include "lower/KernelIR.h"
+#include "kir/KernelIR.h"
 #include "schedule/Schedule.h"
 
 namespace dtc {

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -23,18 +24,10 @@ long long next_power_of_two(long long v) {
 namespace {
 
 using ir::Label;
+using kir::ExprPtr;
 using kir::Stmt;
 using kir::StmtPtr;
-
-// Python operator precedence levels used for parenthesizing generated expressions.
-enum Prec { kCompare = 1, kAdd = 2, kMul = 3, kUnary = 4, kAtom = 5 };
-
-struct Value {
-  std::string text;
-  int prec = kAtom;
-  bool is_bool = false;
-  int depth = 0; // operations nested in `text` (a name or literal is 0)
-};
+using Value = kir::ExprPtr;
 
 // Python's parser allows 200 nested parentheses and Triton's code generator recurses through
 // the expression: a value nested deeper than this is bound to a name first.
@@ -55,18 +48,77 @@ bool is_scalar_value(const ir::Expr& e) {
   return false; // an access, a reduction, a dot: tensors
 }
 
-std::string paren(const Value& v, int min_prec) {
-  return v.prec < min_prec ? "(" + v.text + ")" : v.text;
-}
-
 /// How a dimension label is indexed at the current point of the kernel.
 struct Binding {
-  std::string idx;  // Python expression (int64 scalar or layout-shaped tensor)
-  std::string mask; // empty when every index is in range by construction
+  ExprPtr idx;  // int64 scalar or layout-shaped tensor
+  ExprPtr mask; // null when every index is in range by construction
   // For a tensorized label: the same indices and mask as 1-D vectors, from which tl.dot operands
   // are loaded directly as 2-D tiles.
-  std::string vec, vec_mask;
+  ExprPtr vec, vec_mask;
 };
+
+kir::BinOp kernel_op(ir::BinOp op) {
+  switch (op) {
+  case ir::BinOp::Add:
+    return kir::BinOp::Add;
+  case ir::BinOp::Sub:
+    return kir::BinOp::Sub;
+  case ir::BinOp::Mul:
+    return kir::BinOp::Mul;
+  case ir::BinOp::Div:
+    return kir::BinOp::Div;
+  case ir::BinOp::Mod:
+    return kir::BinOp::Mod;
+  case ir::BinOp::Lt:
+    return kir::BinOp::Lt;
+  case ir::BinOp::Le:
+    return kir::BinOp::Le;
+  case ir::BinOp::Gt:
+    return kir::BinOp::Gt;
+  case ir::BinOp::Ge:
+    return kir::BinOp::Ge;
+  case ir::BinOp::Eq:
+    return kir::BinOp::Eq;
+  case ir::BinOp::Ne:
+    return kir::BinOp::Ne;
+  }
+  throw InternalError("kernel_op: unknown operator");
+}
+
+kir::ReduceOp kernel_op(ir::ReduceOp op) {
+  return op == ir::ReduceOp::Sum   ? kir::ReduceOp::Sum
+         : op == ir::ReduceOp::Max ? kir::ReduceOp::Max
+                                   : kir::ReduceOp::Min;
+}
+
+double identity_of(ir::ReduceOp op) {
+  return op == ir::ReduceOp::Sum   ? 0.0
+         : op == ir::ReduceOp::Max ? -std::numeric_limits<double>::infinity()
+                                   : std::numeric_limits<double>::infinity();
+}
+
+/// A builtin's Triton form as kernel IR. Most are one call `fn(args)`; the rest are spelled out.
+ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
+  std::string_view name = b.name;
+  if (name == "erfc") return kir::sub(kir::float_imm(1.0), kir::call("tl.erf", {a[0]}));
+  if (name == "reciprocal") return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), a[0]);
+  if (name == "square") return kir::mul(a[0], a[0]);
+  if (name == "relu") return kir::call("tl.maximum", {a[0], kir::float_imm(0.0)});
+  if (name == "where") {
+    ExprPtr cond = a[0]->type.scalar == kir::Scalar::I1
+                       ? a[0]
+                       : kir::binary(kir::BinOp::Ne, a[0], kir::float_imm(0.0));
+    return kir::select(cond, a[1], a[2]);
+  }
+  // The remaining patterns are `fn({0}, {1}, ...)`.
+  std::string pattern = b.triton;
+  std::string fn = pattern.substr(0, pattern.find('('));
+  std::string expected = fn + "(";
+  for (size_t i = 0; i < a.size(); ++i)
+    expected += (i ? ", {" : "{") + std::to_string(i) + "}";
+  DTC_ASSERT(pattern == expected + ")", "builtin " + std::string(name) + " has no kernel IR form");
+  return kir::call(fn, a);
+}
 
 class FuncLowering {
 public:
@@ -91,23 +143,22 @@ public:
       scalar_store &= !tensorized(l);
     // With no tensorized output dimension the value is a [1, ..., 1] tensor; store a scalar. A
     // value of constants and scalar inputs is one already (a Python number has no shape).
-    std::string value = scalar_store && !axes_.empty() && !is_scalar_value(*def_.value)
-                            ? "tl.reshape(" + v.text + ", [])"
-                            : v.text;
+    Value value =
+        scalar_store && !axes_.empty() && !is_scalar_value(*def_.value) ? kir::reshape(v, {}) : v;
     if (!scalar_store) value = broadcast(value, *def_.value, def_.dims);
-    body->push_back(Stmt::assign(func_->py_name, value));
-    std::string offsets = offset_expr(func_, def_.dims);
-    StmtPtr store =
-        Stmt::store(names::ptr(func_) + " + " + offsets, func_->py_name, mask_of(def_.dims));
+    Value stored = let(*body, func_->py_name, value);
+    StmtPtr store = Stmt::store(kir::add(ptr_var(func_), offset_expr(func_, def_.dims)), stored,
+                                mask_of(def_.dims));
     if (fs_.split && !fs_.split->part) {
       // atomic(k): combine this block's partial result into the output.
       ir::ReduceOp op = fs_.split->op;
-      store->atomic = op == ir::ReduceOp::Sum ? "add" : op == ir::ReduceOp::Max ? "max" : "min";
-      kernel_.output_init = op == ir::ReduceOp::Sum   ? "0.0"
-                            : op == ir::ReduceOp::Max ? "float(\"-inf\")"
-                                                      : "float(\"inf\")";
+      store->atomic = op == ir::ReduceOp::Sum   ? kir::Atomic::Add
+                      : op == ir::ReduceOp::Max ? kir::Atomic::Max
+                                                : kir::Atomic::Min;
+      kernel_.output_init = ir::python_float(identity_of(op));
     }
     body->push_back(std::move(store));
+    kernel_.index_slack = index_slack();
     return std::move(kernel_);
   }
 
@@ -126,11 +177,57 @@ private:
                  "blocked reduction label reached lowering unsplit");
   }
 
+  // ---- names and their types ----------------------------------------------------------------
+
+  /// A reference to a bound name (a parameter or a local), typed as last bound.
+  Value ref(const std::string& name) const {
+    auto it = types_.find(name);
+    DTC_ASSERT(it != types_.end(), "kernel name " + name + " read before it is bound");
+    return kir::var(name, it->second);
+  }
+
+  /// Appends `name = value` to `body` and returns a reference to `name`, which fresh() then
+  /// never hands out: a load named after an input (`xi_pid`) must not rebind a map variable.
+  Value let(std::vector<StmtPtr>& body, const std::string& name, Value value) {
+    used_.insert(name);
+    types_[name] = value->type;
+    body.push_back(Stmt::assign(name, std::move(value)));
+    return ref(name);
+  }
+
+  /// `v` in the kernel's index type (kir::kIndexParam), which the wrapper picks per call:
+  /// int32 where every index fits (cheaper address arithmetic), else int64.
+  Value index(Value v) {
+    if (!types_.count(kir::kIndexParam))
+      add_param(kir::kIndexParam, "index", int_type(), /*constexpr_=*/true);
+    return kir::cast(std::move(v), kir::Scalar::Index);
+  }
+
+  // The largest literal tile or block width times the largest map split factor.
+  long long index_slack() const {
+    long long width = 1, factor = 1;
+    for (const Axis& a : axes_)
+      width = std::max(width, a.width.param.empty() ? a.width.n : 1);
+    for (Label l : labels_) {
+      if (auto b = fs_.block_of(l)) width = std::max(width, next_power_of_two(*b));
+      width = std::max(width, fs_.tensor_of(l));
+    }
+    for (const MapLevel& lv : map_levels(fs_, prog_))
+      factor = std::max(factor, lv.factor);
+    return width * factor;
+  }
+
+  static kir::Type int_type(kir::Scalar s = kir::Scalar::Int) {
+    kir::Type t;
+    t.scalar = s;
+    return t;
+  }
+
   // ---- layout -------------------------------------------------------------------------------
 
   struct Axis {
     Label label;
-    std::string width; // integer literal or a constexpr parameter name
+    kir::Extent width; // a literal or a constexpr parameter
   };
 
   // The blocked reduction label of a split reduction: reduced over its block only.
@@ -142,13 +239,13 @@ private:
 
   bool tensorized(Label l) const { return fs_.fully_tensorized(l) || fs_.tensor_of(l) > 1; }
 
-  std::string width_of(Label l) {
+  kir::Extent width_of(Label l) {
     if (fs_.fully_tensorized(l)) {
-      if (auto b = fs_.block_of(l)) return std::to_string(next_power_of_two(*b));
+      if (auto b = fs_.block_of(l)) return {next_power_of_two(*b), ""};
       tiles_.push_back(l);
-      return names::tile(l);
+      return {0, names::tile(l)};
     }
-    return std::to_string(fs_.tensor_of(l));
+    return {fs_.tensor_of(l), ""};
   }
 
   void plan_layout() {
@@ -177,21 +274,16 @@ private:
     return -1;
   }
 
-  // `[:, None]`-style expansion of a 1-D arange to the layout's rank.
-  std::string expand(int axis) const {
-    if (axes_.size() <= 1) return "";
-    std::string s = "[";
-    for (size_t i = 0; i < axes_.size(); ++i)
-      s += std::string(i ? ", " : "") + (static_cast<int>(i) == axis ? ":" : "None");
-    return s + "]";
+  // The shape of a value varying along `dims`: the tile width on their axes, 1 elsewhere.
+  kir::Shape shape_of(const ir::Labels& dims) const {
+    kir::Shape s;
+    for (const Axis& a : axes_)
+      s.push_back(ir::contains(dims, a.label) ? a.width : kir::Extent{});
+    return s;
   }
 
-  // Shape (as a Python list) of a value varying along `dims`.
-  std::string shape_of(const ir::Labels& dims) const {
-    std::string s = "[";
-    for (size_t i = 0; i < axes_.size(); ++i)
-      s += std::string(i ? ", " : "") + (ir::contains(dims, axes_[i].label) ? axes_[i].width : "1");
-    return s + "]";
+  Value extent_value(const kir::Extent& x) const {
+    return x.param.empty() ? kir::int_imm(x.n) : ref(x.param);
   }
 
   // ---- parameters ---------------------------------------------------------------------------
@@ -209,8 +301,10 @@ private:
     void visit(const ir::Len& e) override { labels = ir::union_labels(labels, {e.label}); }
   };
 
-  void add_param(const std::string& name, const std::string& launch, bool constexpr_ = false) {
-    kernel_.params.push_back({name, constexpr_});
+  void add_param(const std::string& name, const std::string& launch, kir::Type type,
+                 bool constexpr_ = false) {
+    kernel_.params.push_back({name, constexpr_, type});
+    types_[name] = type;
     kir::LaunchArg arg;
     arg.param = name;
     arg.value = launch;
@@ -221,11 +315,16 @@ private:
     add_tensor_params(names::ptr(t), t->py_name, rank,
                       [&](size_t i) { return names::stride(t, i); });
   }
+  // `float32`: the tensor is a float32 temporary, not of the inputs' dtype.
   void add_tensor_params(const std::string& ptr, const std::string& tensor, size_t rank,
-                         const std::function<std::string(size_t)>& stride_param) {
-    add_param(ptr, tensor);
+                         const std::function<std::string(size_t)>& stride_param,
+                         bool float32 = false) {
+    kir::Type pointer;
+    pointer.scalar = kir::Scalar::Ptr;
+    if (!float32) pointer.elem_of = ptr;
+    add_param(ptr, tensor, pointer);
     for (size_t i = 0; i < rank; ++i) {
-      add_param(stride_param(i), tensor + ".stride(" + std::to_string(i) + ")");
+      add_param(stride_param(i), tensor + ".stride(" + std::to_string(i) + ")", int_type());
       kernel_.launch.back().tensor = tensor;
       kernel_.launch.back().axis = i;
       kernel_.launch.back().rank = rank;
@@ -238,18 +337,23 @@ private:
     // Inputs in declaration order, then the Funcs this kernel reads, then the output.
     for (const ir::Symbol* in : prog_.inputs) {
       if (std::count(c.tensors.begin(), c.tensors.end(), in)) add_tensor_params(in, rank_of(in));
-      if (std::count(c.scalars.begin(), c.scalars.end(), in)) add_param(in->py_name, in->py_name);
+      if (std::count(c.scalars.begin(), c.scalars.end(), in))
+        add_param(in->py_name, in->py_name, int_type(kir::Scalar::F32));
     }
     for (const ir::Symbol* t : c.tensors) {
       if (t->kind != ir::SymbolKind::Func) continue;
       size_t rank = prog_.def(t).dims.size();
       if (!materialized(t)) {
-        add_tensor_params(t, rank);
+        // Computed by a kernel of its own into a float32 tensor (ModulePrinter.cpp).
+        add_tensor_params(
+            names::ptr(t), t->py_name, rank, [&](size_t i) { return names::stride(t, i); },
+            /*float32=*/true);
         continue;
       }
       std::string base = tensor_base(t);
-      add_tensor_params(base + "_ptr", base, rank,
-                        [&](size_t i) { return base + "_stride" + std::to_string(i); });
+      add_tensor_params(
+          base + "_ptr", base, rank, [&](size_t i) { return base + "_stride" + std::to_string(i); },
+          /*float32=*/true);
       std::string shape = "(";
       for (Label l : prog_.def(t).dims)
         shape += l->py_name + ", ";
@@ -260,9 +364,9 @@ private:
     labels_ = ir::union_labels(def_.dims, schedulable_labels(prog_, fs_));
     labels_ = ir::union_labels(labels_, c.labels);
     for (Label l : labels_)
-      if (!is_part(l)) add_param(names::size(l), l->py_name);
+      if (!is_part(l)) add_param(names::size(l), l->py_name, int_type());
     for (Label l : tiles_)
-      add_param(names::tile(l), tile_launch(l), true);
+      add_param(names::tile(l), tile_launch(l), int_type(), true);
   }
 
   // Visits the kernel's value and the values of the Funcs it computes into temporaries.
@@ -294,35 +398,37 @@ private:
       return;
     }
     body.push_back(Stmt::comment("program instance -> output block (map)"));
-    body.push_back(Stmt::assign("pid", "tl.program_id(0).to(tl.int64)"));
-    std::map<Label, std::string> blocks_var;
+    Value pid = let(body, "pid", index(kir::program_id(0)));
+    std::map<Label, Value> blocks_var;
     for (Label l : labels_) {
       auto b = fs_.block_of(l);
       if (!b) continue;
-      std::string v = l->py_name + "_blocks";
-      blocks_var[l] = v;
-      body.push_back(Stmt::assign(v, *b == 1
-                                         ? names::size(l)
-                                         : "(" + names::size(l) + " + " + std::to_string(*b - 1) +
-                                               ") // " + std::to_string(*b)));
+      Value size = ref(names::size(l));
+      blocks_var[l] =
+          let(body, l->py_name + "_blocks",
+              *b == 1 ? size
+                      : kir::binary(kir::BinOp::FloorDiv, kir::add(size, kir::int_imm(*b - 1)),
+                                    kir::int_imm(*b)));
     }
     // Extents of each level, in kernel code and in wrapper code.
     std::map<std::string, long long> split_factor; // ID -> factor
     for (const MapLevel& lv : levels)
       if (lv.factor) split_factor[lv.split_id] = lv.factor;
-    std::vector<std::string> extent(levels.size()), grid_extent(levels.size());
+    std::vector<Value> extent(levels.size());
+    std::vector<std::string> grid_extent(levels.size());
     for (size_t i = 0; i < levels.size(); ++i) {
       const MapLevel& lv = levels[i];
       if (lv.is_split_inner) {
-        extent[i] = grid_extent[i] = std::to_string(split_factor[lv.name]);
+        extent[i] = kir::int_imm(split_factor[lv.name]);
+        grid_extent[i] = std::to_string(split_factor[lv.name]);
       } else {
         long long b = *fs_.block_of(lv.dim);
         std::string grid_blocks = "triton.cdiv(" + lv.dim->py_name + ", " + std::to_string(b) + ")";
         if (lv.factor) {
-          std::string f = std::to_string(lv.factor);
-          extent[i] =
-              "(" + blocks_var[lv.dim] + " + " + std::to_string(lv.factor - 1) + ") // " + f;
-          grid_extent[i] = "triton.cdiv(" + grid_blocks + ", " + f + ")";
+          extent[i] = kir::binary(kir::BinOp::FloorDiv,
+                                  kir::add(blocks_var[lv.dim], kir::int_imm(lv.factor - 1)),
+                                  kir::int_imm(lv.factor));
+          grid_extent[i] = "triton.cdiv(" + grid_blocks + ", " + std::to_string(lv.factor) + ")";
         } else {
           extent[i] = blocks_var[lv.dim];
           grid_extent[i] = grid_blocks;
@@ -330,29 +436,28 @@ private:
       }
     }
     // Innermost level varies fastest.
-    std::string stride = "1";
-    std::map<std::string, std::string> pid_of; // level name -> variable
+    Value stride;
+    std::map<std::string, Value> pid_of; // level name -> variable
     for (size_t k = levels.size(); k-- > 0;) {
       const MapLevel& lv = levels[k];
       bool simple = !lv.factor && !lv.is_split_inner;
       std::string var = simple ? lv.dim->py_name + "_block" : lv.name + "_pid";
-      std::string value = stride == "1" ? "pid" : "pid // " + stride_text(stride);
-      if (k > 0) value += " % " + stride_text(extent[k]);
-      body.push_back(Stmt::assign(var, value));
-      pid_of[lv.name] = var;
-      stride = stride == "1" ? extent[k] : stride_text(stride) + " * " + stride_text(extent[k]);
+      Value value = stride ? kir::binary(kir::BinOp::FloorDiv, pid, stride) : pid;
+      if (k > 0) value = kir::binary(kir::BinOp::Mod, value, extent[k]);
+      pid_of[lv.name] = let(body, var, value);
+      stride = stride ? kir::mul(stride, extent[k]) : extent[k];
     }
     // Split dimensions: block index = outer * factor + inner, recursively.
-    std::function<std::string(const std::string&)> block_index = [&](const std::string& name) {
+    std::function<Value(const std::string&)> block_index = [&](const std::string& name) {
       for (const MapLevel& lv : levels)
         if (lv.name == name && lv.factor)
-          return pid_of[name] + " * " + std::to_string(lv.factor) + " + " +
-                 block_index(lv.split_id);
+          return kir::add(kir::mul(pid_of[name], kir::int_imm(lv.factor)),
+                          block_index(lv.split_id));
       return pid_of[name];
     };
     for (const MapLevel& lv : levels)
       if (lv.factor && !lv.is_split_inner)
-        body.push_back(Stmt::assign(lv.dim->py_name + "_block", block_index(lv.name)));
+        let(body, lv.dim->py_name + "_block", block_index(lv.name));
     std::string grid;
     for (const std::string& g : grid_extent)
       grid += (grid.empty() ? "" : " * ") + g;
@@ -360,43 +465,43 @@ private:
     for (Label l : labels_) {
       auto b = fs_.block_of(l);
       if (!b) continue;
-      std::string start = l->py_name + "_start";
-      body.push_back(
-          Stmt::assign(start, l->py_name + "_block" + (*b == 1 ? "" : " * " + std::to_string(*b))));
-      body.push_back(Stmt::assign(l->py_name + "_end", "tl.minimum(" + start + " + " +
-                                                           std::to_string(*b) + ", " +
-                                                           names::size(l) + ")"));
+      Value block = ref(l->py_name + "_block");
+      Value start =
+          let(body, l->py_name + "_start", *b == 1 ? block : kir::mul(block, kir::int_imm(*b)));
+      let(body, l->py_name + "_end",
+          kir::call("tl.minimum", {kir::add(start, kir::int_imm(*b)), ref(names::size(l))}));
     }
-  }
-
-  static std::string stride_text(const std::string& s) {
-    return s.find(' ') == std::string::npos ? s : "(" + s + ")";
   }
 
   void emit_aranges(std::vector<StmtPtr>& body) {
     if (axes_.empty()) return;
     body.push_back(Stmt::comment("tensor axes: " + axes_text()));
     for (size_t i = 0; i < axes_.size(); ++i) {
-      std::string range = "tl.arange(0, " + axes_[i].width + ")";
+      Value range = kir::arange(axes_[i].width);
       if (axes_.size() > 1 && dot_labels_.count(axes_[i].label))
-        body.push_back(Stmt::assign(axes_[i].label->py_name + "_range", range + ".to(tl.int64)"));
-      body.push_back(Stmt::assign(axes_[i].label->py_name + "_arange",
-                                  range + expand(int(i)) + ".to(tl.int64)"));
+        let(body, axes_[i].label->py_name + "_range", index(range));
+      if (axes_.size() > 1) {
+        std::vector<bool> keep(axes_.size(), false);
+        keep[i] = true;
+        range = kir::expand(range, keep);
+      }
+      let(body, axes_[i].label->py_name + "_arange", index(range));
     }
   }
 
   std::string axes_text() const {
     std::string s;
     for (const Axis& a : axes_)
-      s += (s.empty() ? "" : ", ") + a.label->name + ":" + a.width;
+      s += (s.empty() ? "" : ", ") + a.label->name + ":" +
+           (a.width.param.empty() ? std::to_string(a.width.n) : a.width.param);
     return s;
   }
 
-  std::string start_of(Label l) const {
-    return fs_.block_of(l) ? l->py_name + "_start" : std::string("0");
+  Value start_of(Label l) const {
+    return fs_.block_of(l) ? ref(l->py_name + "_start") : kir::int_imm(0);
   }
-  std::string end_of(Label l) const {
-    return fs_.block_of(l) ? l->py_name + "_end" : names::size(l);
+  Value end_of(Label l) const {
+    return fs_.block_of(l) ? ref(l->py_name + "_end") : ref(names::size(l));
   }
 
   // Emits the loop (or whole-tile index) of one dimension; returns the body to continue in.
@@ -409,46 +514,51 @@ private:
       // One partial result per block of the split reduction label.
       // A map split can run past the last block; those instances must not write.
       std::string k = fs_.split->rvar->py_name;
-      bind_[l].push_back({k + "_block", "(" + k + "_block < " + k + "_blocks)", "", ""});
+      b.idx = ref(k + "_block");
+      b.mask = kir::lt(b.idx, ref(k + "_blocks"));
+      bind_[l].push_back(b);
       return &body;
     }
-    std::string arange = l->py_name + "_arange";
     std::vector<StmtPtr>* inner = &body;
     bool blocked = fs_.block_of(l).has_value() && !whole;
-    std::string start = whole ? "0" : start_of(l);
-    std::string end = whole ? names::size(l) : end_of(l);
+    Value start = whole ? kir::int_imm(0) : start_of(l);
+    Value end = whole ? ref(names::size(l)) : end_of(l);
     bool no_loop = fs_.fully_tensorized(l) && (blocked || !fs_.block_of(l));
+    Value iter;
     if (no_loop) {
-      b.idx = blocked ? base + "_idx" : arange;
-      if (blocked) body.push_back(Stmt::assign(b.idx, start + " + " + arange));
+      Value arange = ref(l->py_name + "_arange");
+      b.idx = blocked ? let(body, base + "_idx", kir::add(start, arange)) : arange;
     } else {
       // A whole-dimension walk of a blocked, fully tensorized label steps by its tile width.
-      std::string step =
-          fs_.fully_tensorized(l) ? width_of_axis(l) : std::to_string(fs_.tensor_of(l));
-      StmtPtr loop = Stmt::loop(base + "_iter", start, end, step);
+      Value step = fs_.fully_tensorized(l) ? extent_value(axes_[axis_of(l)].width)
+                                           : kir::int_imm(fs_.tensor_of(l));
+      // An earlier loop of this name (a reduction computed before this dimension's loop) may
+      // have stepped through another integer type; Triton would take the name, bound before
+      // this loop and again by it, for a loop-carried value of one type.
+      kir::Type type = kir::loop_var_type(*start, *end, *step);
+      std::string var = base + "_iter";
+      if (auto it = types_.find(var); it != types_.end() && !(it->second == type)) var = fresh(var);
+      StmtPtr loop = Stmt::loop(var, start, end, step);
+      used_.insert(var);
+      types_[var] = type;
+      iter = ref(var);
       inner = &loop->body;
       body.push_back(std::move(loop));
-      if (tensorized(l)) {
-        b.idx = base + "_idx";
-        inner->push_back(Stmt::assign(b.idx, base + "_iter + " + arange));
-      } else if (blocked) {
-        b.idx = base + "_iter"; // int64 already: it starts at the int64 block start
-      } else {
-        b.idx = base + "_idx";
-        inner->push_back(Stmt::assign(b.idx, "tl.cast(" + base + "_iter, tl.int64)"));
-      }
+      if (tensorized(l))
+        b.idx = let(*inner, base + "_idx", kir::add(iter, ref(l->py_name + "_arange")));
+      else if (blocked)
+        b.idx = iter; // int64 already: it starts at the int64 block start
+      else
+        b.idx = let(*inner, base + "_idx", index(iter));
     }
     if (tensorized(l)) {
-      b.mask = base + "_mask";
-      inner->push_back(Stmt::assign(b.mask, b.idx + " < " + end));
+      b.mask = let(*inner, base + "_mask", kir::lt(b.idx, end));
       if (axes_.size() > 1 && dot_labels_.count(l)) {
         // 1-D twins for tl.dot operand tiles (dead-code elimination drops them if unused).
-        std::string range = l->py_name + "_range";
-        std::string origin = no_loop ? (blocked ? start : "") : base + "_iter";
-        b.vec = base + "_vec";
-        b.vec_mask = base + "_vec_mask";
-        inner->push_back(Stmt::assign(b.vec, origin.empty() ? range : origin + " + " + range));
-        inner->push_back(Stmt::assign(b.vec_mask, b.vec + " < " + end));
+        Value range = ref(l->py_name + "_range");
+        Value origin = no_loop ? (blocked ? start : nullptr) : iter;
+        b.vec = let(*inner, base + "_vec", origin ? kir::add(origin, range) : range);
+        b.vec_mask = let(*inner, base + "_vec_mask", kir::lt(b.vec, end));
       } else if (axes_.size() == 1) {
         b.vec = b.idx;
         b.vec_mask = b.mask;
@@ -458,7 +568,7 @@ private:
     return inner;
   }
 
-  std::string width_of_axis(Label l) const {
+  kir::Extent width_of_axis(Label l) const {
     int ax = axis_of(l);
     DTC_ASSERT(ax >= 0, "tensorized label without an axis");
     return axes_[ax].width;
@@ -536,14 +646,17 @@ private:
     return materialized(t) ? t->py_name + "_fuse" : t->py_name;
   }
   std::string ptr_of(const ir::Symbol* t) const { return tensor_base(t) + "_ptr"; }
-  std::string stride_of(const ir::Symbol* t, size_t i) const {
-    return tensor_base(t) + "_stride" + std::to_string(i);
+  Value ptr_var(const ir::Symbol* t) const { return ref(ptr_of(t)); }
+  Value stride_var(const ir::Symbol* t, size_t i) const {
+    return ref(tensor_base(t) + "_stride" + std::to_string(i));
   }
 
-  std::string offset_expr(const ir::Symbol* t, const ir::Labels& index) {
-    std::string s;
-    for (size_t i = 0; i < index.size(); ++i)
-      s += (i ? " + " : "") + bind_[index[i]].back().idx + " * " + stride_of(t, i);
+  Value offset_expr(const ir::Symbol* t, const ir::Labels& index) {
+    Value s;
+    for (size_t i = 0; i < index.size(); ++i) {
+      Value term = kir::mul(bind_[index[i]].back().idx, stride_var(t, i));
+      s = s ? kir::add(s, term) : term;
+    }
     return s;
   }
 
@@ -565,19 +678,18 @@ private:
     Value v = numeric(lower(*fd.value, *cur));
     bool scalar = true;
     for (Label l : fd.dims)
-      scalar &= bind_[l].back().mask.empty();
-    std::string value = scalar && !axes_.empty() && !is_scalar_value(*fd.value)
-                            ? "tl.reshape(" + v.text + ", [])"
-                            : v.text;
+      scalar &= !bind_[l].back().mask;
+    Value value = scalar && !axes_.empty() && !is_scalar_value(*fd.value) ? kir::reshape(v, {}) : v;
     if (!scalar) value = broadcast(value, *fd.value, fd.dims);
-    cur->push_back(Stmt::assign(f->py_name, value));
+    // Its own name, reserved: reading the temporary back names a tile of another shape.
+    Value stored = let(*cur, fresh(f->py_name), value);
     cur->push_back(
-        Stmt::store(ptr_of(f) + " + " + offset_expr(f, fd.dims), f->py_name, mask_of(fd.dims)));
+        Stmt::store(kir::add(ptr_var(f), offset_expr(f, fd.dims)), stored, mask_of(fd.dims)));
     cache_.pop_back();
     for (Label l : pushed)
       bind_[l].pop_back();
     // The values are read back by other threads of this program instance.
-    body.push_back(Stmt::expr("tl.debug_barrier()"));
+    body.push_back(Stmt::barrier());
   }
 
   // Dimensions of a materialized Func that this kernel reads beyond its own block: those indexed
@@ -599,12 +711,10 @@ private:
       if (level == at) materialize(f, at, body);
   }
 
-  std::string mask_of(const ir::Labels& labels) {
-    std::string m;
-    for (Label l : labels) {
-      const std::string& lm = bind_[l].back().mask;
-      if (!lm.empty()) m += (m.empty() ? "" : " & ") + lm;
-    }
+  Value mask_of(const ir::Labels& labels) {
+    Value m;
+    for (Label l : labels)
+      m = kir::and_(m, bind_[l].back().mask);
     return m;
   }
 
@@ -621,61 +731,59 @@ private:
     return name == func_->py_name || name == "pid";
   }
 
+  // Where a label is indexed now, as a key part: the name bound to its index.
+  std::string index_key(Label l) { return kir::print(*bind_[l].back().idx); }
+
   // A reduction computes the same value wherever its free labels are indexed the same way.
   std::string reduction_key(const ir::Expr& e) {
     std::string key = "reduction:" + ir::to_dt(e);
     for (Label l : e.dims)
-      key += "," + l->name + "=" + bind_[l].back().idx;
+      key += "," + l->name + "=" + index_key(l);
     return key;
   }
 
-  std::optional<std::string> cached(const std::string& key) const {
+  std::optional<Value> cached(const std::string& key) const {
     for (auto it = cache_.rbegin(); it != cache_.rend(); ++it)
       if (auto hit = it->find(key); hit != it->end()) return hit->second;
     return std::nullopt;
   }
 
   // Loads a 2-D input access straight into a [p, q] tile from the labels' 1-D index vectors, as
-  // tl.dot wants it, instead of loading in the kernel's layout and reshaping. "" if the
+  // tl.dot wants it, instead of loading in the kernel's layout and reshaping. Null if the
   // bindings have no vectors.
-  std::string load_tile(const ir::Access& e, Label p, Label q, std::vector<StmtPtr>& body) {
+  Value load_tile(const ir::Access& e, Label p, Label q, std::vector<StmtPtr>& body) {
     const Binding& bp = bind_[p].back();
     const Binding& bq = bind_[q].back();
-    if (bp.vec.empty() || bq.vec.empty() || e.index.size() != 2) return {};
+    if (!bp.vec || !bq.vec || e.index.size() != 2) return nullptr;
     size_t pos_p = e.index[0] == p ? 0 : 1, pos_q = 1 - pos_p;
-    std::string addr = ptr_of(e.tensor) + " + " + bp.vec + "[:, None] * " +
-                       stride_of(e.tensor, pos_p) + " + " + bq.vec + "[None, :] * " +
-                       stride_of(e.tensor, pos_q);
-    std::string mask = bp.vec_mask + "[:, None] & " + bq.vec_mask + "[None, :]";
-    std::string name = fresh(e.tensor->py_name + "_tile");
-    body.push_back(Stmt::assign(name, "tl.load(" + addr + ", mask=" + mask + ", other=0.0)"));
-    return name;
+    auto column = [](Value v) { return kir::expand(v, {true, false}); };
+    auto row = [](Value v) { return kir::expand(v, {false, true}); };
+    Value addr =
+        kir::add(kir::add(ptr_var(e.tensor), kir::mul(column(bp.vec), stride_var(e.tensor, pos_p))),
+                 kir::mul(row(bq.vec), stride_var(e.tensor, pos_q)));
+    Value mask = kir::and_(column(bp.vec_mask), row(bq.vec_mask));
+    return let(body, fresh(e.tensor->py_name + "_tile"), kir::load(addr, mask));
   }
 
   Value load(const ir::Access& e, std::vector<StmtPtr>& body, bool native = false) {
     std::string key = e.tensor->py_name + (native ? "#native" : "");
     for (Label l : e.index)
-      key += "," + bind_[l].back().idx;
-    for (auto it = cache_.rbegin(); it != cache_.rend(); ++it) {
-      auto hit = it->find(key);
-      if (hit != it->end()) return {hit->second};
-    }
+      key += "," + index_key(l);
+    if (auto hit = cached(key)) return *hit;
     bool single_pattern = access_patterns(e.tensor) == 1;
     std::string base = e.tensor->py_name;
     if (!single_pattern)
       for (Label l : e.index)
         base += "_" + l->py_name;
     std::string name = fresh(native ? base + "_tile" : base);
-    std::string addr = ptr_of(e.tensor) + " + " + offset_expr(e.tensor, e.index);
-    std::string mask = mask_of(e.index);
-    std::string call =
-        "tl.load(" + addr + (mask.empty() ? "" : ", mask=" + mask + ", other=0.0") + ")";
+    Value value =
+        kir::load(kir::add(ptr_var(e.tensor), offset_expr(e.tensor, e.index)), mask_of(e.index));
     // Inputs may be float16/bfloat16: compute in float32.
     // tl.dot takes them as they are and accumulates in float32.
-    if (e.tensor->kind == ir::SymbolKind::In && !native) call += ".to(tl.float32)";
-    body.push_back(Stmt::assign(name, call));
-    cache_.back()[key] = name;
-    return {name};
+    if (e.tensor->kind == ir::SymbolKind::In && !native) value = kir::cast(value, kir::Scalar::F32);
+    Value v = let(body, name, value);
+    cache_.back()[key] = v;
+    return v;
   }
 
   int access_patterns(const ir::Symbol* t) {
@@ -695,25 +803,23 @@ private:
 
   Value lower(const ir::Expr& e, std::vector<StmtPtr>& body) {
     switch (e.kind) {
-    case ir::ExprKind::Const: {
-      auto& c = static_cast<const ir::Const&>(e);
-      return {ir::python_float(c.value), c.value < 0 ? kUnary : kAtom};
-    }
+    case ir::ExprKind::Const:
+      return kir::float_imm(static_cast<const ir::Const&>(e).value);
     case ir::ExprKind::ScalarIn:
-      return {static_cast<const ir::ScalarIn&>(e).symbol->py_name};
+      return ref(static_cast<const ir::ScalarIn&>(e).symbol->py_name);
     case ir::ExprKind::Len:
       // A size is an integer argument; DT values are floating point (the reference computes
       // with it as a float too), so `sqrt(len(x) * len(x))` and `len(x) % 3` work as floats.
-      return {"tl.cast(" + names::size(static_cast<const ir::Len&>(e).label) + ", tl.float32)"};
+      return kir::cast(ref(names::size(static_cast<const ir::Len&>(e).label)), kir::Scalar::F32);
     case ir::ExprKind::ProgramId:
-      return {"tl.program_id(" + std::to_string(static_cast<const ir::ProgramId&>(e).axis) + ")"};
+      return kir::program_id(static_cast<const ir::ProgramId&>(e).axis);
     case ir::ExprKind::Access:
       return load(static_cast<const ir::Access&>(e), body);
     case ir::ExprKind::Unary: {
       auto& u = static_cast<const ir::Unary&>(e);
       Value a = numeric(lower(*u.a, body));
       if (u.op == ir::UnOp::Plus) return a;
-      return shallow({"-" + paren(a, kUnary), kUnary, false, a.depth + 1}, body);
+      return shallow(kir::neg(a), body);
     }
     case ir::ExprKind::Binary:
       return binary(static_cast<const ir::Binary&>(e), body);
@@ -721,19 +827,19 @@ private:
       return call(static_cast<const ir::Call&>(e), body);
     case ir::ExprKind::Reduce: {
       if (auto it = hoisted_.find(&e); it != hoisted_.end()) return it->second;
-      if (auto hit = cached(reduction_key(e))) return {*hit};
+      if (auto hit = cached(reduction_key(e))) return *hit;
       auto& r = static_cast<const ir::Reduce&>(e);
       Value v = reduce(r.op, {r.a}, r.rvar, e, body);
-      cache_.back()[reduction_key(e)] = v.text;
+      cache_.back()[reduction_key(e)] = v;
       return v;
     }
     case ir::ExprKind::Dot: {
       if (auto it = hoisted_.find(&e); it != hoisted_.end()) return it->second;
-      if (auto hit = cached(reduction_key(e))) return {*hit};
+      if (auto hit = cached(reduction_key(e))) return *hit;
       auto& d = static_cast<const ir::Dot&>(e);
       Value v =
           dot_axes(d) ? matmul(d, body) : reduce(ir::ReduceOp::Sum, {d.a, d.b}, d.rvar, e, body);
-      cache_.back()[reduction_key(e)] = v.text;
+      cache_.back()[reduction_key(e)] = v;
       return v;
     }
     case ir::ExprKind::Reshape:
@@ -752,15 +858,8 @@ private:
     if ((b.op == ir::BinOp::Mod || b.op == ir::BinOp::Div ||
          (ir::is_comparison(b.op) && b.b->dims.empty())) &&
         b.a->dims.empty())
-      x = {"tl.cast(" + x.text + ", tl.float32)", kAtom, false, x.depth + 1};
-    int p = ir::is_comparison(b.op)                              ? kCompare
-            : (b.op == ir::BinOp::Add || b.op == ir::BinOp::Sub) ? kAdd
-                                                                 : kMul;
-    // Comparisons never chain in the generated code: Python would read `a < b < c` as a chain.
-    int left_min = p == kCompare ? kCompare + 1 : p;
-    Value v{paren(x, left_min) + " " + ir::op_text(b.op) + " " + paren(y, p + 1), p,
-            ir::is_comparison(b.op), std::max(x.depth, y.depth) + 1};
-    return shallow(v, body);
+      x = kir::cast(x, kir::Scalar::F32);
+    return shallow(kir::binary(kernel_op(b.op), x, y), body);
   }
 
   Value call(const ir::Call& c, std::vector<StmtPtr>& body) {
@@ -773,77 +872,56 @@ private:
         // A non-integer constant: no sign to work out, NaN for a negative base.
         if (std::isfinite(n) && n != std::floor(n)) {
           Value base = numeric(lower(*c.args[0], body));
-          if (n == 0.5)
-            return shallow({"tl.sqrt(" + base.text + ")", kAtom, false, base.depth + 1}, body);
+          if (n == 0.5) return shallow(kir::call("tl.sqrt", {base}), body);
           kernel_.helpers.insert("_dt_pow_frac");
-          return shallow({"_dt_pow_frac(" + base.text + ", " + ir::python_float(n) + ")", kAtom,
-                          false, base.depth + 1},
-                         body);
+          return shallow(kir::call("_dt_pow_frac", {base, kir::float_imm(n)}), body);
         }
       }
     }
-    std::string pattern = b->triton;
-    // A comparison is already a condition.
-    if (c.fn == "where" && lower_is_bool(*c.args[0])) pattern = "tl.where({0}, {1}, {2})";
-    // Arguments are substituted as text: parenthesize compound ones unless the pattern is a
-    // plain call, where commas already delimit them.
-    bool plain_call = pattern.find(" != ") == std::string::npos && pattern.front() != '(';
-    std::vector<std::string> args;
-    int depth = 0;
+    std::vector<Value> args;
     for (const ir::ExprPtr& a : c.args) {
       Value v = lower(*a, body);
       // where's condition stays a condition; every other argument is a number.
       if (!(c.fn == "where" && &a == &c.args.front())) v = numeric(v);
-      depth = std::max(depth, v.depth);
-      args.push_back(plain_call ? v.text : paren(v, kAtom));
+      args.push_back(v);
     }
     if (b->helper) kernel_.helpers.insert(b->helper);
-    return shallow({substitute(pattern, args), kAtom, false, depth + 1}, body);
+    return shallow(builtin_expr(*b, args), body);
   }
 
   // A comparison counts as 0 or 1 where a number is wanted (Triton cannot negate or reduce an
   // int1 tensor).
   static Value numeric(Value v) {
-    if (!v.is_bool) return v;
-    return {paren(v, kAtom) + ".to(tl.float32)", kAtom, false, v.depth + 1};
+    if (v->type.scalar != kir::Scalar::I1) return v;
+    return kir::cast(v, kir::Scalar::F32);
   }
 
   // A value stored over tensorized dimensions it does not vary along (`f[u] = rsum(A[n], n)`
   // with u tensorized) is broadcast to the tile first: an atomic store does not broadcast (and
   // the interpreter's atomics mishandle tl.broadcast_to's stride-0 view, so add zeros).
-  std::string broadcast(const std::string& value, const ir::Expr& e, const ir::Labels& dims) {
+  Value broadcast(Value value, const ir::Expr& e, const ir::Labels& dims) {
     for (Label l : dims)
       if (tensorized(l) && axis_of(l) >= 0 && !ir::contains(e.dims, l))
-        return value + " + tl.zeros(" + shape_of(dims) + ", tl.float32)";
+        return kir::add(value, kir::full(shape_of(dims), 0.0));
     return value;
   }
 
   // Binds a value nested too deeply for Python and Triton's code generator to a name.
   Value shallow(Value v, std::vector<StmtPtr>& body) {
-    if (v.depth <= kMaxValueDepth) return v;
-    std::string name = fresh("v");
-    body.push_back(Stmt::assign(name, v.text));
-    return {name, kAtom, v.is_bool, 0};
-  }
-
-  static bool lower_is_bool(const ir::Expr& e) {
-    auto* b = e.as<ir::Binary>();
-    return b && ir::is_comparison(b->op);
+    if (v->depth <= kMaxValueDepth) return v;
+    return let(body, fresh("v"), v);
   }
 
   Value integer_power(const ir::Expr& base_expr, int n, std::vector<StmtPtr>& body) {
-    if (n == 0) return {"1.0"};
+    if (n == 0) return kir::float_imm(1.0);
     Value base = numeric(lower(base_expr, body));
-    std::string operand = base.text;
-    if (base.prec != kAtom || operand.find('(') != std::string::npos) {
-      operand = fresh("pow_base");
-      body.push_back(Stmt::assign(operand, base.text));
-    }
-    std::string product = operand;
+    if (base->kind != kir::ExprKind::Var && base->kind != kir::ExprKind::Float)
+      base = let(body, fresh("pow_base"), base);
+    Value product = base;
     for (int i = 1; i < std::abs(n); ++i)
-      product += " * " + operand;
-    if (n < 0) return {"1.0 / (" + product + ")", kMul, false, std::abs(n)};
-    return {product, std::abs(n) == 1 ? kAtom : kMul, false, std::abs(n) - 1};
+      product = kir::mul(product, base);
+    if (n < 0) return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), product);
+    return product;
   }
 
   // ---- rdot as tl.dot ------------------------------------------------------------------------
@@ -878,27 +956,14 @@ private:
     return find.found;
   }
 
-  /// `v` as the receiver of a method call: parenthesized unless it is a plain name or call.
-  static std::string paren_call(const std::string& v) {
-    bool simple = !v.empty() && v.back() != ' ';
-    int depth = 0;
-    for (char c : v) {
-      if (c == '(' || c == '[') ++depth;
-      if (c == ')' || c == ']') --depth;
-      if (depth == 0 && (c == ' ' || c == '-' || c == '+' || c == '*' || c == '/' || c == '<' ||
-                         c == '>' || c == '=' || c == '&' || c == '|' || c == '%'))
-        simple = false;
-    }
-    return simple ? v : "(" + v + ")";
-  }
-
   /// relayout(auto) copies float32 tl.dot inputs of at least this many elements
   /// (schedule/Relayout.cpp says why).
   static constexpr long long kRelayoutMinElements = 65536;
 
+  /// The `input_precision` tl.dot is given: none for TF32, Triton's default.
   std::string precision() const {
     if (!fs_.precision || *fs_.precision == "tf32") return "";
-    return ", input_precision=\"" + *fs_.precision + "\"";
+    return *fs_.precision;
   }
 
   std::string tile_launch(Label l) const {
@@ -910,25 +975,24 @@ private:
   }
 
   // A layout-shaped operand varying along {p, q} as a 2-D [p, q] tensor.
-  std::string as_matrix(const std::string& value, Label p, Label q) const {
-    std::string wp = width_of_axis(p), wq = width_of_axis(q);
+  Value as_matrix(Value value, Label p, Label q) const {
+    kir::Extent wp = width_of_axis(p), wq = width_of_axis(q);
     bool in_order = axis_of(p) < axis_of(q);
-    if (axes_.size() == 2) return in_order ? value : "tl.trans(" + value + ")";
-    std::string m =
-        "tl.reshape(" + value + ", [" + (in_order ? wp + ", " + wq : wq + ", " + wp) + "])";
-    return in_order ? m : "tl.trans(" + m + ")";
+    if (axes_.size() == 2) return in_order ? value : kir::trans(value);
+    Value m = kir::reshape(value, in_order ? kir::Shape{wp, wq} : kir::Shape{wq, wp});
+    return in_order ? m : kir::trans(m);
   }
 
   void check_dot_sizes(const ir::Dot& d, const DotAxes& ax) {
     for (Label l : {ax.i, ax.j, d.rvar}) {
-      std::string w = width_of_axis(l);
-      if (std::isdigit(static_cast<unsigned char>(w[0])) && std::stoll(w) < 16)
+      kir::Extent w = width_of_axis(l);
+      if (w.param.empty() && w.n < 16)
         diags_.error("dot-tensor-too-small",
                      fs_.where.count("tensorize") ? fs_.where.at("tensorize") : d.loc,
                      "in `" + func_->name + "`: rdot over `" + d.rvar->name +
                          "` runs on tl.dot, "
                          "which needs tensors of at least 16 along each dimension, but `" +
-                         l->name + "` has " + w +
+                         l->name + "` has " + std::to_string(w.n) +
                          "; raise its tensor size (or block size) to 16 or more");
     }
   }
@@ -967,21 +1031,22 @@ private:
       std::swap(ax.i, ax.j);
     }
     check_dot_sizes(d, ax);
+    if (diags_.has_errors()) return kir::float_imm(0.0);
     kernel_.dot_precision = fs_.precision.value_or("tf32");
     Label r = d.rvar;
     body.push_back(Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
     std::string prefix = reduction_prefix(r);
     bool full_r = whole_tile(d, r);
-    std::string wi = width_of_axis(ax.i), wj = width_of_axis(ax.j);
-    std::string acc = fresh(prefix + r->py_name + "_acc");
-    if (!full_r)
-      body.push_back(Stmt::assign(acc, "tl.zeros([" + wi + ", " + wj + "], tl.float32)"));
+    kir::Extent wi = width_of_axis(ax.i), wj = width_of_axis(ax.j);
+    std::string acc_name = fresh(prefix + r->py_name + "_acc");
+    Value acc;
+    if (!full_r) acc = let(body, acc_name, kir::full({wi, wj}, 0.0));
     std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix(r, prefix), !splits(d));
     // Values computed inside a loop are not visible after it; without a loop they are.
     if (!full_r) cache_.emplace_back();
     // A copy: lowering the operands below may push bindings of r (a nested rdot over r) and
     // move this vector.
-    const std::string mask = bind_[r].back().mask;
+    const Value mask = bind_[r].back().mask;
     // Two input tensors go to tl.dot in their own dtype (float16 on the tensor cores); anything
     // computed is float32, and tl.dot needs both operands in one dtype.
     auto is_input = [](const ir::ExprPtr& e) {
@@ -995,10 +1060,9 @@ private:
     // float32.
     std::string narrow;
     if (!native && kernel_.dot_precision == "tf32")
-      if (const ir::Symbol* in = first_input(d); in)
-        narrow = ".to(" + ptr_of(in) + ".dtype.element_ty)";
+      if (const ir::Symbol* in = first_input(d); in) narrow = ptr_of(in);
     auto operand = [&](const ir::ExprPtr& e, Label p, Label q) {
-      std::string v;
+      Value v;
       if (native) {
         auto* access = e->as<ir::Access>();
         std::string relayout = fs_.relayout.value_or("auto");
@@ -1009,34 +1073,32 @@ private:
           auto& list = kernel_.k_contiguous_inputs;
           if (std::find(list.begin(), list.end(), need) == list.end()) list.push_back(need);
         }
-        if (std::string tile = load_tile(*access, p, q, *inner); !tile.empty()) return tile;
-        v = load(*access, *inner, /*native=*/true).text; // masked with other=0 already
+        if (Value tile = load_tile(*access, p, q, *inner)) return tile;
+        v = load(*access, *inner, /*native=*/true); // masked with other=0 already
       } else {
-        v = numeric(lower(*e, *inner)).text;
-        if (!mask.empty()) v = "tl.where(" + mask + ", " + v + ", 0.0)";
-        if (!narrow.empty()) v = paren_call(v) + narrow;
+        v = numeric(lower(*e, *inner));
+        if (mask) v = kir::select(mask, v, kir::float_imm(0.0));
+        if (!narrow.empty()) v = kir::cast(v, kir::Scalar::Elem, narrow);
       }
       auto* access = e->as<ir::Access>();
       std::string name =
           fresh(access ? "dot_" + access->tensor->py_name : std::string("dot_operand"));
-      inner->push_back(Stmt::assign(name, as_matrix(v, p, q)));
-      return name;
+      return let(*inner, name, as_matrix(v, p, q));
     };
-    std::string a = operand(lhs, ax.i, r);
-    std::string b = operand(rhs, r, ax.j);
+    Value a = operand(lhs, ax.i, r);
+    Value b = operand(rhs, r, ax.j);
     if (!full_r) cache_.pop_back();
     std::string result = fresh(prefix + r->py_name + "_dot");
-    std::string shape = shape_of({ax.i, ax.j});
+    kir::Shape shape = shape_of({ax.i, ax.j});
+    Value out;
     if (full_r) {
-      body.push_back(Stmt::assign(result, "tl.reshape(tl.dot(" + a + ", " + b + precision() +
-                                              "), " + shape + ")"));
+      out = let(body, result, kir::reshape(kir::dot(a, b, nullptr, precision()), shape));
     } else {
-      inner->push_back(
-          Stmt::assign(acc, "tl.dot(" + a + ", " + b + ", " + acc + precision() + ")"));
-      body.push_back(Stmt::assign(result, "tl.reshape(" + acc + ", " + shape + ")"));
+      let(*inner, acc_name, kir::dot(a, b, acc, precision()));
+      out = let(body, result, kir::reshape(ref(acc_name), shape));
     }
     bind_[r].pop_back();
-    return {result};
+    return out;
   }
 
   Value reduce(ir::ReduceOp op, std::vector<ir::ExprPtr> operands, Label r, const ir::Expr& e,
@@ -1049,55 +1111,41 @@ private:
       operand_dims = ir::union_labels(operand_dims, o->dims);
     // The masked operand always spans a tensorized RVar, even one constant along it.
     if (tensorized(r)) operand_dims = ir::union_labels(operand_dims, {r});
-    std::string identity = op == ir::ReduceOp::Sum   ? "0.0"
-                           : op == ir::ReduceOp::Max ? "float(\"-inf\")"
-                                                     : "float(\"inf\")";
+    double identity = identity_of(op);
     std::string acc = fresh(prefix + r->py_name + "_acc");
     bool tensor_r = tensorized(r);
     bool full_r = whole_tile(e, r);
-    if (!full_r) {
-      std::string shape = shape_of(operand_dims);
-      body.push_back(Stmt::assign(
-          acc, axes_.empty() ? identity : "tl.full(" + shape + ", " + identity + ", tl.float32)"));
-    }
+    if (!full_r)
+      let(body, acc,
+          axes_.empty() ? kir::float_imm(identity) : kir::full(shape_of(operand_dims), identity));
     std::vector<StmtPtr>* inner = emit_dim(r, body, loop_prefix(r, prefix), !splits(e));
     if (!full_r) cache_.emplace_back();
-    std::string v;
+    Value v;
     if (operands.size() == 2) {
       Value a = numeric(lower(*operands[0], *inner)), b = numeric(lower(*operands[1], *inner));
-      v = paren(a, kMul) + " * " + paren(b, kMul + 1);
+      v = kir::mul(a, b);
     } else {
-      v = numeric(lower(*operands[0], *inner)).text;
+      v = numeric(lower(*operands[0], *inner));
     }
     if (!full_r) cache_.pop_back();
-    const std::string mask = bind_[r].back().mask;
+    const Value mask = bind_[r].back().mask;
     // Masked lanes must not contribute: replace them with the identity.
-    std::string masked = mask.empty() ? v : "tl.where(" + mask + ", " + v + ", " + identity + ")";
+    Value masked = mask ? kir::select(mask, v, kir::float_imm(identity)) : v;
     std::string result = fresh(prefix + r->py_name + "_" + std::string(what).substr(1));
     int ax = axis_of(r);
-    std::string reducer = op == ir::ReduceOp::Sum   ? "tl.sum"
-                          : op == ir::ReduceOp::Max ? "tl.max"
-                                                    : "tl.min";
+    kir::ReduceOp kop = kernel_op(op);
+    Value out;
     if (full_r) {
-      body.push_back(Stmt::assign(result, reducer + "(" + masked + ", axis=" + std::to_string(ax) +
-                                              ", keep_dims=True)"));
+      out = let(body, result, kir::reduce(kop, masked, ax));
     } else {
-      std::string combined = op == ir::ReduceOp::Sum   ? acc + " + " + wrap_sum(masked)
-                             : op == ir::ReduceOp::Max ? "tl.maximum(" + acc + ", " + masked + ")"
-                                                       : "tl.minimum(" + acc + ", " + masked + ")";
-      inner->push_back(Stmt::assign(acc, combined));
-      if (tensor_r)
-        body.push_back(Stmt::assign(result, reducer + "(" + acc + ", axis=" + std::to_string(ax) +
-                                                ", keep_dims=True)"));
-      else
-        result = acc;
+      Value combined = op == ir::ReduceOp::Sum   ? kir::add(ref(acc), masked)
+                       : op == ir::ReduceOp::Max ? kir::call("tl.maximum", {ref(acc), masked})
+                                                 : kir::call("tl.minimum", {ref(acc), masked});
+      let(*inner, acc, combined);
+      out = tensor_r ? let(body, result, kir::reduce(kop, ref(acc), ax)) : ref(acc);
     }
     bind_[r].pop_back();
-    return {result};
-  }
-
-  static std::string wrap_sum(const std::string& s) {
-    return s.find(' ') == std::string::npos || s.rfind("tl.where(", 0) == 0 ? s : "(" + s + ")";
+    return out;
   }
 
   const ir::Program& prog_;
@@ -1113,8 +1161,9 @@ private:
   ir::Labels labels_;
   std::map<Label, std::vector<Binding>> bind_;
   std::map<const ir::Expr*, Value> hoisted_;
-  std::vector<std::map<std::string, std::string>> cache_;
+  std::vector<std::map<std::string, Value>> cache_;
   std::set<std::string> used_;
+  std::map<std::string, kir::Type> types_; // every bound name's type, as last bound
 };
 
 } // namespace

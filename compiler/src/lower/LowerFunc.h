@@ -8,7 +8,7 @@
 // The kernel's tensors share one layout: one axis per tensorized dimension (output dimensions
 // in definition order, then reduction labels), so every value is a tensor whose size along an
 // axis is the tile width where it varies and 1 elsewhere, and operands broadcast by label.
-#include "lower/KernelIR.h"
+#include "kir/KernelIR.h"
 #include "schedule/Schedule.h"
 
 namespace dtc {

@@ -1,0 +1,315 @@
+#include "kir/CommonSubexpressions.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+namespace dtc {
+namespace {
+
+using kir::Expr;
+using kir::ExprKind;
+using kir::ExprPtr;
+using kir::Stmt;
+using kir::StmtKind;
+using kir::StmtPtr;
+
+bool reads_memory(const Expr& e) {
+  if (e.kind == ExprKind::Load) return true;
+  for (const ExprPtr& a : e.args)
+    if (reads_memory(*a)) return true;
+  return false;
+}
+
+bool is_leaf(const Expr& e) {
+  return e.args.empty();
+}
+
+/// Whether naming `e` saves work: not a name, literal or constant tile, nor a view or cast of
+/// a leaf (those cost nothing and read better inline).
+bool worth_naming(const Expr& e) {
+  switch (e.kind) {
+  case ExprKind::Var:
+  case ExprKind::Int:
+  case ExprKind::Float:
+  case ExprKind::Full:
+  case ExprKind::Arange:
+  case ExprKind::ProgramId:
+    return false;
+  case ExprKind::Expand:
+  case ExprKind::Cast:
+  case ExprKind::Neg:
+  case ExprKind::Trans:
+    return !is_leaf(*e.args[0]);
+  default:
+    return true;
+  }
+}
+
+/// A copy of `e` with other operands (same type).
+ExprPtr with_args(const Expr& e, std::vector<ExprPtr> args) {
+  auto copy = std::make_shared<Expr>(e);
+  copy->depth = 0;
+  for (const ExprPtr& a : args)
+    copy->depth = std::max(copy->depth, a->depth + 1);
+  copy->args = std::move(args);
+  return copy;
+}
+
+/// `root` with every subexpression equal to `what` replaced by `by`.
+ExprPtr replace_all(const ExprPtr& root, const Expr& what, const ExprPtr& by) {
+  if (kir::equal(*root, what)) return by;
+  bool changed = false;
+  std::vector<ExprPtr> args;
+  for (const ExprPtr& a : root->args) {
+    args.push_back(replace_all(a, what, by));
+    changed |= args.back() != a;
+  }
+  return changed ? with_args(*root, std::move(args)) : root;
+}
+
+/// Every name a statement binds, its loops' bodies included.
+void bound_names(const std::vector<StmtPtr>& stmts, std::set<std::string>& out, bool& stores) {
+  for (const StmtPtr& s : stmts) {
+    if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) out.insert(s->name);
+    if (s->kind == StmtKind::Store || s->kind == StmtKind::Barrier) stores = true;
+    bound_names(s->body, out, stores);
+  }
+}
+
+/// `x_mask` -> `x`, `A_ptr` -> `A`: a name's stem for a derived name.
+std::string stem(const std::string& name) {
+  for (const char* suffix : {"_mask", "_ptr"}) {
+    std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0)
+      return name.substr(0, name.size() - s.size());
+  }
+  return name;
+}
+
+/// A name for a new binding of `e`: `exp_A` for tl.exp(A), `x_y_mask` for x_mask & y_mask,
+/// `A_addr` for an address into A, else `cse`.
+std::string base_name(const Expr& e) {
+  const std::vector<ExprPtr>& a = e.args;
+  if (e.kind == ExprKind::Call && !a.empty() && a[0]->kind == ExprKind::Var) {
+    std::string fn = e.name;
+    for (const char* prefix : {"tl.", "_dt_"})
+      if (fn.rfind(prefix, 0) == 0) fn = fn.substr(std::string(prefix).size());
+    return fn + "_" + a[0]->name;
+  }
+  if (e.kind == ExprKind::Binary && e.op == kir::BinOp::And && a[0]->kind == ExprKind::Var &&
+      a[1]->kind == ExprKind::Var)
+    return stem(a[0]->name) + "_" + stem(a[1]->name) + "_mask";
+  if (e.type.scalar == kir::Scalar::Ptr && !e.type.elem_of.empty())
+    return stem(e.type.elem_of) + "_addr";
+  return "cse";
+}
+
+class Cse {
+public:
+  explicit Cse(kir::Kernel& k) : k_(k) {
+    for (const kir::Param& p : k.params)
+      names_.insert(p.name);
+    bool stores = false;
+    bound_names(k.body, names_, stores);
+  }
+
+  void run() {
+    std::vector<Entry> table;
+    block(k_.body, table);
+    forward_copies();
+  }
+
+private:
+  struct Entry {
+    ExprPtr expr;
+    std::set<std::string> reads;
+    bool memory = false;
+    std::string holder;                    // the name holding the value; "" if none yet
+    std::vector<StmtPtr>* block = nullptr; // for an unnamed value: where it was first seen
+    const Stmt* first = nullptr;           // ... and in which statement
+  };
+
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int i = 2; names_.count(name); ++i)
+      name = base + "_" + std::to_string(i);
+    names_.insert(name);
+    return name;
+  }
+
+  static Entry entry_of(ExprPtr e) {
+    Entry x;
+    kir::free_vars(*e, x.reads);
+    x.memory = reads_memory(*e);
+    x.expr = std::move(e);
+    return x;
+  }
+
+  static void invalidate(std::vector<Entry>& table, const std::set<std::string>& bound,
+                         bool memory) {
+    std::erase_if(table, [&](const Entry& x) {
+      if (memory && x.memory) return true;
+      if (!x.holder.empty() && bound.count(x.holder)) return true;
+      for (const std::string& r : x.reads)
+        if (bound.count(r)) return true;
+      return false;
+    });
+  }
+
+  // Rewrites `e` within statement `at` of `blk`: values held by a name become the name; a value
+  // seen before in this block gets a name, bound before the statement that first computed it.
+  // `e` is held by value: naming a value may replace the tree it came from.
+  ExprPtr rewrite(ExprPtr e, std::vector<StmtPtr>& blk, Stmt* at, std::vector<Entry>& table) {
+    if (worth_naming(*e)) {
+      for (Entry& x : table) {
+        if (!kir::equal(*x.expr, *e)) continue;
+        if (x.holder.empty()) {
+          if (x.block != &blk) continue;
+          x.holder = fresh(base_name(*e));
+          Stmt* first = const_cast<Stmt*>(x.first);
+          ExprPtr ref = kir::var(x.holder, e->type);
+          if (first != at) // the statement being rewritten is named once it is done
+            for (ExprPtr* slot : {&first->a, &first->b, &first->c})
+              if (*slot) *slot = replace_all(*slot, *e, ref);
+          auto pos = std::find_if(blk.begin(), blk.end(),
+                                  [&](const StmtPtr& s) { return s.get() == first; });
+          blk.insert(pos, Stmt::assign(x.holder, x.expr));
+          if (first == at) pending_.push_back({x.expr, ref});
+        }
+        return kir::var(x.holder, e->type);
+      }
+    }
+    bool changed = false;
+    std::vector<ExprPtr> args;
+    for (const ExprPtr& a : e->args) {
+      args.push_back(rewrite(a, blk, at, table));
+      changed |= args.back() != a;
+    }
+    ExprPtr out = changed ? with_args(*e, std::move(args)) : e;
+    if (worth_naming(*out)) {
+      Entry x = entry_of(out);
+      x.block = &blk;
+      x.first = at;
+      table.push_back(std::move(x));
+    }
+    return out;
+  }
+
+  void block(std::vector<StmtPtr>& blk, std::vector<Entry>& table) {
+    for (size_t i = 0; i < blk.size(); ++i) {
+      Stmt* s = blk[i].get();
+      bool was_copy = s->kind == StmtKind::Assign && s->a->kind == ExprKind::Var;
+      auto rewrite_slot = [&](ExprPtr& slot) {
+        if (!slot) return;
+        // Insertions before this statement shift it; find it again afterwards.
+        slot = rewrite(slot, blk, s, table);
+      };
+      rewrite_slot(s->a);
+      rewrite_slot(s->b);
+      rewrite_slot(s->c);
+      // A value first computed earlier in this same statement: its first use is named too.
+      for (const auto& [what, by] : pending_)
+        for (ExprPtr* slot : {&s->a, &s->b, &s->c})
+          if (*slot) *slot = replace_all(*slot, *what, by);
+      pending_.clear();
+      while (blk[i].get() != s)
+        ++i;
+      switch (s->kind) {
+      case StmtKind::Assign: {
+        if (s->a->kind == ExprKind::Var && s->a->name == s->name) {
+          // Binds the value the name already holds.
+          std::erase_if(table, [&](const Entry& x) { return x.first == s; });
+          blk.erase(blk.begin() + i--);
+          break;
+        }
+        if (!was_copy && s->a->kind == ExprKind::Var) made_copies_.insert(s);
+        invalidate(table, {s->name}, false);
+        if (worth_naming(*s->a)) {
+          Entry x = entry_of(s->a);
+          if (!x.reads.count(s->name)) {
+            x.holder = s->name;
+            std::erase_if(table, [&](const Entry& y) {
+              return y.holder.empty() && kir::equal(*y.expr, *x.expr);
+            });
+            table.push_back(std::move(x));
+          }
+        }
+        break;
+      }
+      case StmtKind::Store:
+      case StmtKind::Barrier:
+        invalidate(table, {}, true);
+        break;
+      case StmtKind::For: {
+        std::set<std::string> bound{s->name};
+        bool stores = false;
+        bound_names(s->body, bound, stores);
+        invalidate(table, bound, stores);
+        // Inside the loop: only values already named; unnamed ones cannot be bound from there.
+        std::vector<Entry> inner;
+        for (const Entry& x : table)
+          if (!x.holder.empty()) inner.push_back(x);
+        block(s->body, inner);
+        break;
+      }
+      case StmtKind::Comment:
+        break;
+      }
+    }
+  }
+
+  static void count_bindings(const std::vector<StmtPtr>& stmts, std::map<std::string, int>& n) {
+    for (const StmtPtr& s : stmts) {
+      if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) ++n[s->name];
+      count_bindings(s->body, n);
+    }
+  }
+
+  static void substitute(std::vector<StmtPtr>& stmts, const Expr& what, const ExprPtr& by) {
+    for (StmtPtr& s : stmts) {
+      for (ExprPtr* slot : {&s->a, &s->b, &s->c})
+        if (*slot) *slot = replace_all(*slot, what, by);
+      substitute(s->body, what, by);
+    }
+  }
+
+  // `a = b` made a copy by this pass, where each name is bound once (b may be a parameter):
+  // every read of a reads b. Copies lowering wrote (`x_block = pid`) keep their names.
+  bool forward_copy(std::vector<StmtPtr>& stmts, const std::map<std::string, int>& bindings) {
+    for (auto it = stmts.begin(); it != stmts.end(); ++it) {
+      Stmt& s = **it;
+      if (made_copies_.count(&s) && bindings.at(s.name) == 1 &&
+          (!bindings.count(s.a->name) || bindings.at(s.a->name) == 1)) {
+        ExprPtr by = s.a;
+        ExprPtr what = kir::var(s.name, by->type);
+        stmts.erase(it);
+        substitute(k_.body, *what, by);
+        return true;
+      }
+      if (forward_copy(s.body, bindings)) return true;
+    }
+    return false;
+  }
+
+  void forward_copies() {
+    while (true) {
+      std::map<std::string, int> bindings;
+      count_bindings(k_.body, bindings);
+      if (!forward_copy(k_.body, bindings)) return;
+    }
+  }
+
+  kir::Kernel& k_;
+  std::set<std::string> names_;
+  std::vector<std::pair<ExprPtr, ExprPtr>> pending_; // named within the current statement
+  std::set<const Stmt*> made_copies_;                // assignments this pass made copies
+};
+
+} // namespace
+
+void eliminate_common_subexpressions(kir::Kernel& kernel) {
+  Cse(kernel).run();
+}
+
+} // namespace dtc

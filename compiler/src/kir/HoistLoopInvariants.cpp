@@ -1,0 +1,114 @@
+#include "kir/HoistLoopInvariants.h"
+
+#include <map>
+
+namespace dtc {
+namespace {
+
+using kir::Expr;
+using kir::ExprKind;
+using kir::Stmt;
+using kir::StmtKind;
+using kir::StmtPtr;
+
+/// The pointer parameter an address is based on; "" when it cannot be told.
+std::string base_pointer(const Expr& address) {
+  if (address.kind == ExprKind::Var && address.type.scalar == kir::Scalar::Ptr) return address.name;
+  if (address.kind == ExprKind::Binary)
+    for (const kir::ExprPtr& a : address.args)
+      if (a->type.scalar == kir::Scalar::Ptr) return base_pointer(*a);
+  return "";
+}
+
+/// The pointers `e` loads through ("" for one that cannot be told).
+void loaded_pointers(const Expr& e, std::set<std::string>& out) {
+  if (e.kind == ExprKind::Load) out.insert(base_pointer(*e.args[0]));
+  for (const kir::ExprPtr& a : e.args)
+    loaded_pointers(*a, out);
+}
+
+struct LoopEffects {
+  std::set<std::string> bound;  // names the loop binds, its own variable included
+  std::set<std::string> stored; // pointers it stores through ("" for one that cannot be told)
+  bool barrier = false;
+};
+
+void effects(const std::vector<StmtPtr>& stmts, LoopEffects& out) {
+  for (const StmtPtr& s : stmts) {
+    if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) out.bound.insert(s->name);
+    if (s->kind == StmtKind::Store) out.stored.insert(base_pointer(*s->a));
+    if (s->kind == StmtKind::Barrier) out.barrier = true;
+    effects(s->body, out);
+  }
+}
+
+void count_bindings(const std::vector<StmtPtr>& stmts, std::map<std::string, int>& n) {
+  for (const StmtPtr& s : stmts) {
+    if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) ++n[s->name];
+    count_bindings(s->body, n);
+  }
+}
+
+class Hoister {
+public:
+  explicit Hoister(kir::Kernel& k) : k_(k) { count_bindings(k.body, bindings_); }
+
+  void run() { block(k_.body); }
+
+private:
+  void block(std::vector<StmtPtr>& stmts) {
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (stmts[i]->kind != StmtKind::For) continue;
+      block(stmts[i]->body);
+      std::vector<StmtPtr> moved = invariants(*stmts[i]);
+      size_t n = moved.size();
+      stmts.insert(stmts.begin() + i, std::make_move_iterator(moved.begin()),
+                   std::make_move_iterator(moved.end()));
+      i += n;
+    }
+  }
+
+  bool movable(const Stmt& s, const LoopEffects& loop) const {
+    if (s.kind != StmtKind::Assign || bindings_.at(s.name) != 1) return false;
+    std::set<std::string> reads;
+    kir::free_vars(*s.a, reads);
+    for (const std::string& r : reads)
+      if (loop.bound.count(r)) return false;
+    std::set<std::string> loads;
+    loaded_pointers(*s.a, loads);
+    if (loads.empty()) return true;
+    if (loop.barrier || loop.stored.count("")) return false;
+    for (const std::string& p : loads)
+      if (p.empty() || loop.stored.count(p)) return false;
+    return true;
+  }
+
+  // Takes the loop's invariant assignments out of its body, in order.
+  std::vector<StmtPtr> invariants(Stmt& loop) {
+    LoopEffects fx;
+    fx.bound.insert(loop.name);
+    effects(loop.body, fx);
+    std::vector<StmtPtr> out;
+    for (auto it = loop.body.begin(); it != loop.body.end();) {
+      if (movable(**it, fx)) {
+        fx.bound.erase((*it)->name);
+        out.push_back(std::move(*it));
+        it = loop.body.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+
+  kir::Kernel& k_;
+  std::map<std::string, int> bindings_;
+};
+
+} // namespace
+
+void hoist_loop_invariants(kir::Kernel& kernel) {
+  Hoister(kernel).run();
+}
+
+} // namespace dtc

@@ -1,0 +1,220 @@
+#pragma once
+// The kernel IR: one Triton kernel as typed statements over typed expressions, plus what the
+// wrapper needs to launch it. Lowering (lower/LowerFunc.h) builds it from the algorithm IR and a
+// schedule; the passes of this directory rewrite it, each verified (VerifyKernel.h); only the
+// printer (codegen/KernelPrinter.cpp) turns it into Python.
+//
+// Expressions are immutable and shared (`ExprPtr`), built through the factory functions below,
+// which infer every node's type (element type and tile shape) and reject ill-typed operands with
+// an InternalError. Statements own their children. A name is bound by `Assign` or a loop and
+// may be bound again (a loop-carried accumulator, a mask recomputed for a second loop): passes
+// that reuse a value check that none of the names it reads was bound again in between.
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dtc::kir {
+
+// ---- types --------------------------------------------------------------------------------
+
+/// Element types. `Int` is an integer kernel argument (Triton passes it as int32 or int64 by
+/// value); `Index` the kernel's index type, int32 or int64, chosen per call by the wrapper and
+/// passed as the constexpr parameter `kIndexParam`; `Elem` the element type of the tensor behind
+/// a pointer parameter (float16, bfloat16 or float32: known only at launch); `Ptr` a pointer to
+/// such elements.
+enum class Scalar { F32, I64, Index, I32, Int, I1, Elem, Ptr };
+
+/// The constexpr parameter holding the index type (`tl.int32` or `tl.int64`).
+inline constexpr const char* kIndexParam = "_dt_index";
+
+/// One extent of a tile: a literal, or a `tl.constexpr` parameter (`x_TILE`).
+struct Extent {
+  long long n = 1;
+  std::string param; // set for a parameter; `n` is then unused
+  bool operator==(const Extent&) const = default;
+  bool is_one() const { return param.empty() && n == 1; }
+};
+using Shape = std::vector<Extent>;
+
+struct Type {
+  Scalar scalar = Scalar::F32;
+  /// For `Elem` and `Ptr`: the pointer parameter whose element type this is (`A_ptr`). A `Ptr`
+  /// without one points to float32 (a temporary the wrapper allocates).
+  std::string elem_of;
+  Shape shape; // empty: a scalar
+  bool operator==(const Type&) const = default;
+  bool is_float() const { return scalar == Scalar::F32 || scalar == Scalar::Elem; }
+  bool is_int() const {
+    return scalar == Scalar::I64 || scalar == Scalar::Index || scalar == Scalar::I32 ||
+           scalar == Scalar::Int;
+  }
+};
+
+std::string to_string(const Shape& shape);
+std::string to_string(const Type& type);
+
+// ---- expressions --------------------------------------------------------------------------
+
+enum class ExprKind {
+  Var,       // a name bound by Assign, a loop or a parameter
+  Int,       // integer literal
+  Float,     // float literal (a Python float in the kernel: weakly typed, float32)
+  Neg,       // -a
+  Binary,    // a op b, broadcasting
+  Call,      // an element-wise function of triton.language or a `_dt_` helper: fn(args)
+  Select,    // tl.where(cond, a, b)
+  Cast,      // a converted to `type`
+  Load,      // tl.load(ptr, mask=mask, other=0.0)
+  Arange,    // tl.arange(0, extent): int32 [extent]
+  Expand,    // a[:, None]-style: a new axis of extent 1 where `expand` is false
+  Full,      // tl.full(shape, value, tl.float32)
+  Reduce,    // tl.sum / tl.max / tl.min over one axis, keeping it
+  Dot,       // tl.dot(a, b[, acc])
+  Reshape,   // tl.reshape(a, shape)
+  Trans,     // tl.trans(a) of a 2-D tile
+  ProgramId, // tl.program_id(axis)
+};
+
+enum class BinOp { Add, Sub, Mul, Div, FloorDiv, Mod, Lt, Le, Gt, Ge, Eq, Ne, And };
+enum class ReduceOp { Sum, Max, Min };
+
+bool is_comparison(BinOp op);
+const char* op_text(BinOp op);
+
+struct Expr;
+using ExprPtr = std::shared_ptr<const Expr>;
+
+struct Expr {
+  ExprKind kind;
+  Type type;
+  std::string name;        // Var: the name; Call: the function (`tl.exp`, `_dt_tanh`)
+  long long value_int = 0; // Int; Reduce and ProgramId: the axis
+  double value_float = 0;  // Float; Full: the fill value
+  BinOp op = BinOp::Add;   // Binary
+  ReduceOp reduce = ReduceOp::Sum;
+  std::vector<ExprPtr> args; // operands, in printing order (Load: ptr, mask?; Dot: a, b, acc?)
+  std::vector<bool> expand;  // Expand: true for a kept axis (`:`), false for a new one (`None`)
+  std::string precision;     // Dot: "" (TF32, Triton's default), "tf32x3" or "ieee"
+  int depth = 0;             // operations nested below this node (a leaf is 0)
+};
+
+/// Structural equality and a matching hash, for value numbering.
+bool equal(const Expr& a, const Expr& b);
+size_t hash(const Expr& e);
+
+// Factories: each infers the node's type and checks its operands.
+ExprPtr var(std::string name, Type type);
+ExprPtr int_imm(long long v);
+ExprPtr float_imm(double v);
+ExprPtr neg(ExprPtr a);
+ExprPtr binary(BinOp op, ExprPtr a, ExprPtr b);
+ExprPtr add(ExprPtr a, ExprPtr b);
+ExprPtr sub(ExprPtr a, ExprPtr b);
+ExprPtr mul(ExprPtr a, ExprPtr b);
+ExprPtr lt(ExprPtr a, ExprPtr b);
+/// `a & b` over conditions; a null operand is "always true" and drops out.
+ExprPtr and_(ExprPtr a, ExprPtr b);
+ExprPtr call(std::string fn, std::vector<ExprPtr> args);
+ExprPtr select(ExprPtr cond, ExprPtr a, ExprPtr b);
+ExprPtr cast(ExprPtr a, Scalar to, std::string elem_of = "");
+ExprPtr load(ExprPtr ptr, ExprPtr mask);
+ExprPtr arange(Extent extent);
+ExprPtr expand(ExprPtr a, std::vector<bool> keep);
+ExprPtr full(Shape shape, double value);
+ExprPtr reduce(ReduceOp op, ExprPtr a, int axis);
+ExprPtr dot(ExprPtr a, ExprPtr b, ExprPtr acc, std::string precision);
+ExprPtr reshape(ExprPtr a, Shape shape);
+ExprPtr trans(ExprPtr a);
+ExprPtr program_id(int axis);
+
+/// The type of a loop variable `for v in range(lo, hi, step)`: the widest of its bounds'.
+Type loop_var_type(const Expr& lo, const Expr& hi, const Expr& step);
+
+/// The names an expression reads.
+void free_vars(const Expr& e, std::set<std::string>& out);
+
+// ---- statements ---------------------------------------------------------------------------
+
+enum class StmtKind { Assign, For, Store, Comment, Barrier };
+enum class Atomic { None, Add, Max, Min };
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct Stmt {
+  StmtKind kind;
+  // Assign: name = value. For: for name in range(lo, hi, step): body. Comment: name is the text.
+  std::string name;
+  // Assign: value. Store: ptr, value, mask (mask may be null). For: lo, hi, step.
+  ExprPtr a, b, c;
+  Atomic atomic = Atomic::None; // Store
+  std::vector<StmtPtr> body;    // For
+
+  static StmtPtr assign(std::string name, ExprPtr value);
+  static StmtPtr store(ExprPtr ptr, ExprPtr value, ExprPtr mask);
+  static StmtPtr loop(std::string var, ExprPtr lo, ExprPtr hi, ExprPtr step);
+  static StmtPtr comment(std::string text);
+  static StmtPtr barrier();
+
+  // Readable accessors.
+  const ExprPtr& value() const { return kind == StmtKind::Store ? b : a; }
+  const ExprPtr& ptr() const { return a; }
+  const ExprPtr& mask() const { return c; }
+};
+
+// ---- kernels ------------------------------------------------------------------------------
+
+struct Param {
+  std::string name;
+  bool is_constexpr = false;
+  Type type;
+};
+
+/// How the wrapper passes one kernel argument: a Python expression over the wrapper's locals.
+struct LaunchArg {
+  std::string param;
+  std::string value;
+  /// For a stride (`value` is `tensor.stride(axis)`): the tensor and its rank, so the printer
+  /// can pass all of a tensor's strides at once.
+  std::string tensor;
+  size_t axis = 0, rank = 0;
+};
+
+struct Kernel {
+  std::string name; // e.g. relu_out_kernel
+  std::string doc;  // one-line summary for a comment above the kernel
+  std::vector<Param> params;
+  std::vector<StmtPtr> body;
+  std::vector<LaunchArg> launch; // one per param, same order
+  std::string grid;              // Python expression for the 1-D grid size
+  int num_warps = 4;
+  int num_stages = 3;
+  std::set<std::string> helpers; // @triton.jit helpers the body calls
+  /// For a kernel that combines into its output with atomics: the output's initial value
+  /// ("0.0", "float(\"-inf\")", ...); the wrapper allocates it in float32 filled with that.
+  std::string output_init;
+  /// "tf32", "tf32x3" or "ieee" when the kernel multiplies on tl.dot; "" otherwise.
+  std::string dot_precision;
+  /// 2-D float32 inputs that feed tl.dot, with the axis tl.dot reduces over: the wrapper makes
+  /// that axis contiguous, since TF32 tensor-core products read k-contiguous tiles.
+  std::vector<std::pair<std::string, size_t>> k_contiguous_inputs;
+  /// Copies only those of at least this many elements (`relayout(auto)`); 0 copies all.
+  long long k_contiguous_min_elements = 0;
+  /// Global float32 temporaries the kernel writes and reads back (partial fusion): name and
+  /// Python shape, allocated by the wrapper.
+  std::vector<std::pair<std::string, std::string>> scratch;
+  /// Wrapper statements that run before the launch (sizes derived from other sizes).
+  std::vector<std::string> setup;
+  /// How far past a dimension's size an index may run (masked lanes of the last tile or block,
+  /// program instances of a map split past the last block): the wrapper's bound for choosing
+  /// int32 indices.
+  long long index_slack = 1;
+};
+
+/// Prints an expression as Python (for the printer, diagnostics and tests).
+std::string print(const Expr& e);
+/// Prints statements as Python at the given indentation depth.
+std::string print(const std::vector<StmtPtr>& stmts, int depth = 0);
+
+} // namespace dtc::kir

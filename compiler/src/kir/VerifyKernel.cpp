@@ -1,0 +1,104 @@
+#include "kir/VerifyKernel.h"
+
+#include "support/Diagnostics.h"
+
+#include <map>
+#include <vector>
+
+namespace dtc {
+namespace {
+
+class Verifier {
+public:
+  Verifier(const kir::Kernel& k, const std::string& after) : k_(k), after_(after) {}
+
+  void run() {
+    for (const kir::Param& p : k_.params) {
+      if (!bound_.emplace(p.name, p.type).second) fail("duplicate parameter " + p.name);
+      params_.insert(p.name);
+    }
+    if (k_.launch.size() != k_.params.size()) fail("launch arguments mismatch");
+    check(k_.body);
+  }
+
+private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InternalError("kernel verification failed for " + k_.name + " after " + after_ + ": " +
+                        what);
+  }
+
+  void bind(const std::string& name, const kir::Type& type) {
+    if (params_.count(name)) fail("assigns to parameter " + name);
+    // A name bound before a loop and again inside it is carried across iterations, where
+    // Triton requires one type.
+    for (const auto& outer : loops_)
+      if (auto it = outer.find(name); it != outer.end() && !(it->second == type))
+        fail(name + " bound as " + kir::to_string(it->second) + " before a loop and as " +
+             kir::to_string(type) + " inside it");
+    bound_[name] = type;
+  }
+
+  void expr(const kir::Expr& e) {
+    if (e.kind == kir::ExprKind::Var) {
+      auto it = bound_.find(e.name);
+      if (it == bound_.end()) fail("reads " + e.name + " before binding it");
+      if (!(it->second == e.type))
+        fail("reads " + e.name + " as " + kir::to_string(e.type) + ", bound as " +
+             kir::to_string(it->second));
+    }
+    if (e.kind == kir::ExprKind::Load && !e.args[0]->type.shape.empty() && e.args.size() < 2)
+      fail("unmasked tensor load: " + kir::print(e));
+    for (const kir::ExprPtr& a : e.args)
+      expr(*a);
+  }
+
+  void check(const std::vector<kir::StmtPtr>& stmts) {
+    for (const kir::StmtPtr& s : stmts) {
+      switch (s->kind) {
+      case kir::StmtKind::Assign:
+        expr(*s->a);
+        bind(s->name, s->a->type);
+        break;
+      case kir::StmtKind::Store:
+        expr(*s->a);
+        expr(*s->b);
+        if (s->c) expr(*s->c);
+        if (!s->a->type.shape.empty() && !s->c) fail("unmasked tensor store: " + kir::print(*s->a));
+        if (s->b->type.shape.size() > s->a->type.shape.size())
+          fail("stores a " + kir::to_string(s->b->type) + " to " + kir::to_string(s->a->type));
+        break;
+      case kir::StmtKind::For: {
+        expr(*s->a);
+        expr(*s->b);
+        expr(*s->c);
+        const kir::Expr& step = *s->c;
+        bool positive = (step.kind == kir::ExprKind::Int && step.value_int > 0) ||
+                        (step.kind == kir::ExprKind::Var && params_.count(step.name));
+        if (!positive) fail("loop " + s->name + " steps by " + kir::print(step));
+        bind(s->name, kir::loop_var_type(*s->a, *s->b, *s->c));
+        loops_.push_back(bound_);
+        check(s->body);
+        loops_.pop_back();
+        break;
+      }
+      case kir::StmtKind::Comment:
+      case kir::StmtKind::Barrier:
+        break;
+      }
+    }
+  }
+
+  const kir::Kernel& k_;
+  const std::string& after_;
+  std::set<std::string> params_;
+  std::map<std::string, kir::Type> bound_;
+  std::vector<std::map<std::string, kir::Type>> loops_; // names bound before each open loop
+};
+
+} // namespace
+
+void verify_kernel(const kir::Kernel& kernel, const std::string& after) {
+  Verifier(kernel, after).run();
+}
+
+} // namespace dtc

@@ -1,0 +1,333 @@
+// The kernel IR: factories infer types and reject ill-typed operands; the printer writes Python
+// with the parentheses precedence needs; the verifier; each kernel pass, IR in and IR out.
+#include "kir/KernelIR.h"
+#include "codegen/PythonCodegen.h"
+#include "kir/CommonSubexpressions.h"
+#include "kir/EliminateDeadCode.h"
+#include "kir/HoistLoopInvariants.h"
+#include "kir/VerifyKernel.h"
+#include "support/Diagnostics.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace dtc {
+namespace {
+
+using namespace kir;
+
+Type scalar(Scalar s) {
+  Type t;
+  t.scalar = s;
+  return t;
+}
+Type tile(Scalar s, Shape shape) {
+  Type t;
+  t.scalar = s;
+  t.shape = std::move(shape);
+  return t;
+}
+Type pointer(const std::string& param) {
+  Type t;
+  t.scalar = Scalar::Ptr;
+  t.elem_of = param;
+  return t;
+}
+
+/// A small kernel under construction: parameters A_ptr, A_stride0, out_ptr and n_size.
+struct KernelBuilder {
+  Kernel k;
+  KernelBuilder() {
+    k.name = "test_kernel";
+    param("A_ptr", pointer("A_ptr"));
+    param("A_stride0", scalar(Scalar::Int));
+    param("out_ptr", pointer("out_ptr"));
+    param("n_size", scalar(Scalar::Int));
+  }
+  void param(const std::string& name, Type t) {
+    k.params.push_back({name, false, t});
+    k.launch.push_back({name, name, "", 0, 0});
+  }
+  ExprPtr p(const std::string& name) {
+    for (const Param& x : k.params)
+      if (x.name == name) return var(name, x.type);
+    throw std::runtime_error("no parameter " + name);
+  }
+  ExprPtr let(std::vector<StmtPtr>& body, const std::string& name, ExprPtr value) {
+    Type t = value->type;
+    body.push_back(Stmt::assign(name, std::move(value)));
+    return var(name, t);
+  }
+  std::string text() const { return print(k.body); }
+};
+
+// ---- types ----------------------------------------------------------------------------------
+
+TEST(KernelIRTypes, ArithmeticBroadcastsAndPromotes) {
+  ExprPtr rows = expand(cast(arange({4, ""}), Scalar::I64), {true, false});
+  ExprPtr cols = expand(cast(arange({0, "n_TILE"}), Scalar::I64), {false, true});
+  ExprPtr sum = add(rows, cols);
+  EXPECT_EQ(to_string(sum->type), "i64[4, n_TILE]");
+  EXPECT_EQ(to_string(lt(sum, var("n", scalar(Scalar::Int)))->type), "i1[4, n_TILE]");
+  Type half = tile(Scalar::Elem, {{4, ""}});
+  half.elem_of = "A_ptr";
+  ExprPtr x = var("x", half);
+  EXPECT_EQ(to_string(load(add(var("A_ptr", pointer("A_ptr")), rows), nullptr)->type),
+            "elem(A_ptr)[4, 1]");
+  EXPECT_EQ(to_string(mul(x, float_imm(2.0))->type), "f32[4]");
+  EXPECT_EQ(to_string(binary(BinOp::Div, int_imm(1), int_imm(2))->type), "f32");
+}
+
+TEST(KernelIRTypes, IllTypedOperandsAreInternalErrors) {
+  ExprPtr a = var("a", tile(Scalar::F32, {{4, ""}}));
+  ExprPtr b = var("b", tile(Scalar::F32, {{8, ""}}));
+  EXPECT_THROW(add(a, b), InternalError);                          // shapes [4] and [8]
+  EXPECT_THROW(binary(BinOp::And, a, a), InternalError);           // & of floats
+  EXPECT_THROW(load(a, nullptr), InternalError);                   // not a pointer
+  EXPECT_THROW(mul(var("p", pointer("A_ptr")), a), InternalError); // only + moves a pointer
+  EXPECT_THROW(reduce(ReduceOp::Sum, a, 1), InternalError);        // no axis 1
+  EXPECT_THROW(reshape(a, {{3, ""}}), InternalError);              // 4 elements into 3
+  ExprPtr m = var("m", tile(Scalar::F32, {{16, ""}, {32, ""}}));
+  EXPECT_THROW(dot(m, m, nullptr, ""), InternalError); // [16, 32] x [16, 32]
+  EXPECT_EQ(to_string(dot(m, trans(m), nullptr, "")->type), "f32[16, 16]");
+}
+
+// ---- printing -------------------------------------------------------------------------------
+
+TEST(KernelIRPrinter, ParenthesizesOnlyWherePrecedenceNeedsIt) {
+  ExprPtr a = var("a", scalar(Scalar::F32)), b = var("b", scalar(Scalar::F32));
+  ExprPtr c = var("c", scalar(Scalar::F32));
+  EXPECT_EQ(print(*mul(add(a, b), c)), "(a + b) * c");
+  EXPECT_EQ(print(*add(a, mul(b, c))), "a + b * c");
+  EXPECT_EQ(print(*sub(a, sub(b, c))), "a - (b - c)");
+  EXPECT_EQ(print(*sub(sub(a, b), c)), "a - b - c");
+  EXPECT_EQ(print(*neg(add(a, b))), "-(a + b)");
+  // `&` binds tighter than `<` in Python: conditions combined with & are parenthesized.
+  ExprPtr ab = lt(a, b), bc = lt(b, c);
+  EXPECT_EQ(print(*and_(ab, bc)), "(a < b) & (b < c)");
+  EXPECT_EQ(print(*lt(lt(a, b), bc)), "(a < b) < (b < c)"); // never a chained comparison
+  EXPECT_EQ(print(*cast(add(a, b), Scalar::I64)), "tl.cast(a + b, tl.int64)");
+  ExprPtr t = var("t", tile(Scalar::F32, {{4, ""}}));
+  EXPECT_EQ(print(*cast(add(t, a), Scalar::I64)), "(t + a).to(tl.int64)");
+  EXPECT_EQ(print(*expand(add(t, a), {true, false})), "(t + a)[:, None]");
+  EXPECT_EQ(print(*float_imm(-std::numeric_limits<double>::infinity())), "float(\"-inf\")");
+  EXPECT_EQ(print(*full({{4, ""}, {0, "n_TILE"}}, 0.0)), "tl.zeros([4, n_TILE], tl.float32)");
+  EXPECT_EQ(print(*reduce(ReduceOp::Max, t, 0)), "tl.max(t, axis=0, keep_dims=True)");
+}
+
+// ---- verifier -------------------------------------------------------------------------------
+
+TEST(VerifyKernel, AcceptsAWellFormedKernel) {
+  KernelBuilder b;
+  ExprPtr idx = b.let(b.k.body, "idx", cast(arange({8, ""}), Scalar::I64));
+  ExprPtr mask = b.let(b.k.body, "mask", lt(idx, b.p("n_size")));
+  ExprPtr v = b.let(b.k.body, "v", load(add(b.p("A_ptr"), mul(idx, b.p("A_stride0"))), mask));
+  b.k.body.push_back(Stmt::store(add(b.p("out_ptr"), idx), v, mask));
+  EXPECT_NO_THROW(verify_kernel(b.k));
+}
+
+TEST(VerifyKernel, RejectsAReadBeforeItsBinding) {
+  KernelBuilder b;
+  b.k.body.push_back(Stmt::assign("v", add(var("w", scalar(Scalar::F32)), float_imm(1.0))));
+  EXPECT_THROW(verify_kernel(b.k), InternalError);
+}
+
+TEST(VerifyKernel, RejectsAnUnmaskedTileAccess) {
+  KernelBuilder b;
+  ExprPtr idx = b.let(b.k.body, "idx", cast(arange({8, ""}), Scalar::I64));
+  b.k.body.push_back(Stmt::assign("v", load(add(b.p("A_ptr"), idx), nullptr)));
+  EXPECT_THROW(verify_kernel(b.k), InternalError);
+}
+
+TEST(VerifyKernel, RejectsALoopCarriedNameThatChangesType) {
+  // Triton fails to compile it: a name bound before a loop is carried through the loop.
+  KernelBuilder b;
+  b.let(b.k.body, "acc", float_imm(0.0));
+  StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(1));
+  loop->body.push_back(Stmt::assign("acc", full({{4, ""}}, 0.0)));
+  b.k.body.push_back(std::move(loop));
+  try {
+    verify_kernel(b.k, "a test");
+    FAIL() << "accepted";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("after a test: acc bound as f32 before a loop"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(VerifyKernel, RejectsAssigningAParameterAndAZeroStep) {
+  KernelBuilder b;
+  b.k.body.push_back(Stmt::assign("n_size", int_imm(3)));
+  EXPECT_THROW(verify_kernel(b.k), InternalError);
+  KernelBuilder c;
+  c.k.body.push_back(Stmt::loop("i", int_imm(0), c.p("n_size"), int_imm(0)));
+  EXPECT_THROW(verify_kernel(c.k), InternalError);
+}
+
+// ---- common subexpressions ------------------------------------------------------------------
+
+TEST(CommonSubexpressions, NamesAValueComputedTwiceInOneBlock) {
+  // The softmax of one row held whole: tl.exp(A) in the sum and in the quotient.
+  KernelBuilder b;
+  auto& body = b.k.body;
+  ExprPtr idx = b.let(body, "idx", cast(arange({8, ""}), Scalar::I64));
+  ExprPtr mask = b.let(body, "mask", lt(idx, b.p("n_size")));
+  ExprPtr a = b.let(body, "A",
+                    cast(load(add(b.p("A_ptr"), mul(idx, b.p("A_stride0"))), mask), Scalar::F32));
+  ExprPtr s =
+      b.let(body, "s", reduce(ReduceOp::Sum, select(mask, call("tl.exp", {a}), float_imm(0.0)), 0));
+  ExprPtr q = b.let(body, "q", binary(BinOp::Div, call("tl.exp", {a}), s));
+  body.push_back(Stmt::store(add(b.p("out_ptr"), idx), q, mask));
+  eliminate_common_subexpressions(b.k);
+  verify_kernel(b.k, "common subexpressions");
+  EXPECT_EQ(b.text(), "idx = tl.arange(0, 8).to(tl.int64)\n"
+                      "mask = idx < n_size\n"
+                      "A = tl.load(A_ptr + idx * A_stride0, mask=mask, other=0.0).to(tl.float32)\n"
+                      "exp_A = tl.exp(A)\n"
+                      "s = tl.sum(tl.where(mask, exp_A, 0.0), axis=0, keep_dims=True)\n"
+                      "q = exp_A / s\n"
+                      "tl.store(out_ptr + idx, q, mask=mask)\n");
+}
+
+TEST(CommonSubexpressions, DropsARebindingToTheSameValue) {
+  KernelBuilder b;
+  auto& body = b.k.body;
+  ExprPtr idx = b.let(body, "idx", cast(arange({8, ""}), Scalar::I64));
+  b.let(body, "mask", lt(idx, b.p("n_size")));
+  ExprPtr mask = b.let(body, "mask", lt(idx, b.p("n_size")));
+  body.push_back(Stmt::store(add(b.p("out_ptr"), idx), float_imm(1.0), mask));
+  eliminate_common_subexpressions(b.k);
+  verify_kernel(b.k);
+  EXPECT_EQ(b.text(), "idx = tl.arange(0, 8).to(tl.int64)\n"
+                      "mask = idx < n_size\n"
+                      "tl.store(out_ptr + idx, 1.0, mask=mask)\n");
+}
+
+TEST(CommonSubexpressions, KeepsAValueWhoseOperandWasBoundAgain) {
+  KernelBuilder b;
+  auto& body = b.k.body;
+  ExprPtr n = b.p("n_size");
+  ExprPtr x = b.let(body, "x", cast(n, Scalar::F32));
+  b.let(body, "y", call("tl.exp", {x}));
+  x = b.let(body, "x", add(x, float_imm(1.0)));
+  b.let(body, "z", call("tl.exp", {x}));
+  std::string before = b.text();
+  eliminate_common_subexpressions(b.k);
+  EXPECT_EQ(b.text(), before);
+}
+
+TEST(CommonSubexpressions, ALoadIsNotReusedAcrossAStoreOrIntoALoopThatStores) {
+  KernelBuilder b;
+  auto& body = b.k.body;
+  ExprPtr addr = b.p("A_ptr");
+  b.let(body, "u", load(addr, nullptr));
+  body.push_back(Stmt::store(b.p("A_ptr"), float_imm(0.0), nullptr));
+  b.let(body, "w", load(addr, nullptr));
+  StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(1));
+  loop->body.push_back(Stmt::assign("r", load(addr, nullptr)));
+  loop->body.push_back(Stmt::store(b.p("A_ptr"), float_imm(0.0), nullptr));
+  body.push_back(std::move(loop));
+  std::string before = b.text();
+  eliminate_common_subexpressions(b.k);
+  EXPECT_EQ(b.text(), before);
+}
+
+TEST(CommonSubexpressions, AValueNamedBeforeALoopIsReusedInsideIt) {
+  KernelBuilder b;
+  auto& body = b.k.body;
+  ExprPtr n = b.let(body, "n", cast(b.p("n_size"), Scalar::F32));
+  b.let(body, "r", call("tl.sqrt", {n}));
+  StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(1));
+  loop->body.push_back(
+      Stmt::assign("v", binary(BinOp::Div, cast(var("i", scalar(Scalar::Int)), Scalar::F32),
+                               call("tl.sqrt", {n}))));
+  body.push_back(std::move(loop));
+  eliminate_common_subexpressions(b.k);
+  verify_kernel(b.k);
+  EXPECT_EQ(b.text(), "n = tl.cast(n_size, tl.float32)\n"
+                      "r = tl.sqrt(n)\n"
+                      "for i in range(0, n_size, 1):\n"
+                      "    v = tl.cast(i, tl.float32) / r\n");
+}
+
+// ---- loop-invariant code motion -------------------------------------------------------------
+
+TEST(HoistLoopInvariants, MovesValuesTheLoopDoesNotChangeOutOfNestedLoops) {
+  KernelBuilder b;
+  auto& body = b.k.body;
+  ExprPtr n = b.p("n_size");
+  StmtPtr outer = Stmt::loop("i", int_imm(0), n, int_imm(1));
+  StmtPtr inner = Stmt::loop("j", int_imm(0), n, int_imm(1));
+  ExprPtr i = var("i", scalar(Scalar::Int)), j = var("j", scalar(Scalar::Int));
+  // s depends on nothing of either loop, t on i only, u on j.
+  inner->body.push_back(Stmt::assign("s", call("tl.sqrt", {cast(n, Scalar::F32)})));
+  inner->body.push_back(
+      Stmt::assign("t", mul(var("s", scalar(Scalar::F32)), cast(i, Scalar::F32))));
+  inner->body.push_back(
+      Stmt::assign("u", add(var("t", scalar(Scalar::F32)), cast(j, Scalar::F32))));
+  inner->body.push_back(
+      Stmt::store(add(b.p("out_ptr"), j), var("u", scalar(Scalar::F32)), nullptr));
+  outer->body.push_back(std::move(inner));
+  body.push_back(std::move(outer));
+  hoist_loop_invariants(b.k);
+  verify_kernel(b.k, "loop-invariant code motion");
+  EXPECT_EQ(b.text(), "s = tl.sqrt(tl.cast(n_size, tl.float32))\n"
+                      "for i in range(0, n_size, 1):\n"
+                      "    t = s * tl.cast(i, tl.float32)\n"
+                      "    for j in range(0, n_size, 1):\n"
+                      "        u = t + tl.cast(j, tl.float32)\n"
+                      "        tl.store(out_ptr + j, u)\n");
+}
+
+TEST(HoistLoopInvariants, ALoadStaysWhenTheLoopStoresThroughItsPointerOrHasABarrier) {
+  for (std::string stored : {"A_ptr", "barrier", "out_ptr"}) {
+    KernelBuilder b;
+    StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(1));
+    ExprPtr value = load(b.p("A_ptr"), nullptr);
+    loop->body.push_back(Stmt::assign("v", value));
+    if (stored == "barrier")
+      loop->body.push_back(Stmt::barrier());
+    else
+      loop->body.push_back(Stmt::store(b.p(stored), var("v", value->type), nullptr));
+    b.k.body.push_back(std::move(loop));
+    hoist_loop_invariants(b.k);
+    verify_kernel(b.k);
+    bool moved = b.k.body.front()->kind == StmtKind::Assign;
+    EXPECT_EQ(moved, stored == "out_ptr") << stored << ":\n" << b.text();
+  }
+}
+
+TEST(HoistLoopInvariants, ANameBoundTwiceStays) {
+  // The accumulator's update reads only itself, but it is carried: it must stay in the loop.
+  KernelBuilder b;
+  b.let(b.k.body, "acc", float_imm(0.0));
+  StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(1));
+  loop->body.push_back(Stmt::assign("acc", add(var("acc", scalar(Scalar::F32)), float_imm(1.0))));
+  b.k.body.push_back(std::move(loop));
+  b.k.body.push_back(Stmt::store(b.p("out_ptr"), var("acc", scalar(Scalar::F32)), nullptr));
+  std::string before = b.text();
+  hoist_loop_invariants(b.k);
+  EXPECT_EQ(b.text(), before);
+}
+
+// ---- dead code ------------------------------------------------------------------------------
+
+TEST(EliminateDeadCode, RemovesUnreadNamesAndEmptyLoopsButNotStores) {
+  KernelBuilder b;
+  auto& body = b.k.body;
+  b.let(body, "unused", cast(b.p("n_size"), Scalar::F32));
+  b.let(body, "acc", float_imm(0.0));
+  StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(1));
+  // An accumulator only its own update reads is dead, and so is the loop left empty.
+  loop->body.push_back(Stmt::assign("acc", add(var("acc", scalar(Scalar::F32)), float_imm(1.0))));
+  body.push_back(std::move(loop));
+  body.push_back(Stmt::store(b.p("out_ptr"), float_imm(2.0), nullptr));
+  eliminate_dead_code(b.k);
+  verify_kernel(b.k);
+  EXPECT_EQ(b.text(), "tl.store(out_ptr, 2.0)\n");
+}
+
+} // namespace
+} // namespace dtc
