@@ -93,6 +93,13 @@ TEST(Schedule, RelayoutInCanonicalOrder) {
   EXPECT_EQ(canonical(kTwoDims, "f.relayout(copy); f.relayout(auto)"), "");
 }
 
+// index prints after relayout and before num_warps; auto, the default, drops out.
+TEST(Schedule, IndexInCanonicalOrder) {
+  EXPECT_EQ(canonical(kTwoDims, "f.num_warps(8); f.index(int64); f.relayout(none)"),
+            "f.relayout(none);f.index(int64);f.num_warps(8)");
+  EXPECT_EQ(canonical(kTwoDims, "f.index(int64); f.index(auto)"), "");
+}
+
 TEST(Schedule, CompileIsDropped) {
   EXPECT_EQ(canonical(kTwoDims, "f.compile(); f.num_warps(8)"), "f.num_warps(8)");
   EXPECT_EQ(canonical(kTwoDims, "f.compile_to_kernel()"), "");

@@ -83,3 +83,16 @@ def test_the_index_type_is_decided_per_plan(tmp_path, monkeypatch):
     call(module, "fused", A[:6, :6], B[:6, :6])
     kinds = sorted(str(p.values[-3]) for p in plans(module).values())
     assert kinds == ["int32", "int64"]
+
+
+def test_index_int64_keeps_every_index_in_int64(tmp_path):
+    # The scheduling choice: no `_dt_index` parameter, int64 throughout, same results.
+    source, schedule = PROGRAMS["dot"]
+    src = tmp_path / "dot.dt"
+    src.write_text(source)
+    module = compile_dt(tmp_path, src, schedule + "; c.index(int64)")
+    text = pathlib.Path(module.__file__).read_text()
+    assert "_dt_index" not in text.split("def c_kernel(", 1)[1].split("\ndef ", 1)[0]
+    assert "c.index(int64)" in module.SCHEDULE
+    A, B = torch.randn(20, 20), torch.randn(20, 20)
+    torch.testing.assert_close(module.c(A, B), oracle("dot", A, B).float(), rtol=1e-2, atol=1e-2)

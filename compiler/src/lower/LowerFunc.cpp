@@ -196,8 +196,10 @@ private:
   }
 
   /// `v` in the kernel's index type (kir::kIndexParam), which the wrapper picks per call:
-  /// int32 where every index fits (cheaper address arithmetic), else int64.
+  /// int32 where every index fits (cheaper address arithmetic), else int64; always int64 under
+  /// `index(int64)`.
   Value index(Value v) {
+    if (fs_.index == "int64") return kir::cast(std::move(v), kir::Scalar::I64);
     if (!types_.count(kir::kIndexParam))
       add_param(kir::kIndexParam, "index", int_type(), /*constexpr_=*/true);
     return kir::cast(std::move(v), kir::Scalar::Index);

@@ -34,12 +34,13 @@ Primitive fuse_at_primitive();
 Primitive atomic_primitive();
 Primitive precision_primitive();
 Primitive relayout_primitive();
+Primitive index_primitive();
 Primitive num_warps_primitive();
 Primitive num_stages_primitive();
 Primitive compile_primitive();
 
 /// All primitives in canonical order: block, tensorize, map, fuse_at, atomic, precision,
-/// relayout, num_warps, num_stages, compile.
+/// relayout, index, num_warps, num_stages, compile.
 const std::vector<Primitive>& primitive_table();
 
 // Shared argument helpers.

@@ -26,9 +26,9 @@ FuncSchedule& Schedule::of(const ir::Symbol* f) {
 
 const std::vector<Primitive>& primitive_table() {
   static const std::vector<Primitive> table = {
-      block_primitive(),      tensorize_primitive(), map_primitive(),      fuse_at_primitive(),
-      atomic_primitive(),     precision_primitive(), relayout_primitive(), num_warps_primitive(),
-      num_stages_primitive(), compile_primitive()};
+      block_primitive(),     tensorize_primitive(),  map_primitive(),      fuse_at_primitive(),
+      atomic_primitive(),    precision_primitive(),  relayout_primitive(), index_primitive(),
+      num_warps_primitive(), num_stages_primitive(), compile_primitive()};
   return table;
 }
 
@@ -297,7 +297,8 @@ void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir
       diags.error("unknown-primitive", stmt.primitive.loc,
                   "unknown scheduling primitive `" + stmt.primitive.text + "`" +
                       (hint.empty() ? "; the primitives are block, tensorize, map, fuse_at, "
-                                      "atomic, precision, relayout, num_warps, num_stages and "
+                                      "atomic, precision, relayout, index, num_warps, "
+                                      "num_stages and "
                                       "compile"
                                     : "; did you mean `" + hint + "`?"));
       continue;

@@ -49,6 +49,7 @@ struct FuncSchedule {
   std::optional<ir::Label> atomic;      // atomic(k): combine a blocked reduction atomically
   std::optional<std::string> precision; // precision(tf32|tf32x3|ieee) of float32 tl.dot
   std::optional<std::string> relayout;  // relayout(auto|copy|none) of float32 tl.dot inputs
+  std::optional<std::string> index;     // index(auto|int64): the index arithmetic's width
   std::optional<SplitReduction> split;  // set by lowering (SplitReductions.h), not by statements
   std::map<std::string, Loc> where;     // primitive name -> location of its (last) statement
   std::vector<const ir::Symbol*> fused; // Funcs fused into this one (directly or not), in order
