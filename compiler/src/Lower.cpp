@@ -4,7 +4,7 @@
 //   parse -> check -> python names -> fold constants (verify IR) -> apply schedule
 //   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR) -> plan kernels
 //   -> lower each kernel (verify kernel) -> hoist loop invariants (verify kernel)
-//   -> common subexpressions (verify kernel)
+//   -> common subexpressions (verify kernel) -> simplify masks (verify kernel)
 //   -> eliminate dead code (verify kernel) -> print module
 #include "Pipeline.h"
 #include "codegen/PythonCodegen.h"
@@ -16,6 +16,7 @@
 #include "kir/CommonSubexpressions.h"
 #include "kir/EliminateDeadCode.h"
 #include "kir/HoistLoopInvariants.h"
+#include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
@@ -106,6 +107,8 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
       verify_kernel(kernel, "loop-invariant code motion");
       eliminate_common_subexpressions(kernel);
       verify_kernel(kernel, "common subexpressions");
+      simplify_masks(kernel);
+      verify_kernel(kernel, "mask simplification");
       eliminate_dead_code(kernel);
       verify_kernel(kernel, "dead code");
       module.kernels.emplace(k, std::move(kernel));

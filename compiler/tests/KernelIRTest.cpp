@@ -5,6 +5,7 @@
 #include "kir/CommonSubexpressions.h"
 #include "kir/EliminateDeadCode.h"
 #include "kir/HoistLoopInvariants.h"
+#include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "support/Diagnostics.h"
 
@@ -310,6 +311,56 @@ TEST(HoistLoopInvariants, ANameBoundTwiceStays) {
   std::string before = b.text();
   hoist_loop_invariants(b.k);
   EXPECT_EQ(b.text(), before);
+}
+
+// ---- mask simplification -------------------------------------------------------------------
+
+/// idx, mask = idx < n_size, and A loaded under `mask & row` (row a second condition).
+struct MaskedLoad {
+  KernelBuilder b;
+  ExprPtr idx, mask, row, a;
+  MaskedLoad() {
+    auto& body = b.k.body;
+    idx = b.let(body, "idx", cast(arange({8, ""}), Scalar::I64));
+    mask = b.let(body, "mask", lt(idx, b.p("n_size")));
+    row = b.let(body, "row", lt(cast(b.p("A_stride0"), Scalar::I64), b.p("n_size")));
+    a = b.let(body, "A", cast(load(add(b.p("A_ptr"), idx), and_(row, mask)), Scalar::F32));
+  }
+  std::string sum_of(ExprPtr cond, double fill) {
+    b.let(b.k.body, "s", reduce(ReduceOp::Sum, select(cond, mul(a, a), float_imm(fill)), 0));
+    simplify_masks(b.k);
+    verify_kernel(b.k, "mask simplification");
+    return print(*b.k.body.back()->value());
+  }
+};
+
+TEST(SimplifyMasks, DropsAWhereThatTheLoadsMaskAlreadyImplies) {
+  MaskedLoad m;
+  EXPECT_EQ(m.sum_of(m.mask, 0.0), "tl.sum(A * A, axis=0, keep_dims=True)");
+}
+
+TEST(SimplifyMasks, KeepsAWhereOfAnotherConditionOrAnotherFill) {
+  MaskedLoad other;
+  ExprPtr elsewhere = other.b.let(other.b.k.body, "half", lt(other.idx, int_imm(4)));
+  EXPECT_EQ(other.sum_of(elsewhere, 0.0),
+            "tl.sum(tl.where(half, A * A, 0.0), axis=0, keep_dims=True)");
+  MaskedLoad max;
+  EXPECT_EQ(max.sum_of(max.mask, -1.0),
+            "tl.sum(tl.where(mask, A * A, -1.0), axis=0, keep_dims=True)");
+}
+
+TEST(SimplifyMasks, KeepsAWhereWhoseConditionWasBoundAgain) {
+  MaskedLoad m;
+  ExprPtr again = m.b.let(m.b.k.body, "mask", lt(m.idx, int_imm(3)));
+  EXPECT_EQ(m.sum_of(again, 0.0), "tl.sum(tl.where(mask, A * A, 0.0), axis=0, keep_dims=True)");
+}
+
+TEST(SimplifyMasks, AConjunctionRepeatsNoCondition) {
+  MaskedLoad m;
+  m.b.k.body.push_back(
+      Stmt::store(add(m.b.p("out_ptr"), m.idx), m.a, and_(and_(m.mask, m.row), m.mask)));
+  simplify_masks(m.b.k);
+  EXPECT_EQ(print(*m.b.k.body.back()->mask()), "mask & row");
 }
 
 // ---- dead code ------------------------------------------------------------------------------
