@@ -46,16 +46,6 @@ bool worth_naming(const Expr& e) {
   }
 }
 
-/// A copy of `e` with other operands (same type).
-ExprPtr with_args(const Expr& e, std::vector<ExprPtr> args) {
-  auto copy = std::make_shared<Expr>(e);
-  copy->depth = 0;
-  for (const ExprPtr& a : args)
-    copy->depth = std::max(copy->depth, a->depth + 1);
-  copy->args = std::move(args);
-  return copy;
-}
-
 /// `root` with every subexpression equal to `what` replaced by `by`.
 ExprPtr replace_all(const ExprPtr& root, const Expr& what, const ExprPtr& by) {
   if (kir::equal(*root, what)) return by;
@@ -65,7 +55,7 @@ ExprPtr replace_all(const ExprPtr& root, const Expr& what, const ExprPtr& by) {
     args.push_back(replace_all(a, what, by));
     changed |= args.back() != a;
   }
-  return changed ? with_args(*root, std::move(args)) : root;
+  return changed ? kir::with_args(*root, std::move(args)) : root;
 }
 
 /// Every name a statement binds, its loops' bodies included.
@@ -186,7 +176,7 @@ private:
       args.push_back(rewrite(a, blk, at, table));
       changed |= args.back() != a;
     }
-    ExprPtr out = changed ? with_args(*e, std::move(args)) : e;
+    ExprPtr out = changed ? kir::with_args(*e, std::move(args)) : e;
     if (worth_naming(*out)) {
       Entry x = entry_of(out);
       x.block = &blk;
@@ -259,13 +249,6 @@ private:
     }
   }
 
-  static void count_bindings(const std::vector<StmtPtr>& stmts, std::map<std::string, int>& n) {
-    for (const StmtPtr& s : stmts) {
-      if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) ++n[s->name];
-      count_bindings(s->body, n);
-    }
-  }
-
   static void substitute(std::vector<StmtPtr>& stmts, const Expr& what, const ExprPtr& by) {
     for (StmtPtr& s : stmts) {
       for (ExprPtr* slot : {&s->a, &s->b, &s->c})
@@ -294,9 +277,7 @@ private:
 
   void forward_copies() {
     while (true) {
-      std::map<std::string, int> bindings;
-      count_bindings(k_.body, bindings);
-      if (!forward_copy(k_.body, bindings)) return;
+      if (!forward_copy(k_.body, kir::binding_counts(k_.body))) return;
     }
   }
 

@@ -42,16 +42,9 @@ void effects(const std::vector<StmtPtr>& stmts, LoopEffects& out) {
   }
 }
 
-void count_bindings(const std::vector<StmtPtr>& stmts, std::map<std::string, int>& n) {
-  for (const StmtPtr& s : stmts) {
-    if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) ++n[s->name];
-    count_bindings(s->body, n);
-  }
-}
-
 class Hoister {
 public:
-  explicit Hoister(kir::Kernel& k) : k_(k) { count_bindings(k.body, bindings_); }
+  explicit Hoister(kir::Kernel& k) : k_(k), bindings_(kir::binding_counts(k.body)) {}
 
   void run() { block(k_.body); }
 

@@ -394,6 +394,28 @@ void free_vars(const Expr& e, std::set<std::string>& out) {
     free_vars(*a, out);
 }
 
+ExprPtr with_args(const Expr& e, std::vector<ExprPtr> args) {
+  auto copy = std::make_shared<Expr>(e);
+  copy->depth = 0;
+  for (const ExprPtr& a : args)
+    copy->depth = std::max(copy->depth, a->depth + 1);
+  copy->args = std::move(args);
+  return copy;
+}
+
+static void count_bindings(const std::vector<StmtPtr>& stmts, std::map<std::string, int>& n) {
+  for (const StmtPtr& s : stmts) {
+    if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) ++n[s->name];
+    count_bindings(s->body, n);
+  }
+}
+
+std::map<std::string, int> binding_counts(const std::vector<StmtPtr>& stmts) {
+  std::map<std::string, int> n;
+  count_bindings(stmts, n);
+  return n;
+}
+
 StmtPtr Stmt::assign(std::string name, ExprPtr value) {
   DTC_ASSERT(value, "assignment of nothing");
   auto s = std::make_unique<Stmt>();

@@ -9,6 +9,7 @@
 // an InternalError. Statements own their children. A name is bound by `Assign` or a loop and
 // may be bound again (a loop-carried accumulator, a mask recomputed for a second loop): passes
 // that reuse a value check that none of the names it reads was bound again in between.
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -134,6 +135,9 @@ Type loop_var_type(const Expr& lo, const Expr& hi, const Expr& step);
 /// The names an expression reads.
 void free_vars(const Expr& e, std::set<std::string>& out);
 
+/// A copy of `e` with other operands of the same types (for passes that rebuild a node).
+ExprPtr with_args(const Expr& e, std::vector<ExprPtr> args);
+
 // ---- statements ---------------------------------------------------------------------------
 
 enum class StmtKind { Assign, For, Store, Comment, Barrier };
@@ -162,6 +166,9 @@ struct Stmt {
   const ExprPtr& ptr() const { return a; }
   const ExprPtr& mask() const { return c; }
 };
+
+/// How many statements bind each name (assignments and loops, nested bodies included).
+std::map<std::string, int> binding_counts(const std::vector<StmtPtr>& stmts);
 
 // ---- kernels ------------------------------------------------------------------------------
 

@@ -23,20 +23,13 @@ bool is_zero(const Expr& e) {
 
 class Simplifier {
 public:
-  explicit Simplifier(kir::Kernel& k) : k_(k) {
-    count(k.body, bindings_);
+  explicit Simplifier(kir::Kernel& k) : k_(k), bindings_(kir::binding_counts(k.body)) {
     collect(k.body, bindings_);
   }
 
   void run() { block(k_.body); }
 
 private:
-  void count(const std::vector<StmtPtr>& stmts, std::map<std::string, int>& n) {
-    for (const StmtPtr& s : stmts) {
-      if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) ++n[s->name];
-      count(s->body, n);
-    }
-  }
   void collect(const std::vector<StmtPtr>& stmts, const std::map<std::string, int>& n) {
     for (const StmtPtr& s : stmts) {
       if (s->kind == StmtKind::Assign && n.at(s->name) == 1) defs_[s->name] = s->a;
@@ -103,15 +96,7 @@ private:
       args.push_back(simplify(a));
       changed |= args.back() != a;
     }
-    ExprPtr out = e;
-    if (changed) {
-      auto copy = std::make_shared<Expr>(*e);
-      copy->args = args;
-      copy->depth = 0;
-      for (const ExprPtr& a : args)
-        copy->depth = std::max(copy->depth, a->depth + 1);
-      out = copy;
-    }
+    ExprPtr out = changed ? kir::with_args(*e, std::move(args)) : e;
     // The value must already have the select's type: a broadcast by the mask is kept.
     if (out->kind == ExprKind::Select && is_zero(*out->args[2]) &&
         out->args[1]->type == out->type && bound_once(*out->args[0]) &&
