@@ -106,7 +106,8 @@ nlohmann::json to_json(const ExploreSettings& s) {
           {"host_time", s.host_time},
           {"input_seed", s.input_seed},
           {"timeout_s", s.timeout_s},
-          {"in_flight", s.in_flight}};
+          {"in_flight", s.in_flight},
+          {"device", s.device}};
 }
 
 ExploreSettings settings_from_json(const nlohmann::json& j) {
@@ -130,6 +131,7 @@ ExploreSettings settings_from_json(const nlohmann::json& j) {
   s.input_seed = j.value("input_seed", s.input_seed);
   s.timeout_s = j.value("timeout_s", s.timeout_s);
   s.in_flight = j.value("in_flight", s.in_flight);
+  s.device = j.value("device", s.device);
   return s;
 }
 
@@ -145,6 +147,8 @@ results::Environment environment_of(const WorkerInfo& w) {
     if (d.contains("cuda") && d["cuda"].is_string()) e.cuda = d["cuda"];
   }
   if (w.raw.contains("host") && w.raw["host"].is_string()) e.host = w.raw["host"];
+  if (w.raw.contains("node") && w.raw["node"].is_string()) e.node = w.raw["node"];
+  if (w.raw.contains("gpu") && w.raw["gpu"].is_number_integer()) e.gpu = w.raw["gpu"];
   return e;
 }
 
@@ -248,11 +252,30 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   if (func.empty())
     fail("the algorithm compiles no Func; add `f.compile();` or a `compile:` entry");
 
-  // The environment: the timing workers' hello (waited for, so that reuse can look it up).
+  // The environment: the timing workers' hello (waited for, so that reuse can look it up), of
+  // the model asked for, else of the first worker.
   results::Environment env;
+  auto of_model = [&]() -> std::optional<WorkerInfo> {
+    for (const WorkerInfo& w : backend.timing_workers())
+      if (set.device.empty() || w.device_name == set.device) return w;
+    return std::nullopt;
+  };
+  // Up to 300 s for the first worker, then up to 30 s more for one of the model asked for (a
+  // cluster's workers come up one by one).
   for (int i = 0; i < 6000 && backend.timing_workers().empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (!backend.timing_workers().empty()) env = environment_of(backend.timing_workers().front());
+  for (int i = 0; i < 600 && !of_model() && !backend.timing_workers().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (auto worker = of_model()) {
+    env = environment_of(*worker);
+  } else if (!set.device.empty()) {
+    std::string models;
+    for (const WorkerInfo& w : backend.timing_workers())
+      if (models.find(w.device_name) == std::string::npos)
+        models += (models.empty() ? "" : ", ") + w.device_name;
+    fail("no timing worker of the device model `" + set.device +
+         "` (the backend has: " + (models.empty() ? "none" : models) + ")");
+  }
   if (!env.device_name.empty()) store.set_device(id, env.device_name);
 
   ExploreProgress prog;
@@ -275,6 +298,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   base.seed = set.input_seed;
   base.check = true;
   base.timeout_s = set.timeout_s;
+  base.device = set.device.empty() ? env.device_name : set.device;
   base.times.bench = set.screen;
   auto cancelled = [&] { return cancel && cancel->load(); };
 
@@ -472,6 +496,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     config.shuffle = config.rounds > 1;
     config.order_seed = static_cast<unsigned>(set.seed);
     config.timeout_s = set.timeout_s;
+    config.device = base.device;
     std::set<std::string> chosen;
     for (const auto& [ms, canonical] : ok_times) {
       if (static_cast<int>(chosen.size()) >= set.top) break;

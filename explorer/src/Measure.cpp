@@ -88,6 +88,7 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
   base.seed = config.seed;
   base.times = config.times;
   base.timeout_s = config.timeout_s;
+  base.device = config.device;
 
   // Candidates: each schedule compiled in-process; a rejected one keeps its diagnostics.
   std::vector<Item> items;

@@ -215,6 +215,18 @@ struct WorkerPool::Impl {
                const JobPtr& job, const std::function<bool()>& stop) {
     Request request = job->request;
     if (!slot.timing) request.kind = RequestKind::Compile;
+    if (slot.timing && !request.device.empty()) {
+      std::optional<WorkerInfo> info;
+      {
+        std::lock_guard lock(mutex);
+        info = slot.info;
+      }
+      if (info && info->device_name != request.device)
+        return finish(job, pool_result(job->id, Status::RuntimeError,
+                                       "no timing worker of the device model `" + request.device +
+                                           "` in this pool (" + slot.name + " has `" +
+                                           info->device_name + "`)"));
+    }
     nlohmann::json sent = request_json(request, job->id);
     // A prefetch is work for the next request done within this one: allow this one time for
     // it, twice what the compile worker spent readying the same module (a bound: the compile

@@ -163,6 +163,20 @@ def driver_version():
     return None
 
 
+def gpu_index(device_index):
+    """The GPU's index on this machine (as nvidia-smi numbers it), or None on the interpreter:
+    the entry of CUDA_VISIBLE_DEVICES the worker uses, when it is a number."""
+    if not CUDA:
+        return None
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+               if v.strip()]
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        return device_index
+    if device_index < len(visible) and visible[device_index].isdigit():
+        return int(visible[device_index])
+    return None
+
+
 def synchronize():
     if CUDA:
         torch.cuda.synchronize(DEVICE)
@@ -1063,7 +1077,8 @@ def main(argv=None):
     worker = Worker(args.role)
     protocol.send({"type": "hello", "protocol": PROTOCOL, "role": args.role, "pid": os.getpid(),
                    "python": platform.python_version(), "torch": torch.__version__,
-                   "triton": triton.__version__, "device": device_info(), "comparable": CUDA})
+                   "triton": triton.__version__, "device": device_info(), "comparable": CUDA,
+                   "host": platform.node(), "gpu": gpu_index(args.device_index)})
     if os.environ.get("DTX_WORKER_PROFILE"):
         worker.profile = Profile(pathlib.Path(os.environ["DTX_WORKER_PROFILE"]) /
                                  f"{args.role}-{os.getpid()}.prof")

@@ -14,7 +14,7 @@ namespace {
 #define DTX_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 // Migration N (1-based) takes a file from version N-1 to version N.
-constexpr std::array<const char*, 3> kMigrations = {
+constexpr std::array<const char*, 4> kMigrations = {
     // 1: the tables.
     R"sql(
 CREATE TABLE algorithms (
@@ -141,6 +141,12 @@ ALTER TABLE schedules ADD COLUMN rank_tier INTEGER NOT NULL DEFAULT 0;
 UPDATE schedules SET rank_tier = CASE WHEN rank_group = 0 AND full_id IS NULL THEN 1 ELSE 0 END;
 DROP INDEX schedules_by_rank;
 CREATE INDEX schedules_by_rank ON schedules (exploration_id, rank_group, rank_tier, rank_ms, id);
+)sql",
+    // 4: where each measurement ran, once a backend spans machines: the node (a Ray node id;
+    // empty for the local pool) and the GPU's index on it (NULL on the interpreter).
+    R"sql(
+ALTER TABLE measurements ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE measurements ADD COLUMN gpu INTEGER;
 )sql",
 };
 

@@ -31,7 +31,8 @@ constexpr const char* kMeasurementColumns[] = {
     "gpu_max_ms",    "gpu_samples",  "host_us",         "time_ms",
     "time_stdev_ms", "rounds",       "rel_l2",          "max_abs",
     "compile_s",     "device_name",  "device_kind",     "driver",
-    "cuda",          "torch",        "triton",          "host"};
+    "cuda",          "torch",        "triton",          "host",
+    "node",          "gpu"};
 constexpr int kMeasurementWritten = static_cast<int>(std::size(kMeasurementColumns));
 constexpr int kMeasurementRead = kMeasurementWritten + 2;
 
@@ -93,6 +94,8 @@ void bind_measurement(Statement& st, int first, const MeasurementRecord& m) {
   st.bind(i++, m.env.torch);
   st.bind(i++, m.env.triton);
   st.bind(i++, m.env.host);
+  st.bind(i++, m.env.node);
+  st.bind(i++, m.env.gpu);
 }
 
 std::optional<TimeQuantiles> read_quantiles(const Statement& st, int first) {
@@ -136,6 +139,8 @@ MeasurementRecord read_measurement(const Statement& st, int first) {
   m.env.torch = st.text(i++);
   m.env.triton = st.text(i++);
   m.env.host = st.text(i++);
+  m.env.node = st.text(i++);
+  m.env.gpu = st.opt_int64(i++);
   m.created_at = st.text(i++);
   return m;
 }

@@ -338,6 +338,8 @@ TEST(Measurements, EveryFieldRoundTrips) {
   m.rel_l2 = 1e-7;
   m.max_abs = 2e-6;
   m.compile_s = 0.42;
+  m.env.node = "6649a91d0e";
+  m.env.gpu = 1;
   auto id = store->add_measurement(s, m);
   EXPECT_NE(id, 999);
 
@@ -378,6 +380,8 @@ TEST(Measurements, EveryFieldRoundTrips) {
   EXPECT_EQ(found->env.torch, m.env.torch);
   EXPECT_EQ(found->env.triton, m.env.triton);
   EXPECT_EQ(found->env.host, m.env.host);
+  EXPECT_EQ(found->env.node, "6649a91d0e");
+  EXPECT_EQ(found->env.gpu, 1);
   EXPECT_TRUE(is_timestamp(found->created_at)) << found->created_at;
 }
 
@@ -442,7 +446,9 @@ TEST(Measurements, FindMatchesEveryPartOfTheKey) {
     EXPECT_FALSE(find("h1", m.shape, m.dtype, "full", other)) << other.*part;
   }
   Environment other_host = env;
-  other_host.host = "elsewhere"; // not part of the identity
+  other_host.host = "elsewhere"; // not part of the identity, nor are node and GPU
+  other_host.node = "another-node";
+  other_host.gpu = 7;
   EXPECT_TRUE(find("h1", m.shape, m.dtype, "full", other_host));
 }
 

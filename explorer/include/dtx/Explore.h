@@ -46,6 +46,10 @@ struct ExploreSettings {
   const std::atomic<std::size_t>* in_flight_share = nullptr;
   /// Stop when this many proposals in a row were rejected before any measurement.
   std::uint64_t max_rejected_in_a_row = 20000;
+  /// The GPU model to measure on (a timing worker's device name). Empty: the model of the
+  /// backend's first timing worker. Every request of the exploration names it, so on a cluster
+  /// of several models one exploration's times all come from one model.
+  std::string device;
 };
 
 nlohmann::json to_json(const ExploreSettings& s);

@@ -31,6 +31,7 @@ struct MeasureConfig {
   bool shuffle = false;          // a fresh random order in every round
   unsigned order_seed = 0;       // the shuffles' seed
   double timeout_s = 300;        // per request and stage
+  std::string device;            // a GPU model (Request::device); empty: any
 };
 
 /// The thesis' protocol (chapter 4.2): do_bench with 25 ms warm-up and 100 ms of repetitions,

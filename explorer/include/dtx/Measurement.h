@@ -64,6 +64,9 @@ struct Request {
   /// A Measure request goes to a compile worker (a `compile` request) first, so that the timing
   /// worker finds its kernels in the shared Triton cache. Off for a module already compiled.
   bool compile_first = true;
+  /// A GPU model (a worker's `device.name`): only timing workers of that model take the
+  /// request. Empty: any. A backend with none of that model fails the request.
+  std::string device;
 };
 
 struct Check {

@@ -31,6 +31,8 @@ std::string shape_text(const ShapeSizes& shape);
 
 #include "dtx/WorkerPool.h"
 
+#include <memory>
+
 namespace dtx::cli {
 
 /// The worker-pool options shared by measure and explore.
@@ -40,9 +42,20 @@ struct PoolArgs {
   double startup_timeout = 300;
   bool verbose = false;
   bool no_prefetch = false;
+  std::string backend = "local"; // local or ray
+  std::string ray_address;       // implies --backend ray
+  int ray_interpreter_workers = 0;
+  int ray_compile_per_node = -1; // -1: the driver's default
 };
 void add_pool_options(CLI::App& sub, PoolArgs& args);
 PoolOptions make_pool_options(const PoolArgs& args);
+
+/// The measurement backend the options name: the local pool or a Ray cluster (which throws
+/// std::runtime_error, saying why, when it cannot be used). `workers` receives the number of
+/// timing and compile workers, for sizing what is kept in flight; `description` a line for
+/// the user.
+std::unique_ptr<MeasurementBackend> make_backend(const PoolArgs& args, std::size_t& workers,
+                                                 std::string& description);
 
 Command add_explore_command(CLI::App& app);
 Command add_results_command(CLI::App& app);

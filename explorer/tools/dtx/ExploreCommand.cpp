@@ -22,7 +22,7 @@ extern "C" void on_signal(int) {
 }
 
 struct ExploreArgs {
-  std::string file, shape, strategy, db, times = "bench";
+  std::string file, shape, strategy, db, times = "bench", device;
   std::uint64_t budget = 0;
   double time_limit = 0;
   std::uint64_t seed = 0;
@@ -161,8 +161,10 @@ int explore_cmd(const ExploreArgs& a) {
         throw CLI::ValidationError("--times", "`" + t + "` is not bench, gpu or host");
     }
     s.timeout_s = a.timeout;
+    s.device = a.device;
     std::vector<ShapeSizes> shapes;
-    bool gpu = !make_pool_options(a.pool).gpus.empty();
+    const bool ray = a.pool.backend == "ray" || !a.pool.ray_address.empty();
+    bool gpu = ray ? a.pool.ray_interpreter_workers == 0 : !make_pool_options(a.pool).gpus.empty();
     if (!a.shape.empty()) {
       shapes.push_back(parse_shape(a.shape));
     } else if (a.test_shapes || (!gpu && !tf.test_shapes.empty())) {
@@ -211,18 +213,19 @@ int explore_cmd(const ExploreArgs& a) {
       return 1;
     }
   }
-  PoolOptions po = make_pool_options(a.pool);
-  std::size_t workers = std::max<std::size_t>(1, po.gpus.size());
+  std::size_t workers = 1;
+  std::string description;
+  std::unique_ptr<MeasurementBackend> backend;
+  try {
+    backend = make_backend(a.pool, workers, description);
+  } catch (const std::exception& e) {
+    std::cerr << "dtx: " << e.what() << "\n";
+    return 1;
+  }
   for (ExploreJob& j : jobs)
-    j.settings.in_flight =
-        a.in_flight
-            ? a.in_flight
-            : std::max<std::size_t>(
-                  4, 2 * (workers + static_cast<std::size_t>(std::max(0, po.compile_workers))));
-  std::cerr << "dtx: " << po.compile_workers << " compile worker(s), " << workers
-            << " timing worker(s)" << (po.gpus.empty() ? " on the Triton interpreter (no GPU)" : "")
-            << "; results in " << a.db << "\n";
-  WorkerPool pool(std::move(po));
+    j.settings.in_flight = a.in_flight ? a.in_flight : std::max<std::size_t>(4, 2 * workers);
+  std::cerr << "dtx: " << description << "; results in " << a.db << "\n";
+  MeasurementBackend& pool = *backend;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const bool tty = isatty(STDERR_FILENO);
@@ -306,6 +309,9 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("--times", a->times, "times of the full protocol: bench[,gpu][,host]");
   sub->add_option("--timeout", a->timeout, "seconds per request and stage (default 120)");
   sub->add_option("--in-flight", a->in_flight, "requests in the pool at once");
+  sub->add_option("--device", a->device,
+                  "the GPU model to measure on, as the workers name it (`NVIDIA H100 80GB "
+                  "HBM3`); default: the first timing worker's");
   sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)");
   sub->add_option("--resume", a->resume, "resume exploration ID of the database");
   sub->add_flag("--json", a->json, "print a JSON summary");

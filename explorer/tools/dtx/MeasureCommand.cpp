@@ -2,6 +2,7 @@
 // them (and baselines) through the worker pool.
 #include "Commands.h"
 #include "dtx/Measure.h"
+#include "dtx/RayBackend.h"
 #include "dtx/WorkerPool.h"
 
 #include <cstdio>
@@ -116,13 +117,19 @@ int measure(const std::string& file, const std::string& shape, const std::string
   config.timeout_s = sub.get_option("--timeout")->as<double>();
   config.func = sub.get_option("--func")->as<std::string>();
 
-  dtx::PoolOptions pool_options = make_pool_options(pool_args);
   bool json = sub.get_option("--json")->count() > 0;
   std::mutex log_mutex; // progress lines from pool threads
-  std::cerr << "dtx: starting " << pool_options.compile_workers << " compile worker(s) and "
-            << std::max<std::size_t>(1, pool_options.gpus.size()) << " timing worker(s)"
-            << (pool_options.gpus.empty() ? " on the Triton interpreter (no GPU)" : "") << "\n";
-  dtx::WorkerPool pool(std::move(pool_options));
+  std::size_t workers = 1;
+  std::string description;
+  std::unique_ptr<dtx::MeasurementBackend> backend;
+  try {
+    backend = make_backend(pool_args, workers, description);
+  } catch (const std::exception& e) {
+    std::cerr << "dtx: " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << "dtx: " << description << "\n";
+  dtx::MeasurementBackend& pool = *backend;
   auto progress = [&](std::size_t done, std::size_t total, const dtx::Entry& e,
                       const dtx::Result& r) {
     std::ostringstream line;

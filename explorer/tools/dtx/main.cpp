@@ -1,6 +1,7 @@
 // dtx: the explorer's command line (one file per subcommand beside this one).
 #include "Commands.h"
 #include "RemoteClient.h"
+#include "dtx/RayBackend.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -88,6 +89,78 @@ void add_pool_options(CLI::App& sub, PoolArgs& a) {
   sub.add_flag("-v,--verbose", a.verbose, "log the workers' standard error");
   sub.add_flag("--no-prefetch", a.no_prefetch,
                "do not let a timing worker ready its next request while it times one");
+  sub.add_option("--backend", a.backend,
+                 "local: worker processes on this machine (default); ray: actors on a Ray "
+                 "cluster (docs/ray.md)")
+      ->check(CLI::IsMember({"local", "ray"}));
+  sub.add_option("--ray-address", a.ray_address,
+                 "the Ray cluster: the head's HOST:PORT, `auto`, ray://HOST:PORT, or `local` "
+                 "(default $RAY_ADDRESS); implies --backend ray");
+  sub.add_option("--ray-interpreter-workers", a.ray_interpreter_workers,
+                 "time on this many CPU actors with the Triton interpreter instead of GPUs "
+                 "(testing a cluster without GPUs)")
+      ->check(CLI::Range(0, 1024));
+  sub.add_option("--ray-compile-per-node", a.ray_compile_per_node,
+                 "compile actors per node (default: one per GPU, at most the node's CPUs)")
+      ->check(CLI::Range(0, 1024));
+}
+
+namespace {
+
+std::function<void(const std::string&, const std::string&)> pool_log(bool verbose) {
+  return [verbose](const std::string& who, const std::string& line) {
+    bool event = who == "ray" || line.rfind("dtx-ray: ", 0) == 0;
+    for (const char* prefix : {"started pid", "hello:", "worker ", "request ", "CUDA error"})
+      event = event || line.rfind(prefix, 0) == 0;
+    if (!verbose && !event) return;
+    static std::mutex m;
+    std::lock_guard lock(m);
+    std::cerr << "dtx: [" << who << "] " << line << "\n";
+  };
+}
+
+} // namespace
+
+std::unique_ptr<MeasurementBackend> make_backend(const PoolArgs& a, std::size_t& workers,
+                                                 std::string& description) {
+  std::string address = a.ray_address;
+  if (address.empty() && a.backend == "ray")
+    if (const char* env = std::getenv("RAY_ADDRESS"); env && *env) address = env;
+  if (a.backend == "ray" || !a.ray_address.empty()) {
+    if (address.empty())
+      throw std::runtime_error("--backend ray needs --ray-address (or $RAY_ADDRESS): the "
+                               "head's HOST:PORT as `ray start --head` printed it");
+    RayOptions o;
+    o.address = address;
+    if (!a.python.empty()) o.python = a.python;
+    if (!a.worker.empty()) o.worker_script = a.worker;
+    o.interpreter_workers = a.ray_interpreter_workers;
+    if (a.ray_compile_per_node >= 0) o.compile_per_node = a.ray_compile_per_node;
+    o.startup_timeout_s = a.startup_timeout;
+    o.log = pool_log(a.verbose);
+    auto backend = std::make_unique<RayBackend>(std::move(o));
+    nlohmann::json hello = backend->cluster();
+    std::size_t timing = hello.value("timing_workers", 0),
+                compile = hello.value("compile_workers", 0);
+    workers = std::max<std::size_t>(1, timing + compile);
+    std::size_t gpus = 0;
+    if (hello.contains("nodes"))
+      for (const auto& n : hello["nodes"])
+        gpus += n.value("gpus", 0);
+    description = "Ray cluster at " + address + ": " +
+                  std::to_string(hello.contains("nodes") ? hello["nodes"].size() : 0) +
+                  " node(s), " + std::to_string(gpus) + " GPU(s); " + std::to_string(timing) +
+                  " timing and " + std::to_string(compile) + " compile actor(s)" +
+                  (a.ray_interpreter_workers > 0 ? " on the Triton interpreter" : "");
+    return backend;
+  }
+  PoolOptions po = make_pool_options(a);
+  std::size_t timing = std::max<std::size_t>(1, po.gpus.size());
+  workers = timing + static_cast<std::size_t>(std::max(0, po.compile_workers));
+  description = std::to_string(po.compile_workers) + " compile worker(s), " +
+                std::to_string(timing) + " timing worker(s)" +
+                (po.gpus.empty() ? " on the Triton interpreter (no GPU)" : "");
+  return std::make_unique<WorkerPool>(std::move(po));
 }
 
 PoolOptions make_pool_options(const PoolArgs& a) {
@@ -103,16 +176,7 @@ PoolOptions make_pool_options(const PoolArgs& a) {
     o.gpus = visible_gpus();
   }
   o.startup_timeout_s = a.startup_timeout;
-  bool verbose = a.verbose;
-  o.log = [verbose](const std::string& who, const std::string& line) {
-    bool event = false;
-    for (const char* prefix : {"started pid", "hello:", "worker ", "request ", "CUDA error"})
-      event = event || line.rfind(prefix, 0) == 0;
-    if (!verbose && !event) return;
-    static std::mutex m;
-    std::lock_guard lock(m);
-    std::cerr << "dtx: [" << who << "] " << line << "\n";
-  };
+  o.log = pool_log(a.verbose);
   return o;
 }
 

@@ -40,6 +40,8 @@ struct Environment {
   std::string device_kind; // "cuda" or "cpu-interpreter"
   std::string driver, cuda, torch, triton;
   std::string host; // the machine (not part of the identity)
+  std::string node; // the cluster node, a Ray node id; empty for the local pool (not identity)
+  std::optional<std::int64_t> gpu; // the GPU's index on its machine; none on the interpreter
 };
 
 struct TimeQuantiles { // milliseconds
