@@ -142,6 +142,9 @@ nlohmann::json to_json(const results::MeasurementRecord& m) {
                       {"cuda", m.env.cuda},
                       {"torch", m.env.torch},
                       {"triton", m.env.triton},
+                      {"host", m.env.host},
+                      {"node", m.env.node},
+                      {"gpu", m.env.gpu ? nlohmann::json(*m.env.gpu) : nlohmann::json()},
                       {"created_at", m.created_at}};
   auto q = [](const results::TimeQuantiles& t) {
     return nlohmann::json{{"median_ms", t.median_ms}, {"q20_ms", t.q20_ms}, {"q80_ms", t.q80_ms},

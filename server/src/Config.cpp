@@ -43,7 +43,8 @@ Config load_config(const std::filesystem::path& path) {
       "templates_dir", "web_dir",      "compile_workers", "gpus",
       "python",        "worker",       "max_running",     "max_body",
       "tokens",        "log_format",   "log_level",       "example",
-      "explore",       "http_threads", "protect_reads",   "vendor_dir"};
+      "explore",       "http_threads", "protect_reads",   "vendor_dir",
+      "backend",       "ray"};
   for (const auto& kv : root) {
     std::string k = kv.first.as<std::string>();
     if (!keys.count(k)) fail(path, kv.first, "unknown setting `" + k + "`");
@@ -70,6 +71,26 @@ Config load_config(const std::filesystem::path& path) {
     if (k == "log_format") c.log_format = get<std::string>(path, v, "log_format");
     if (k == "log_level") c.log_level = get<std::string>(path, v, "log_level");
     if (k == "example") c.example = get<bool>(path, v, "example");
+    if (k == "backend") {
+      c.backend = get<std::string>(path, v, "backend");
+      if (c.backend != "local" && c.backend != "ray")
+        fail(path, v, "`backend` is local or ray, not `" + c.backend + "`");
+    }
+    if (k == "ray") {
+      if (!v.IsMap())
+        fail(path, v, "`ray` is a map: address, interpreter_workers, compile_per_node");
+      for (const auto& e : v) {
+        std::string rk = e.first.as<std::string>();
+        if (rk == "address")
+          c.ray_address = get<std::string>(path, e.second, "address");
+        else if (rk == "interpreter_workers")
+          c.ray_interpreter_workers = get<int>(path, e.second, "interpreter_workers");
+        else if (rk == "compile_per_node")
+          c.ray_compile_per_node = get<int>(path, e.second, "compile_per_node");
+        else
+          fail(path, e.first, "unknown `ray` setting `" + rk + "`");
+      }
+    }
     if (k == "explore") {
       if (!v.IsMap()) fail(path, v, "`explore` is a map of measurement defaults");
       for (const auto& e : v) {
@@ -103,6 +124,10 @@ Config load_config(const std::filesystem::path& path) {
   if (c.log_format != "text" && c.log_format != "json")
     fail(path, root["log_format"], "`log_format` is text or json");
   if (c.max_running < 1) fail(path, root["max_running"], "`max_running` must be at least 1");
+  if (c.backend == "ray" && c.ray_address.empty())
+    fail(path, root["backend"],
+         "`backend: ray` needs `ray: {address: HOST:PORT}`, the head's address as `ray start "
+         "--head` printed it");
   return c;
 }
 

@@ -3,6 +3,7 @@
 
 #include "Api.h"
 
+#include "dtx/RayBackend.h"
 #include "dtx/WorkerPool.h"
 
 #include <filesystem>
@@ -16,7 +17,7 @@ struct Server::Impl {
   std::shared_ptr<spdlog::logger> log;
   std::unique_ptr<results::Store> store;
   Metrics metrics;
-  std::unique_ptr<WorkerPool> pool;
+  std::unique_ptr<MeasurementBackend> pool;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Context> context;
   httplib::Server http;
@@ -47,35 +48,61 @@ void Server::start() {
   s.store = results::Store::open(c.db_path());
   s.log->info("results store {} (schema {})", c.db_path().string(), s.store->version());
 
-  PoolOptions po;
-  po.compile_workers = c.compile_workers;
-  po.gpus = c.gpus_given ? c.gpus : visible_gpus();
-  c.gpus = po.gpus; // what runs, for /healthz
-  if (!c.python.empty()) po.python = c.python;
-  if (!c.worker_script.empty()) po.worker_script = c.worker_script;
-  po.triton_cache_dir = c.data_dir / "triton-cache";
-  std::filesystem::create_directories(po.triton_cache_dir);
   auto log = s.log;
   Metrics* metrics = &s.metrics;
-  po.log = [log, metrics](const std::string& who, const std::string& line) {
+  auto pool_log = [log, metrics](const std::string& who, const std::string& line) {
     if (line.rfind("started pid", 0) == 0) {
       metrics->worker_started();
       log->info("[{}] {}", who, line);
     } else if (line.rfind("hello:", 0) == 0 || line.rfind("worker ", 0) == 0 ||
-               line.rfind("CUDA error", 0) == 0) {
+               line.rfind("CUDA error", 0) == 0 || line.rfind("dtx-ray: ", 0) == 0 ||
+               who == "ray") {
       log->info("[{}] {}", who, line);
     } else {
       log->debug("[{}] {}", who, line);
     }
   };
-  s.log->info("{} compile worker(s), {} timing worker(s){}", po.compile_workers,
-              std::max<std::size_t>(1, po.gpus.size()),
-              po.gpus.empty() ? " on the Triton interpreter (no GPU)" : "");
   // Enough requests in flight to keep every worker busy (compiles run ahead of timing), no
   // more: a deep queue would let one exploration's requests wait in front of another's.
-  std::size_t in_flight = 2 * (std::max<std::size_t>(1, po.gpus.size()) +
-                               static_cast<std::size_t>(std::max(0, po.compile_workers)));
-  s.pool = std::make_unique<WorkerPool>(std::move(po));
+  std::size_t in_flight = 0;
+  if (c.backend == "ray") {
+    RayOptions ro;
+    ro.address = c.ray_address;
+    if (!c.python.empty()) ro.python = c.python;
+    if (!c.worker_script.empty()) ro.worker_script = c.worker_script;
+    ro.interpreter_workers = c.ray_interpreter_workers;
+    if (c.ray_compile_per_node >= 0) ro.compile_per_node = c.ray_compile_per_node;
+    ro.log = pool_log;
+    auto ray = std::make_unique<RayBackend>(std::move(ro)); // throws, saying why
+    nlohmann::json hello = ray->cluster();
+    std::size_t timing = hello.value("timing_workers", 0),
+                compile = hello.value("compile_workers", 0);
+    c.gpus.clear(); // what runs, for /healthz: the cluster's GPUs
+    if (hello.contains("nodes"))
+      for (const auto& n : hello["nodes"])
+        for (int g = 0; g < n.value("gpus", 0) && c.ray_interpreter_workers == 0; ++g)
+          c.gpus.push_back(static_cast<int>(c.gpus.size()));
+    s.log->info("Ray cluster at {}: {} timing and {} compile actor(s){}", c.ray_address, timing,
+                compile, c.ray_interpreter_workers ? " on the Triton interpreter" : "");
+    in_flight = 2 * std::max<std::size_t>(1, timing + compile);
+    s.pool = std::move(ray);
+  } else {
+    PoolOptions po;
+    po.compile_workers = c.compile_workers;
+    po.gpus = c.gpus_given ? c.gpus : visible_gpus();
+    c.gpus = po.gpus; // what runs, for /healthz
+    if (!c.python.empty()) po.python = c.python;
+    if (!c.worker_script.empty()) po.worker_script = c.worker_script;
+    po.triton_cache_dir = c.data_dir / "triton-cache";
+    std::filesystem::create_directories(po.triton_cache_dir);
+    po.log = pool_log;
+    s.log->info("{} compile worker(s), {} timing worker(s){}", po.compile_workers,
+                std::max<std::size_t>(1, po.gpus.size()),
+                po.gpus.empty() ? " on the Triton interpreter (no GPU)" : "");
+    in_flight = 2 * (std::max<std::size_t>(1, po.gpus.size()) +
+                     static_cast<std::size_t>(std::max(0, po.compile_workers)));
+    s.pool = std::make_unique<WorkerPool>(std::move(po));
+  }
   s.scheduler =
       std::make_unique<Scheduler>(*s.store, *s.pool, c.max_running, in_flight, s.metrics, s.log);
   s.context =

@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dtxd: the dtx daemon, an HTTP/JSON API for exploring Decoupled Triton schedules",
                "dtxd"};
   std::string config_file, bind, data_dir, db, python, gpus, log_format, log_level, templates, web;
-  int port = -1, compile_workers = -1, max_running = -1;
+  std::string backend, ray_address;
+  int port = -1, compile_workers = -1, max_running = -1, ray_interpreter_workers = -1;
   std::vector<std::string> tokens;
   bool no_example = false, protect_reads = false;
   app.add_option("-c,--config", config_file, "a YAML configuration file")->check(CLI::ExistingFile);
@@ -29,6 +30,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 256));
   app.add_option("--gpus", gpus, "GPU indices, one timing worker each (default: all visible)");
   app.add_option("--python", python, "the workers' Python (default: the project's .venv)");
+  app.add_option("--backend", backend,
+                 "local (default): workers on this machine; ray: a Ray "
+                 "cluster (docs/ray.md)")
+      ->check(CLI::IsMember({"local", "ray"}));
+  app.add_option("--ray-address", ray_address,
+                 "the Ray cluster's head HOST:PORT (or auto, local); implies --backend ray");
+  app.add_option("--ray-interpreter-workers", ray_interpreter_workers,
+                 "time on this many CPU actors with the Triton interpreter (testing)")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--max-running", max_running, "explorations measured at once")
       ->check(CLI::Range(1, 64));
   app.add_option("--token", tokens, "a token that writes need (repeatable)");
@@ -60,6 +70,17 @@ int main(int argc, char** argv) {
   if (!log_format.empty()) config.log_format = log_format;
   if (!log_level.empty()) config.log_level = log_level;
   if (no_example) config.example = false;
+  if (!backend.empty()) config.backend = backend;
+  if (!ray_address.empty()) {
+    config.backend = "ray";
+    config.ray_address = ray_address;
+  }
+  if (ray_interpreter_workers >= 0) config.ray_interpreter_workers = ray_interpreter_workers;
+  if (config.backend == "ray" && config.ray_address.empty()) {
+    std::cerr << "dtxd: --backend ray needs --ray-address (or `ray: {address: ...}` in the "
+                 "configuration)\n";
+    return 2;
+  }
   if (protect_reads) config.protect_reads = true;
   if (!gpus.empty()) {
     config.gpus.clear();

@@ -180,6 +180,7 @@ class Scheduler:
             # Compile-first requests go straight to timing there (the timing worker compiles).
             while node.compile_queue:
                 node.timing_queue.append(node.compile_queue.popleft())
+        self.starting += 1  # until the restart is given up: requests wait for it
         self._spawn(self._restart(slot))
 
     async def _restart(self, slot):
@@ -188,19 +189,20 @@ class Scheduler:
             await self.cluster.kill(slot)
         except Exception:  # noqa: BLE001
             pass
-        if self.stopping or spec.restarts >= self.max_restarts:
-            await self._notify()
-            return
         alive = False
-        try:
-            alive = await self.cluster.node_alive(spec.node)
-        except Exception:  # noqa: BLE001
-            pass
+        if not self.stopping and spec.restarts < self.max_restarts:
+            try:
+                alive = await self.cluster.node_alive(spec.node)
+            except Exception:  # noqa: BLE001
+                pass
+            if not alive:
+                self.log(f"node {spec.node[:12]} is gone; {spec.name or spec.role} is not "
+                         "restarted")
         if not alive:
-            self.log(f"node {spec.node[:12]} is gone; {spec.name or spec.role} is not restarted")
+            self.starting -= 1
             await self._notify()
             return
-        self.add(dataclasses.replace(spec, restarts=spec.restarts + 1))
+        await self._start(dataclasses.replace(spec, restarts=spec.restarts + 1))
 
     # --- requests
 

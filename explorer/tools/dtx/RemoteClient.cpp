@@ -145,6 +145,7 @@ int remote_explore(const Remote& r, const TemplateFile& tf, const std::vector<Sh
                          {"full_rep_ms", s.full.rep_ms},
                          {"timeout_s", s.timeout_s}};
   if (s.time_limit_s > 0) body["time_limit_s"] = s.time_limit_s;
+  if (!s.device.empty()) body["device"] = s.device;
   body["baselines"] = nlohmann::json::array();
   for (const NamedBaseline& b : tf.baselines)
     body["baselines"].push_back(b.name);

@@ -84,7 +84,7 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
                                               "time_limit_s",  "seed",           "top",
                                               "rounds",        "times",          "screen_warmup_ms",
                                               "screen_rep_ms", "full_warmup_ms", "full_rep_ms",
-                                              "timeout_s",     "test_shapes"};
+                                              "timeout_s",     "test_shapes",    "device"};
   for (const auto& [k, v] : b.items())
     if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field `" + k + "`", k);
   TemplateFile tf;
@@ -158,6 +158,7 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
   s.full.warmup_ms = number_field<double>(b, "full_warmup_ms", s.full.warmup_ms, 0, 1e5);
   s.full.rep_ms = number_field<double>(b, "full_rep_ms", s.full.rep_ms, 0.01, 1e5);
   s.timeout_s = number_field<double>(b, "timeout_s", s.timeout_s, 1, 86400);
+  if (b.contains("device")) s.device = text_field(b, "device", false);
   if (b.contains("times")) {
     if (!b["times"].is_array()) throw ApiError(400, "bad_field", "`times` is a list", "times");
     for (const auto& t : b["times"]) {

@@ -14,6 +14,7 @@ void register_system(Api& api) {
                             {"queued", ctx.scheduler.queue_depth()},
                             {"running", ctx.scheduler.running()},
                             {"gpus", ctx.config.gpus.size()},
+                            {"backend", ctx.config.backend},
                             {"database", ctx.config.db_path().string()}});
           });
   api.get("/metrics", "/metrics",

@@ -28,6 +28,11 @@ struct Config {
   std::vector<int> gpus; // empty: those visible (none: the interpreter)
   bool gpus_given = false;
   std::string python, worker_script;
+  // Or a Ray cluster (docs/ray.md): backend `ray` and the head's address.
+  std::string backend = "local"; // local or ray
+  std::string ray_address;
+  int ray_interpreter_workers = 0; // testing: time on CPU actors with the Triton interpreter
+  int ray_compile_per_node = -1;   // -1: one per GPU, at most the node's CPUs
   // Explorations.
   int max_running = 2;      // explorations measured at once, sharing the pool
   ExploreSettings defaults; // for fields a request leaves out
