@@ -214,7 +214,13 @@ nlohmann::json to_json(const Result& r) {
   if (r.ahead_compile_s) j["ahead_compile_s"] = *r.ahead_compile_s;
   if (r.prefetch_s) j["prefetch_s"] = *r.prefetch_s;
   if (r.arrived_s) j["arrived_s"] = *r.arrived_s;
-  if (r.worker) j["worker_pid"] = r.worker->pid;
+  if (r.worker) {
+    j["worker_pid"] = r.worker->pid;
+    // Where it ran, when the worker said (a Ray actor's node, host and GPU).
+    for (const char* key : {"host", "node", "gpu"})
+      if (auto it = r.worker->raw.find(key); it != r.worker->raw.end() && !it->is_null())
+        j[std::string("worker_") + key] = *it;
+  }
   if (!r.stderr_tail.empty()) j["stderr_tail"] = r.stderr_tail;
   return j;
 }

@@ -289,6 +289,7 @@ RayBackend::RayBackend(RayOptions options) : impl_(std::make_unique<Impl>()) {
   if (options.address.empty())
     throw std::runtime_error("the Ray backend needs a cluster address (--ray-address)");
   if (options.python.empty()) options.python = default_worker_python();
+  options.python = find_program(options.python); // `python3` is looked up on PATH
   if (options.driver_script.empty()) options.driver_script = default_ray_driver();
   if (options.worker_script.empty()) options.worker_script = default_worker_script();
   if (options.capacity == 0) options.capacity = 1;

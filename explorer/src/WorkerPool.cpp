@@ -38,6 +38,12 @@ std::filesystem::path search_path(const std::string& name) {
   return {};
 }
 
+std::filesystem::path find_program(const std::filesystem::path& program) {
+  if (program.has_parent_path()) return program;
+  std::filesystem::path found = search_path(program.string());
+  return found.empty() ? program : found;
+}
+
 std::filesystem::path default_worker_script() {
   if (const char* p = std::getenv("DTX_WORKER_SCRIPT"); p && *p) return p;
   return std::filesystem::path(DTX_SOURCE_DIR) / "explorer" / "worker" / "dtx_worker.py";
@@ -375,9 +381,7 @@ struct WorkerPool::Impl {
 WorkerPool::WorkerPool(PoolOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   if (options.python.empty()) options.python = default_worker_python();
-  // A bare name (`python3`) is looked up on PATH, as a shell would.
-  if (!options.python.has_parent_path())
-    if (auto found = search_path(options.python.string()); !found.empty()) options.python = found;
+  options.python = find_program(options.python); // `python3` is looked up on PATH
   if (options.worker_script.empty()) options.worker_script = default_worker_script();
   if (options.capacity == 0) options.capacity = 1;
   s.options = std::move(options);

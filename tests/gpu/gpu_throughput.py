@@ -87,6 +87,17 @@ def measure(args, name, dt, shape, schedules=None, extra=()):
     print(f"{name:34s} {len(ok):3d} ok of {len(results):3d}  wall {wall:6.1f} s  first result "
           f"{report['first_result_s']:5.1f} s  {per_minute:7.0f}/min  busy {100 * min(busy, 1):4.0f}%"
           f"  compile {ahead:6.1f} s ahead, {in_timing:5.2f} s in timing  {statuses}")
+    arrived = sorted(r["arrived_s"] for r in ok if r.get("arrived_s") is not None)
+    if len(arrived) > 2 and arrived[-2] > arrived[0]:
+        # A batch ends with its slowest compile; an exploration of thousands hides it.
+        print(f"{'':34s} without the last result: "
+              f"{(len(arrived) - 2) * 60 / (arrived[-2] - arrived[0]):7.0f}/min")
+    hosts = {}
+    for r in ok:
+        key = (r.get("worker_host"), r.get("worker_gpu"))
+        hosts[key] = hosts.get(key, 0) + 1
+    if any(k != (None, None) for k in hosts):
+        print(f"{'':34s} results by (host, GPU): {sorted(hosts.items(), key=str)}")
     if readied:
         readied.sort()
         print(f"{'':34s} {len(readied)} readied ahead while the one before was timed "
@@ -138,6 +149,10 @@ def main():
     parser.add_argument("--worker", default="", help="another worker script (an A/B run)")
     parser.add_argument("--two-gpus", action="store_true",
                         help="only compare one timing GPU with two (on a two-GPU machine)")
+    parser.add_argument("--ray-address", default="",
+                        help="with --two-gpus: measure once through this Ray cluster (as many "
+                             "timing GPUs as it has) instead of the local pool")
+    parser.add_argument("--label", default="", help="names the --ray-address run")
     parser.add_argument("--prefetch-ab", type=int, default=0, metavar="N",
                         help="run each selected run N times with the timing worker readying "
                              "its next request and N times without (--no-prefetch), "
@@ -147,6 +162,13 @@ def main():
         wide = wide_elementwise_schedules()
         assert len(set(wide)) == 120
         print(f"{'run':34s} results, wall, time to the first result, steady throughput, busy")
+        if args.ray_address:
+            measure(args, f"elementwise_120_full_ray_{args.label}", ROOT / "examples" / "geglu.dt",
+                    "x=4096,y=4096", wide,
+                    ["--warmup", "25", "--rep", "100", "--backend", "ray", "--ray-address",
+                     args.ray_address, "--ray-compile-per-node", args.compile_workers,
+                     "--dtype", "float16"])
+            return 0
         for gpus in ("0", "0,1"):
             measure(args, f"elementwise_120_full_gpus_{gpus.replace(',', '_')}",
                     ROOT / "examples" / "geglu.dt", "x=4096,y=4096", wide,

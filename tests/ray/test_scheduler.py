@@ -102,6 +102,29 @@ def test_measure_compiles_then_times_on_the_same_node():
     assert {name.split("-")[1] for name, *_ in c.calls} == {"n1", "n2"}
 
 
+def test_requests_wait_for_compile_slots_that_are_still_starting():
+    """A timing slot up before the compile slots must not compile requests itself."""
+    c = FakeCluster()
+    orig = c.start
+
+    async def slow_compile(spec):
+        if spec.role == "compile":
+            await asyncio.sleep(0.1)
+        return await orig(spec)
+
+    c.start = slow_compile
+    results = run(c, specs(["n1"]), [(str(i), "measure", "") for i in range(4)], settle=0.01)
+    assert all(r["status"] == "ok" and r["ahead_compile_s"] == 0.25 for r in results.values())
+
+
+def test_a_node_whose_compile_slots_never_start_times_without_them():
+    c = FakeCluster()
+    c.fail_start.add("c-n1-0")
+    results = run(c, specs(["n1"]), [(str(i), "measure", "") for i in range(3)], settle=0)
+    assert all(r["status"] == "ok" for r in results.values())
+    assert {k for _, k, _, _ in c.calls} == {"measure"}
+
+
 def test_baselines_go_straight_to_timing_and_compile_requests_end_at_compile():
     c = FakeCluster()
     results = run(c, specs(["n1"]), [("b", "baseline", ""), ("c", "compile", "")])

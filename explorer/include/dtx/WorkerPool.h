@@ -47,6 +47,9 @@ struct PoolOptions {
 std::filesystem::path default_worker_python();
 /// explorer/worker/dtx_worker.py of the source tree (or $DTX_WORKER_SCRIPT).
 std::filesystem::path default_worker_script();
+/// `program` itself when it names a directory, else the first executable of that name on PATH
+/// (as a shell would find it), else `program` unchanged.
+std::filesystem::path find_program(const std::filesystem::path& program);
 /// The GPUs visible to this process: $CUDA_VISIBLE_DEVICES if set (an empty value: none),
 /// otherwise the /dev/nvidiaN device files.
 std::vector<int> visible_gpus();

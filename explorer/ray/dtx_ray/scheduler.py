@@ -88,6 +88,12 @@ class Node:
         self.compile = []
         self.compile_queue = collections.deque()
         self.timing_queue = collections.deque()
+        # Compile slots of the first start not up yet: requests wait for them rather than have
+        # the timing worker compile (its GPU would idle while it does).
+        self.compile_starting = 0
+
+    def compiles(self):
+        return bool(self.compile) or self.compile_starting > 0
 
 
 def matches(slot, device):
@@ -130,19 +136,29 @@ class Scheduler:
     def add(self, spec):
         """Starts a slot in the background; once its worker said hello it takes requests."""
         self.starting += 1
-        self._spawn(self._start(spec))
+        if spec.role == "compile":
+            self._node(spec.node).compile_starting += 1
+        self._spawn(self._start(spec, first=True))
 
-    async def _start(self, spec):
+    async def _start(self, spec, first=False):
         try:
             slot = await self.cluster.start(spec)
         except Exception as e:  # noqa: BLE001  (any failure to place or start an actor)
             self.starting -= 1
+            if first and spec.role == "compile":
+                node = self._node(spec.node)
+                node.compile_starting -= 1
+                if not node.compiles():  # none will come: the timing workers compile
+                    while node.compile_queue:
+                        node.timing_queue.append(node.compile_queue.popleft())
             message = f"{spec.name or spec.role} on node {spec.node[:12]}: {e}"
             self.start_errors.append(message)
             self.log(f"did not start: {message}")
             await self._notify()
             return
         self.starting -= 1
+        if first and spec.role == "compile":
+            self._node(spec.node).compile_starting -= 1
         if self.stopping:
             await self.cluster.kill(slot)
             return
@@ -176,7 +192,7 @@ class Scheduler:
             for job in pending:
                 job.reserved_for = None
                 self._route(job)
-        if node is not None and not node.compile:
+        if node is not None and not node.compiles():
             # Compile-first requests go straight to timing there (the timing worker compiles).
             while node.compile_queue:
                 node.timing_queue.append(node.compile_queue.popleft())
@@ -224,7 +240,7 @@ class Scheduler:
             return
         node = min(nodes, key=lambda n: self._load(n, job.device))
         job.node = node
-        to_compile = node.compile and (job.kind == "compile" or
+        to_compile = node.compiles() and (job.kind == "compile" or
                                        (job.kind == "measure" and job.compile_first))
         (node.compile_queue if to_compile else node.timing_queue).append(job)
 
