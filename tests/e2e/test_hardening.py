@@ -561,3 +561,34 @@ def test_scalar_result_of_a_tensorized_reduction_with_an_unused_label(tmp_path):
                         "f0.tensorize(w:0);\nf0.compile();\n")
     I1 = torch.randn(7)
     close(m.f0(I1, k=3), I1.double().sum().expand(3))
+
+
+# A reduction inside a producer computed into a temporary (partial fusion) ran once per element
+# of the temporary's loop: softmax's row max, O(y^2) loads of A a row. It runs once per row now,
+# as the kernel's own reductions do.
+SOFTMAX_FOUR_FUNCS = """Func mx, e, s, o; In A; Var x; RVar y;
+mx[x] = rmax(A[x, y], y);
+e[x, y] = exp(A[x, y] - mx[x]);
+s[x] = rsum(e[x, y], y);
+o[x, y] = e[x, y] / s[x];
+mx.fuse_at(o, x);
+s.fuse_at(o, x);
+e.fuse_at(o, x);
+o.compile();
+"""
+
+
+@pytest.mark.parametrize("schedule", ["", "o.tensorize(y:4)", "o.tensorize(y:0)"])
+def test_reduction_of_a_materialized_producer_runs_once_per_row(tmp_path, schedule):
+    source = SOFTMAX_FOUR_FUNCS.replace("o.compile();", schedule + ";\no.compile();" if schedule
+                                        else "o.compile();")
+    module = build(tmp_path, source)
+    kernel = (tmp_path / "prog.py").read_text().split("def o_kernel(")[1].split("\ndef ")[0]
+    # Loads of A sit in one loop inside the row loop (def 4, x 8, y 12), none deeper.
+    depths = [len(line) - len(line.lstrip()) for line in kernel.splitlines()
+              if "tl.load(A_ptr" in line]
+    assert depths and max(depths) <= 12, kernel
+    for x, y in ((1, 1), (3, 7), (2, 33)):
+        A = torch.randn(x, y) * 3
+        close(module.o(A), torch.softmax(A.double(), dim=1))
+        close(module.reference_o(A), torch.softmax(A.double(), dim=1))

@@ -581,18 +581,19 @@ private:
     std::vector<StmtPtr>* cur = &body;
     ir::Labels bound;
     cache_.emplace_back();
-    hoist(bound, *cur);
+    hoist(bound, *cur, *def_.value);
     for (Label l : def_.dims) {
       cur = emit_dim(l, *cur, "", false);
       bound.push_back(l);
       cache_.emplace_back();
       materialize_at(l, *cur);
-      hoist(bound, *cur);
+      hoist(bound, *cur, *def_.value);
     }
     return cur;
   }
 
-  // Computes, at the current loop level, every reduction whose dimensions are all bound here
+  // Computes, at the current loop level, every reduction of `root` (the kernel's value, or a
+  // materialized producer's) whose dimensions are all bound here
   // (innermost first), so it runs once per iteration of this level rather than per element of
   // the inner loops. A reduction that varies along the label of an enclosing reduction is
   // hoisted too when that enclosing reduction takes its label as one whole tile (no loop): the
@@ -600,7 +601,7 @@ private:
   // product, `rdot(A[m, k], B[k, l], k)` inside `rdot(..., C[l, n], l)` with `l` whole, is
   // computed once per `m` block instead of once per `n` tile. Reductions inside a looping
   // enclosing reduction stay put.
-  void hoist(const ir::Labels& bound, std::vector<StmtPtr>& body) {
+  void hoist(const ir::Labels& bound, std::vector<StmtPtr>& body, const ir::Expr& root) {
     struct Enclosing {
       Label rvar;
       const ir::Expr* e;
@@ -633,7 +634,7 @@ private:
           for (const auto& [l, outer] : borrowed)
             bind_[l].pop_back();
         };
-    walk(*def_.value, {});
+    walk(root, {});
   }
 
   // ---- memory accesses ----------------------------------------------------------------------
@@ -672,10 +673,16 @@ private:
     std::vector<Label> pushed;
     cache_.emplace_back();
     std::set<Label> whole = read_across(f);
+    // Its reductions run once per iteration of the outermost level binding their labels, as the
+    // kernel's own do: softmax's row max in `e = exp(A - rmax(A))` once per row, not per tile.
+    ir::Labels bound(fd.dims.begin(), fd.dims.begin() + static_cast<std::ptrdiff_t>(pos) + 1);
+    hoist(bound, *cur, *fd.value);
     for (size_t i = pos + 1; i < fd.dims.size(); ++i) {
       Label l = fd.dims[i];
       cur = emit_dim(l, *cur, "", !ir::contains(def_.dims, l) || whole.count(l));
       pushed.push_back(l);
+      bound.push_back(l);
+      hoist(bound, *cur, *fd.value);
     }
     Value v = numeric(lower(*fd.value, *cur));
     bool scalar = true;
