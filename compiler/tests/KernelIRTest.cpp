@@ -192,6 +192,28 @@ TEST(CommonSubexpressions, NamesAValueComputedTwiceInOneBlock) {
                       "tl.store(out_ptr + idx, q, mask=mask)\n");
 }
 
+TEST(CommonSubexpressions, AValueContainingOneJustNamedIsStillFound) {
+  // (e + e * y) * (e + e * y) with e = tl.exp(x): naming e rewrites the second sum, which must
+  // still match the first (its product, met first, is named on the way).
+  KernelBuilder b;
+  auto& body = b.k.body;
+  ExprPtr x = b.let(body, "x", cast(b.p("n_size"), Scalar::F32));
+  ExprPtr y = b.let(body, "y", add(x, float_imm(2.0)));
+  auto sum = [&] {
+    ExprPtr e = call("tl.exp", {x});
+    return add(e, mul(call("tl.exp", {x}), y));
+  };
+  b.let(body, "z", mul(sum(), sum()));
+  eliminate_common_subexpressions(b.k);
+  verify_kernel(b.k, "common subexpressions");
+  EXPECT_EQ(b.text(), "x = tl.cast(n_size, tl.float32)\n"
+                      "y = x + 2.0\n"
+                      "exp_x = tl.exp(x)\n"
+                      "cse = exp_x * y\n"
+                      "cse_2 = exp_x + cse\n"
+                      "z = cse_2 * cse_2\n");
+}
+
 TEST(CommonSubexpressions, DropsARebindingToTheSameValue) {
   KernelBuilder b;
   auto& body = b.k.body;

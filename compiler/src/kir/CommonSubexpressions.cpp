@@ -147,29 +147,54 @@ private:
     });
   }
 
-  // Rewrites `e` within statement `at` of `blk`: values held by a name become the name; a value
-  // seen before in this block gets a name, bound before the statement that first computed it.
-  // `e` is held by value: naming a value may replace the tree it came from.
-  ExprPtr rewrite(ExprPtr e, std::vector<StmtPtr>& blk, Stmt* at, std::vector<Entry>& table) {
-    if (worth_naming(*e)) {
-      for (Entry& x : table) {
-        if (!kir::equal(*x.expr, *e)) continue;
-        if (x.holder.empty()) {
-          if (x.block != &blk) continue;
-          x.holder = fresh(base_name(*e));
-          Stmt* first = const_cast<Stmt*>(x.first);
-          ExprPtr ref = kir::var(x.holder, e->type);
-          if (first != at) // the statement being rewritten is named once it is done
-            for (ExprPtr* slot : {&first->a, &first->b, &first->c})
-              if (*slot) *slot = replace_all(*slot, *e, ref);
-          auto pos = std::find_if(blk.begin(), blk.end(),
-                                  [&](const StmtPtr& s) { return s.get() == first; });
-          blk.insert(pos, Stmt::assign(x.holder, x.expr));
-          if (first == at) pending_.push_back({x.expr, ref});
-        }
-        return kir::var(x.holder, e->type);
+  // `e` with the values named earlier in the current statement read by name (their first
+  // occurrence in it is renamed when the statement is done).
+  ExprPtr normalized(ExprPtr e) const {
+    for (const auto& [what, by] : pending_)
+      e = replace_all(e, *what, by);
+    return e;
+  }
+
+  // The name holding table entry `x`'s value, naming it now if it has none: bound before the
+  // statement that first computed it, which then reads the name.
+  ExprPtr use(Entry& x, const kir::Type& type, std::vector<StmtPtr>& blk, Stmt* at,
+              std::vector<Entry>& table) {
+    if (x.holder.empty()) {
+      x.holder = fresh(base_name(*x.expr));
+      Stmt* first = const_cast<Stmt*>(x.first);
+      ExprPtr ref = kir::var(x.holder, type);
+      if (first != at) // the statement being rewritten is renamed once it is done
+        for (ExprPtr* slot : {&first->a, &first->b, &first->c})
+          if (*slot) *slot = replace_all(*slot, *x.expr, ref);
+      auto pos =
+          std::find_if(blk.begin(), blk.end(), [&](const StmtPtr& s) { return s.get() == first; });
+      blk.insert(pos, Stmt::assign(x.holder, x.expr));
+      if (first == at) pending_.push_back({x.expr, ref});
+      // Values seen before that contain this one now read it by name, as their later
+      // occurrences will once rewritten: `e + e * y` stays equal to itself.
+      for (Entry& y : table) {
+        if (&y == &x) continue;
+        ExprPtr renamed = replace_all(y.expr, *x.expr, ref);
+        if (renamed == y.expr) continue;
+        y.expr = std::move(renamed);
+        y.reads.insert(x.holder);
       }
     }
+    return kir::var(x.holder, type);
+  }
+
+  Entry* find(std::vector<Entry>& table, const Expr& e, const std::vector<StmtPtr>& blk) {
+    for (Entry& x : table)
+      if ((!x.holder.empty() || x.block == &blk) && kir::equal(*x.expr, e)) return &x;
+    return nullptr;
+  }
+
+  // Rewrites `e` within statement `at` of `blk`: values held by a name become the name; a value
+  // seen before in this block gets a name. A value is looked for as it is and, once its
+  // operands are rewritten, with the names they got.
+  ExprPtr rewrite(ExprPtr e, std::vector<StmtPtr>& blk, Stmt* at, std::vector<Entry>& table) {
+    if (worth_naming(*e))
+      if (Entry* x = find(table, *e, blk)) return use(*x, e->type, blk, at, table);
     bool changed = false;
     std::vector<ExprPtr> args;
     for (const ExprPtr& a : e->args) {
@@ -178,7 +203,10 @@ private:
     }
     ExprPtr out = changed ? kir::with_args(*e, std::move(args)) : e;
     if (worth_naming(*out)) {
-      Entry x = entry_of(out);
+      ExprPtr key = normalized(out);
+      if (changed || key != out)
+        if (Entry* x = find(table, *key, blk)) return use(*x, e->type, blk, at, table);
+      Entry x = entry_of(key);
       x.block = &blk;
       x.first = at;
       table.push_back(std::move(x));
