@@ -83,3 +83,52 @@ def test_index_type_is_int32_only_where_every_index_fits():
     half = torch.empty(2**29, **meta)
     assert rt._dt_index_type(1, (half,), ()) is tl.int32
     assert rt._dt_index_type(2**30, (half,), ()) is tl.int64
+
+
+@pytest.mark.parametrize("least", [1, 16])
+def test_tile_is_what_next_power_of_2_gives(least):
+    import triton
+    rt = load("runtime")
+    for size in [0, 1, 2, 3, 15, 16, 17, 255, 256, 257, 4095, 65537, 2**31 - 1]:
+        assert rt._dt_tile(size, least) == max(least, triton.next_power_of_2(size)), size
+
+
+def test_plan_lays_temporaries_out_aligned_in_one_allocation():
+    rt = load("runtime")
+    plan = rt._DtPlan(())
+    work, (a, b, c, d) = plan.lay_out(torch.device("cpu"), ((3, 5), (7,), (0, 4), (2, 3, 2)))
+    assert [t.shape for t in (a, b, c, d)] == [(3, 5), (7,), (0, 4), (2, 3, 2)]
+    for t in (a, b, c, d):
+        assert t.dtype == torch.float32 and t.is_contiguous()
+        assert t.untyped_storage().data_ptr() == work.untyped_storage().data_ptr()
+        assert t.storage_offset() * 4 % rt._DT_WORK_ALIGN == 0
+    # Disjoint: writing one leaves the others as they were.
+    for value, t in enumerate((a, b, d)):
+        t.fill_(value)
+    assert a.eq(0).all() and b.eq(1).all() and d.eq(2).all()
+    assert plan.work_bytes == work.numel() == 256 * 3
+
+
+def test_later_temporaries_are_addresses_only_when_every_launch_is_direct():
+    rt = load("runtime")
+    plan = rt._DtPlan(())
+    cpu = torch.device("cpu")
+    plan.lay_out(cpu, ((3, 5), (7,)))
+    # Under the interpreter (nothing direct) and after a launch that failed (slot 1 tried, never
+    # direct), Triton launches: it needs tensors.
+    plan.tried.update({0, 1})
+    plan.launches[0] = object()
+    work, temps = plan.temporaries(cpu)
+    assert all(isinstance(t, torch.Tensor) for t in temps) and temps[1].shape == (7,)
+    plan.launches[1] = object()
+    work, (a, b) = plan.temporaries(cpu)
+    assert isinstance(a, int) and a == work.data_ptr() and b == a + 256
+    # A launch hook (a profiler's) makes Triton launch, so tensors again.
+    import triton
+    knobs = triton.knobs.runtime
+    hook = lambda *args: None  # noqa: E731
+    knobs.launch_enter_hook.add(hook)
+    try:
+        assert all(isinstance(t, torch.Tensor) for t in plan.temporaries(cpu)[1])
+    finally:
+        knobs.launch_enter_hook.remove(hook)

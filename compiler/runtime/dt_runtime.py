@@ -3,6 +3,7 @@ allocation, views and helpers of the reference. The compiler embeds what follows
 (compiler/CMakeLists.txt) and prints it into each module after the module's imports, which the
 lines above the marker repeat so that this file imports, lints and is tested on its own
 (tests/test_runtime.py)."""
+import math
 import numbers
 import os
 
@@ -230,15 +231,21 @@ def _dt_direct(compiled, grid):
     return (launcher, stream, device, *grid, rest)
 
 
+_DT_WORK_ALIGN = 256  # bytes from one temporary to the next: Triton assumes 16-byte alignment
+
+
 class _DtPlan:
-    """What the full path worked out for one key: `values` (sizes, dtype, device) and, per launch
-    slot, how to call the compiled kernel directly. Under the interpreter nothing is compiled, so
+    """What the full path worked out for one key: `values` (sizes, dtype, device); per launch
+    slot, how to call the compiled kernel directly; and where the call's float32 temporaries lie
+    in the one allocation that holds them. Under the interpreter nothing is compiled, so
     launches go through Triton each time, but the checks are still skipped."""
-    __slots__ = ("values", "launches")
+    __slots__ = ("values", "launches", "tried", "work_bytes", "offsets", "shapes")
 
     def __init__(self, values):
         self.values = values
-        self.launches = {}
+        self.launches = {}  # slot -> direct launch (_dt_direct)
+        self.tried = set()  # slots launched through Triton: a failed one has no direct launch
+        self.work_bytes, self.offsets, self.shapes = 0, (), ()
 
     def launch(self, slot, kernel, grid, args, num_warps, num_stages):
         direct = self.launches.get(slot)
@@ -246,11 +253,44 @@ class _DtPlan:
             entry, stream, device, grid0, grid1, grid2, rest = direct
             entry(grid0, grid1, grid2, stream(device), *rest, *args)
             return
+        self.tried.add(slot)
         compiled = _dt_launch(kernel, grid, args, num_warps, num_stages)
         if hasattr(compiled, "result"):  # compiled asynchronously
             compiled = compiled.result()
         if hasattr(compiled, "packed_metadata"):  # not the interpreter
             self.launches[slot] = _dt_direct(compiled, grid)
+
+    def lay_out(self, device, shapes):
+        """The full path's temporaries, contiguous float32 tensors of `shapes` in one new
+        allocation: returns the allocation (keep it until the last launch) and the tensors."""
+        offsets, end = [], 0
+        for shape in shapes:
+            offsets.append(end)
+            end += -(-4 * math.prod(shape) // _DT_WORK_ALIGN) * _DT_WORK_ALIGN
+        self.work_bytes, self.offsets, self.shapes = end, tuple(offsets), tuple(shapes)
+        return self._tensors(device)
+
+    def temporaries(self, device):
+        """A later call's temporaries, laid out as on the full path: their addresses, which the
+        kernels' launchers take as they are, when every kernel launches directly; tensors when
+        Triton launches one (under the interpreter, with a launch hook, or after a failed
+        launch). Returns the allocation (keep it until the last launch) and them."""
+        if len(self.launches) != len(self.tried) or _dt_hooked():
+            return self._tensors(device)
+        work = torch.empty(self.work_bytes, dtype=torch.uint8, device=device)
+        base = work.data_ptr()
+        return work, [base + offset for offset in self.offsets]
+
+    def _tensors(self, device):
+        work = torch.empty(self.work_bytes, dtype=torch.uint8, device=device)
+        return work, [work[offset:offset + 4 * math.prod(shape)].view(torch.float32).view(shape)
+                      for offset, shape in zip(self.offsets, self.shapes)]
+
+
+def _dt_tile(size, least):
+    """A tile's width: the power of two at least `size` and at least `least` (what
+    triton.next_power_of_2 gives, without its per-call cost)."""
+    return max(least, 1 << (size - 1).bit_length()) if size > 1 else least
 
 
 def _dt_plan(plans, key, values):

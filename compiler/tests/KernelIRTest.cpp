@@ -48,7 +48,7 @@ struct KernelBuilder {
   }
   void param(const std::string& name, Type t) {
     k.params.push_back({name, false, t});
-    k.launch.push_back({name, name, "", 0, 0});
+    k.launch.push_back({kir::LaunchArg::Kind::Size, name, 0, 0, 1, name});
   }
   ExprPtr p(const std::string& name) {
     for (const Param& x : k.params)

@@ -235,3 +235,29 @@ def test_dt_reserved_words_rejected(tmp_path, word):
     result = run_dtc(path, "--check")
     assert result.returncode == 1
     assert "error" in result.stderr
+
+
+def test_names_of_the_wrappers_locals(tmp_path):
+    """Symbols named like a wrapper's locals (its plan key, the plan, the temporaries' allocation,
+    the index type, a tensor's kept strides): a first call, and later ones from the plan, with
+    and without size keywords, compute the reference's values; `work` is a temporary of its own
+    kernel, so the wrapper's allocation of temporaries is in play."""
+    module = compile_dt(tmp_path, write(tmp_path, "wrapper_locals", """\
+        Func plan, work;
+        In key, index, checked, key_strides;
+        Var x, y;
+        RVar k;
+        work[x] = rsum(key[x, k] * index[x, k], k);
+        plan[x, y] = work[x] * checked[x, y] + key_strides[x, y];
+        work.block(x:2);
+        work.tensorize(k:0);
+        plan.compile();
+        work.compile();
+        """))
+    assert module.COMPILED == ("plan_", "work_")
+    sizes = {"x": 5, "y": 6, "k": 7}
+    for seed in range(3):
+        args = module.make_inputs(sizes, seed=seed)
+        want = module.reference(*args)
+        torch.testing.assert_close(module.plan_(*args), want)
+        torch.testing.assert_close(module.plan_(*args, x=5), want)

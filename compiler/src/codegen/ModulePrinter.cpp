@@ -46,6 +46,13 @@ std::string python_string(const std::string& s) {
   return "\"" + escape_python(s) + "\"";
 }
 
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& item : items)
+    s += (s.empty() ? "" : ", ") + item;
+  return s;
+}
+
 std::string tuple_of(const std::vector<std::string>& items) {
   std::string s = "(";
   for (size_t i = 0; i < items.size(); ++i)
@@ -178,8 +185,9 @@ public:
     out_ += "\nSchedule: " +
             (in_.canonical_schedule.empty() ? std::string("(default)") : in_.canonical_schedule) +
             "\n";
-    out_ += "\"\"\"\n\nimport numbers\nimport os\n\nimport torch\nimport triton\nimport "
-            "triton.language as tl\n\n";
+    out_ +=
+        "\"\"\"\n\nimport math\nimport numbers\nimport os\n\nimport torch\nimport triton\nimport "
+        "triton.language as tl\n\n";
     out_ += "SCHEDULE = " + quote(in_.canonical_schedule) + "\n";
     std::vector<std::string> compiled;
     for (const CompiledFunc& c : in_.compiled)
@@ -520,7 +528,47 @@ private:
         index_shape(prog_.def(m).dims);
     }
     std::string index = uses_index ? "index, " : "";
-    std::string values = "(" + sizes_tuple(sig) + index + "dtype, device)";
+    // Sizes the compiler derives (split reductions' k_parts) are worked out once per plan.
+    std::string derived;
+    for (ir::Label l : sig.derived)
+      derived += l->py_name + ", ";
+    // The strides of the inputs and the output are in the plan's key, so the plan keeps them
+    // too (`A_strides`); an input a kernel may copy k-contiguous first is asked each call.
+    std::set<std::string> copied;
+    for (const ir::Symbol* k : c.kernel_funcs)
+      for (const auto& [tensor, axis] : in_.kernels.at(k).k_contiguous_inputs)
+        copied.insert(tensor);
+    std::vector<std::string> kept, kept_names, kept_values;
+    for (const ir::Symbol* in : sig.inputs)
+      if (in->kind == ir::SymbolKind::In && !copied.count(in->py_name)) kept.push_back(in->py_name);
+    if (in_.kernels.at(f).output_init.empty()) kept.push_back(name);
+    std::string strides;
+    for (const std::string& t : kept) {
+      kept_names.push_back(t + "_strides");
+      kept_values.push_back(t + ".stride()");
+      strides += t + "_strides, ";
+    }
+    std::string values = "(" + sizes_tuple(sig) + derived + strides + index + "dtype, device)";
+    // The float32 temporaries: one allocation per call holds them all (dt_runtime.py's
+    // _DtPlan.lay_out); temporaries an atomic kernel combines into start filled, on their own.
+    std::vector<kir::Temporary> work;
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      const kir::Kernel& kernel = in_.kernels.at(k);
+      if (k != f && kernel.output_init.empty()) {
+        kir::Temporary t{k->py_name, {}};
+        for (ir::Label l : prog_.def(k).dims)
+          t.sizes.push_back(l->py_name);
+        work.push_back(std::move(t));
+      }
+      for (const kir::Temporary& t : kernel.scratch)
+        work.push_back(t);
+    }
+    std::vector<std::string> work_names, work_shapes;
+    for (const kir::Temporary& t : work) {
+      work_names.push_back(t.name);
+      work_shapes.push_back(tuple_of(t.sizes));
+    }
+    std::string work_targets = "work, " + tuple_of(work_names) + " = ";
     out_ += "\n\n" + plans + " = {}  # argument metadata -> plan\n";
     out_ += "\n\ndef " + name + "(" + params(sig, true) + "):\n";
     out_ += "    \"\"\"" + f->name + shape_text(def.dims) + " = " + ir::to_dt(*def.value) + "\n\n";
@@ -542,8 +590,23 @@ private:
       if (in->kind == ir::SymbolKind::In) tensor_inputs.push_back(in->py_name);
     for (ir::Label l : sig.labels)
       size_args.push_back(l->py_name);
-    out_ +=
-        "    key = _dt_key(" + tuple_of(tensor_inputs) + ", " + tuple_of(size_args) + ", out)\n";
+    // The plan key (dt_runtime.py's _dt_key): for the common call, tensors alone, written out
+    // here, which costs about half of the general function.
+    std::string inline_key, none_sizes;
+    for (const std::string& t : tensor_inputs)
+      inline_key += std::string(inline_key.empty() ? "" : ",\n                   ") + t +
+                    ".shape, " + t + ".stride(), " + t + ".dtype, " + t + ".device, " + t +
+                    ".data_ptr() % 16, " + t + ".is_neg()";
+    for (const std::string& l : size_args)
+      none_sizes += " and " + l + " is None";
+    out_ += "    if out is None" + none_sizes + ":\n";
+    out_ += "        try:\n";
+    out_ += "            key = (" + inline_key + (tensor_inputs.size() == 1 ? ",)" : ")") + "\n";
+    out_ += "        except AttributeError:  # not a tensor: the full path says what is wrong\n";
+    out_ += "            key = None\n";
+    out_ += "    else:\n";
+    out_ += "        key = _dt_key(" + tuple_of(tensor_inputs) + ", " + tuple_of(size_args) +
+            ", out)\n";
     out_ += "    plan = " + plans + ".get(key)\n";
     out_ += "    if plan is None:\n";
     out_ += "        " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
@@ -570,21 +633,25 @@ private:
               (touched.empty() ? "()" : tuple_of(touched)) + ", " +
               (index_shapes.empty() ? "()" : tuple_of(index_shapes)) + ")\n";
     }
+    for (ir::Label l : sig.derived) {
+      const ir::Program::DerivedSize& d = prog_.derived_sizes.at(l);
+      out_ += "        " + l->py_name + " = " + ceil_div(d.of->py_name, d.divisor) + "\n";
+    }
+    if (!kept.empty()) out_ += "        " + join(kept_names) + " = " + join(kept_values) + "\n";
     out_ += "        plan = _dt_plan(" + plans + ", key, " + values + ")\n";
+    if (!work.empty())
+      out_ += "        " + work_targets + "plan.lay_out(device, " + tuple_of(work_shapes) + ")\n";
     out_ += "    else:\n";
-    out_ += "        " + sizes_tuple(sig) + index + "dtype, device = plan.values\n";
+    out_ +=
+        "        " + sizes_tuple(sig) + derived + strides + index + "dtype, device = plan.values\n";
     if (!atomic)
       out_ += "        " + name + " = torch.empty(" + empty_sizes(out_shape) +
               ", dtype=dtype, device=device) if out is None else out\n";
+    if (!work.empty()) out_ += "        " + work_targets + "plan.temporaries(device)\n";
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
         out_ +=
             "    " + in->py_name + " = _dt_scalar(" + quote(in->name) + ", " + in->py_name + ")\n";
-    for (ir::Label l : sig.derived) {
-      const ir::Program::DerivedSize& d = prog_.derived_sizes.at(l);
-      out_ += "    " + l->py_name + " = triton.cdiv(" + d.of->py_name + ", " +
-              std::to_string(d.divisor) + ")\n";
-    }
     if (atomic)
       out_ +=
           "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
@@ -597,17 +664,10 @@ private:
         out_ += "    # " + k->name +
                 " is computed by a kernel of its own; float32 keeps its "
                 "precision.\n";
-        if (kernel.output_init.empty())
-          out_ += "    " + k->py_name + " = torch.empty(" +
-                  empty_sizes(shape_of(prog_.def(k).dims)) +
-                  ", dtype=torch.float32, device=device)\n";
-        else
+        if (!kernel.output_init.empty())
           out_ += "    " + k->py_name + " = torch.full(" + shape_of(prog_.def(k).dims) + ", " +
                   kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
-      for (const auto& [scratch, scratch_shape] : kernel.scratch)
-        out_ += "    " + scratch + " = torch.empty(" + empty_sizes(scratch_shape) +
-                ", dtype=torch.float32, device=device)\n";
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
         out_ += "    # TF32 tensor-core products read k-contiguous tiles: lay " + tensor +
                 " out with its k axis contiguous.\n";
@@ -621,24 +681,26 @@ private:
                 std::to_string(axis) + ", plan, " + std::to_string(slot++) + ")\n";
       }
       out_ += "    plan.launch(" + std::to_string(slot++) + ", " + kernel.name + ", (" +
-              kernel.grid + ",), (\n";
+              grid_text(kernel.grid) + ",), (\n";
       std::string line;
       for (size_t i = 0; i < kernel.launch.size(); ++i) {
         const kir::LaunchArg& a = kernel.launch[i];
-        bool group = a.param.size() > 4 && a.param.compare(a.param.size() - 4, 4, "_ptr") == 0;
-        if ((group || line.size() > 70) && !line.empty()) {
+        if ((a.kind == kir::LaunchArg::Kind::Tensor || line.size() > 70) && !line.empty()) {
           out_ += "        " + line + "\n";
           line.clear();
         }
+        bool is_kept = std::count(kept.begin(), kept.end(), a.name) > 0;
+        std::string value = launch_value(a, work, is_kept);
         // A tensor's strides in order, all of them: one call (Tensor.stride() costs about what
-        // Tensor.stride(i) does).
-        std::string value = a.value;
-        if (a.rank > 1 && a.axis == 0 && i + a.rank <= kernel.launch.size()) {
+        // Tensor.stride(i) does), or the plan's tuple.
+        if (a.kind == kir::LaunchArg::Kind::Stride && a.axis == 0 &&
+            contiguous_stride(a, work).empty() && i + a.rank <= kernel.launch.size()) {
           bool whole = true;
           for (size_t j = 1; j < a.rank; ++j)
-            whole &= kernel.launch[i + j].tensor == a.tensor && kernel.launch[i + j].axis == j;
+            whole &= kernel.launch[i + j].kind == kir::LaunchArg::Kind::Stride &&
+                     kernel.launch[i + j].name == a.name && kernel.launch[i + j].axis == j;
           if (whole) {
-            value = "*" + a.tensor + ".stride()";
+            value = "*" + a.name + (is_kept ? "_strides" : ".stride()");
             i += a.rank - 1;
           }
         }
@@ -730,6 +792,56 @@ private:
     for (size_t i = 0; i < sig.labels.size(); ++i)
       out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + quote(sig.labels[i]->py_name);
     out_ += "}\n";
+  }
+
+  // ceil(size / divisor) in plain integer arithmetic (triton.cdiv costs microseconds a call).
+  static std::string ceil_div(const std::string& size, long long divisor) {
+    if (divisor == 1) return size;
+    return "(" + size + " + " + std::to_string(divisor - 1) + ") // " + std::to_string(divisor);
+  }
+
+  static std::string grid_text(const std::vector<kir::GridFactor>& grid) {
+    std::string text;
+    for (const kir::GridFactor& g : grid) {
+      std::string factor = g.size.empty() ? std::to_string(g.divisor) : ceil_div(g.size, g.divisor);
+      if (grid.size() > 1 && !g.size.empty() && g.divisor != 1) factor = "(" + factor + ")";
+      text += (text.empty() ? "" : " * ") + factor;
+    }
+    return text.empty() ? "1" : text;
+  }
+
+  // The stride of a temporary laid out contiguous by the plan, or "" for any other tensor.
+  static std::string contiguous_stride(const kir::LaunchArg& a,
+                                       const std::vector<kir::Temporary>& work) {
+    for (const kir::Temporary& t : work) {
+      if (t.name != a.name) continue;
+      std::string stride;
+      for (size_t i = a.axis + 1; i < t.sizes.size(); ++i)
+        stride += (stride.empty() ? "" : " * ") + t.sizes[i];
+      return stride.empty() ? "1" : stride;
+    }
+    return "";
+  }
+
+  static std::string launch_value(const kir::LaunchArg& a, const std::vector<kir::Temporary>& work,
+                                  bool kept) {
+    switch (a.kind) {
+    case kir::LaunchArg::Kind::Tensor:
+    case kir::LaunchArg::Kind::Size:
+    case kir::LaunchArg::Kind::Scalar:
+      return a.name;
+    case kir::LaunchArg::Kind::Stride: {
+      std::string contiguous = contiguous_stride(a, work);
+      if (!contiguous.empty()) return contiguous;
+      if (kept) return a.name + "_strides[" + std::to_string(a.axis) + "]";
+      return a.name + ".stride(" + std::to_string(a.axis) + ")";
+    }
+    case kir::LaunchArg::Kind::Tile:
+      return "_dt_tile(" + a.name + ", " + std::to_string(a.least) + ")";
+    case kir::LaunchArg::Kind::Index:
+      return "index";
+    }
+    return a.name;
   }
 
   // The checks that open both the wrapper and the reference: sizes, dtype, device, scalars.

@@ -178,14 +178,35 @@ struct Param {
   Type type;
 };
 
-/// How the wrapper passes one kernel argument: a Python expression over the wrapper's locals.
+/// How the wrapper passes one kernel argument, in terms of the wrapper's locals.
 struct LaunchArg {
-  std::string param;
-  std::string value;
-  /// For a stride (`value` is `tensor.stride(axis)`): the tensor and its rank, so the printer
-  /// can pass all of a tensor's strides at once.
-  std::string tensor;
+  enum class Kind {
+    Tensor, // the tensor `name` (its pointer)
+    Stride, // `name`'s stride along `axis` (of `rank`)
+    Size,   // the size `name` (a label's, or one derived from it)
+    Scalar, // the scalar input `name`
+    Tile,   // the power of two at least `name` and at least `least` (a tile's width)
+    Index,  // the index type the wrapper chose (kIndexParam)
+  };
+  Kind kind = Kind::Size;
+  std::string name;
   size_t axis = 0, rank = 0;
+  long long least = 1;
+  std::string param; // the kernel parameter it binds
+};
+
+/// One factor of a kernel's 1-D grid, which the wrapper computes: ceil(size / divisor), or the
+/// constant `divisor` when `size` is empty.
+struct GridFactor {
+  std::string size;
+  long long divisor = 1;
+};
+
+/// A float32 temporary the wrapper allocates for a kernel: its name and its sizes, outermost
+/// first; the kernel reads it contiguous (stride of the last axis 1).
+struct Temporary {
+  std::string name;
+  std::vector<std::string> sizes;
 };
 
 struct Kernel {
@@ -194,7 +215,7 @@ struct Kernel {
   std::vector<Param> params;
   std::vector<StmtPtr> body;
   std::vector<LaunchArg> launch; // one per param, same order
-  std::string grid;              // Python expression for the 1-D grid size
+  std::vector<GridFactor> grid;  // the 1-D grid is their product; none: one program instance
   int num_warps = 4;
   int num_stages = 3;
   std::set<std::string> helpers; // @triton.jit helpers the body calls
@@ -208,11 +229,8 @@ struct Kernel {
   std::vector<std::pair<std::string, size_t>> k_contiguous_inputs;
   /// Copies only those of at least this many elements (`relayout(auto)`); 0 copies all.
   long long k_contiguous_min_elements = 0;
-  /// Global float32 temporaries the kernel writes and reads back (partial fusion): name and
-  /// Python shape, allocated by the wrapper.
-  std::vector<std::pair<std::string, std::string>> scratch;
-  /// Wrapper statements that run before the launch (sizes derived from other sizes).
-  std::vector<std::string> setup;
+  /// Global float32 temporaries the kernel writes and reads back (partial fusion).
+  std::vector<Temporary> scratch;
   /// How far past a dimension's size an index may run (masked lanes of the last tile or block,
   /// program instances of a map split past the last block): the wrapper's bound for choosing
   /// int32 indices.

@@ -201,7 +201,8 @@ private:
   Value index(Value v) {
     if (fs_.index == "int64") return kir::cast(std::move(v), kir::Scalar::I64);
     if (!types_.count(kir::kIndexParam))
-      add_param(kir::kIndexParam, "index", int_type(), /*constexpr_=*/true);
+      add_param(kir::kIndexParam, arg(kir::LaunchArg::Kind::Index), int_type(),
+                /*constexpr_=*/true);
     return kir::cast(std::move(v), kir::Scalar::Index);
   }
 
@@ -303,14 +304,23 @@ private:
     void visit(const ir::Len& e) override { labels = ir::union_labels(labels, {e.label}); }
   };
 
-  void add_param(const std::string& name, const std::string& launch, kir::Type type,
+  static kir::LaunchArg arg(kir::LaunchArg::Kind kind, const std::string& name = "",
+                            size_t axis = 0, size_t rank = 0, long long least = 1) {
+    kir::LaunchArg a;
+    a.kind = kind;
+    a.name = name;
+    a.axis = axis;
+    a.rank = rank;
+    a.least = least;
+    return a;
+  }
+
+  void add_param(const std::string& name, kir::LaunchArg launch, kir::Type type,
                  bool constexpr_ = false) {
     kernel_.params.push_back({name, constexpr_, type});
     types_[name] = type;
-    kir::LaunchArg arg;
-    arg.param = name;
-    arg.value = launch;
-    kernel_.launch.push_back(std::move(arg));
+    launch.param = name;
+    kernel_.launch.push_back(std::move(launch));
   }
 
   void add_tensor_params(const ir::Symbol* t, size_t rank) {
@@ -324,13 +334,9 @@ private:
     kir::Type pointer;
     pointer.scalar = kir::Scalar::Ptr;
     if (!float32) pointer.elem_of = ptr;
-    add_param(ptr, tensor, pointer);
-    for (size_t i = 0; i < rank; ++i) {
-      add_param(stride_param(i), tensor + ".stride(" + std::to_string(i) + ")", int_type());
-      kernel_.launch.back().tensor = tensor;
-      kernel_.launch.back().axis = i;
-      kernel_.launch.back().rank = rank;
-    }
+    add_param(ptr, arg(kir::LaunchArg::Kind::Tensor, tensor), pointer);
+    for (size_t i = 0; i < rank; ++i)
+      add_param(stride_param(i), arg(kir::LaunchArg::Kind::Stride, tensor, i, rank), int_type());
   }
 
   void add_params() {
@@ -340,7 +346,8 @@ private:
     for (const ir::Symbol* in : prog_.inputs) {
       if (std::count(c.tensors.begin(), c.tensors.end(), in)) add_tensor_params(in, rank_of(in));
       if (std::count(c.scalars.begin(), c.scalars.end(), in))
-        add_param(in->py_name, in->py_name, int_type(kir::Scalar::F32));
+        add_param(in->py_name, arg(kir::LaunchArg::Kind::Scalar, in->py_name),
+                  int_type(kir::Scalar::F32));
     }
     for (const ir::Symbol* t : c.tensors) {
       if (t->kind != ir::SymbolKind::Func) continue;
@@ -356,19 +363,24 @@ private:
       add_tensor_params(
           base + "_ptr", base, rank, [&](size_t i) { return base + "_stride" + std::to_string(i); },
           /*float32=*/true);
-      std::string shape = "(";
+      kir::Temporary scratch{base, {}};
       for (Label l : prog_.def(t).dims)
-        shape += l->py_name + ", ";
-      shape = shape.substr(0, shape.size() - 2) + (prog_.def(t).dims.size() == 1 ? ",)" : ")");
-      kernel_.scratch.push_back({base, shape});
+        scratch.sizes.push_back(l->py_name);
+      kernel_.scratch.push_back(std::move(scratch));
     }
     add_tensor_params(func_, def_.dims.size());
     labels_ = ir::union_labels(def_.dims, schedulable_labels(prog_, fs_));
     labels_ = ir::union_labels(labels_, c.labels);
     for (Label l : labels_)
-      if (!is_part(l)) add_param(names::size(l), l->py_name, int_type());
+      if (!is_part(l))
+        add_param(names::size(l), arg(kir::LaunchArg::Kind::Size, l->py_name), int_type());
+    // tl.dot needs at least 16 along each dimension; masks cover the difference. An empty
+    // dimension still needs a one-lane tile (tl.arange(0, 0) is invalid); its mask is all
+    // false, so an empty reduction yields its identity.
     for (Label l : tiles_)
-      add_param(names::tile(l), tile_launch(l), int_type(), true);
+      add_param(names::tile(l),
+                arg(kir::LaunchArg::Kind::Tile, l->py_name, 0, 0, dot_labels_.count(l) ? 16 : 1),
+                int_type(), true);
   }
 
   // Visits the kernel's value and the values of the Funcs it computes into temporaries.
@@ -395,10 +407,7 @@ private:
 
   void emit_program_mapping(std::vector<StmtPtr>& body) {
     std::vector<MapLevel> levels = map_levels(fs_, prog_);
-    if (levels.empty()) {
-      kernel_.grid = "1";
-      return;
-    }
+    if (levels.empty()) return; // one program instance
     body.push_back(Stmt::comment("program instance -> output block (map)"));
     Value pid = let(body, "pid", index(kir::program_id(0)));
     std::map<Label, Value> blocks_var;
@@ -417,23 +426,22 @@ private:
     for (const MapLevel& lv : levels)
       if (lv.factor) split_factor[lv.split_id] = lv.factor;
     std::vector<Value> extent(levels.size());
-    std::vector<std::string> grid_extent(levels.size());
+    std::vector<kir::GridFactor> grid(levels.size());
     for (size_t i = 0; i < levels.size(); ++i) {
       const MapLevel& lv = levels[i];
       if (lv.is_split_inner) {
         extent[i] = kir::int_imm(split_factor[lv.name]);
-        grid_extent[i] = std::to_string(split_factor[lv.name]);
+        grid[i] = {"", split_factor[lv.name]};
       } else {
         long long b = *fs_.block_of(lv.dim);
-        std::string grid_blocks = "triton.cdiv(" + lv.dim->py_name + ", " + std::to_string(b) + ")";
+        // ceil(ceil(size / b) / factor) = ceil(size / (b * factor)) for positive integers.
+        grid[i] = {lv.dim->py_name, lv.factor ? b * lv.factor : b};
         if (lv.factor) {
           extent[i] = kir::binary(kir::BinOp::FloorDiv,
                                   kir::add(blocks_var[lv.dim], kir::int_imm(lv.factor - 1)),
                                   kir::int_imm(lv.factor));
-          grid_extent[i] = "triton.cdiv(" + grid_blocks + ", " + std::to_string(lv.factor) + ")";
         } else {
           extent[i] = blocks_var[lv.dim];
-          grid_extent[i] = grid_blocks;
         }
       }
     }
@@ -460,10 +468,7 @@ private:
     for (const MapLevel& lv : levels)
       if (lv.factor && !lv.is_split_inner)
         let(body, lv.dim->py_name + "_block", block_index(lv.name));
-    std::string grid;
-    for (const std::string& g : grid_extent)
-      grid += (grid.empty() ? "" : " * ") + g;
-    kernel_.grid = grid;
+    kernel_.grid = std::move(grid);
     for (Label l : labels_) {
       auto b = fs_.block_of(l);
       if (!b) continue;
@@ -973,14 +978,6 @@ private:
   std::string precision() const {
     if (!fs_.precision || *fs_.precision == "tf32") return "";
     return *fs_.precision;
-  }
-
-  std::string tile_launch(Label l) const {
-    // tl.dot needs at least 16 along each dimension; masks cover the difference.
-    if (dot_labels_.count(l)) return "max(16, triton.next_power_of_2(" + l->py_name + "))";
-    // An empty dimension still needs a one-lane tile (tl.arange(0, 0) is invalid); its mask is
-    // all false, so an empty reduction yields its identity.
-    return "max(1, triton.next_power_of_2(" + l->py_name + "))";
   }
 
   // A layout-shaped operand varying along {p, q} as a 2-D [p, q] tensor.

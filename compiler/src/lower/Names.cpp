@@ -23,7 +23,9 @@ static const std::set<std::string>& reserved() {
       // modules and module-level names of the generated code
       "tl", "triton", "torch", "math", "reference", "make_inputs", "SCHEDULE", "pid", "grid",
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
-      "SIZE_KEYWORDS", "DOT_PRECISION", "out"};
+      "SIZE_KEYWORDS", "DOT_PRECISION", "out",
+      // the wrappers' locals
+      "key", "plan", "work", "index", "checked"};
   return words;
 }
 
@@ -48,6 +50,7 @@ static std::set<std::string> derived_names(const ir::Program& program) {
       out.insert("reference_" + s.py_name);
       out.insert("make_inputs_" + s.py_name);
       out.insert("SIZE_KEYWORDS_" + s.py_name);
+      out.insert(s.py_name + "_strides");
       for (int i = 0; i < 8; ++i)
         out.insert(s.py_name + "_stride" + std::to_string(i));
       break;

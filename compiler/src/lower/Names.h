@@ -3,9 +3,11 @@
 // a DT symbol's Python name, so the table below is the single place where names are decided:
 //
 //   DT symbol          generated names
-//   In A               A (wrapper argument), A_ptr, A_stride0.. (kernel parameters)
+//   In A               A (wrapper argument), A_strides (wrapper local, kept in the plan),
+//                      A_ptr, A_stride0.. (kernel parameters)
 //   SIn alpha          alpha (wrapper argument and kernel parameter)
-//   Func f             f (wrapper, output, value in the kernel), f_kernel, f_ptr, f_stride0..
+//   Func f             f (wrapper, output, value in the kernel), f_strides, f_kernel, f_ptr,
+//                      f_stride0..
 //   Var/RVar x         x (wrapper size argument), x_size (kernel parameter), x_TILE (whole-
 //                      dimension tensor width), x_block, x_blocks, x_start, x_end, x_iter, x_idx,
 //                      x_mask, x_arange, x_range, x_vec, x_vec_mask; a reduction over x adds
@@ -15,6 +17,7 @@
 //                      f_partial (split-reduction temporary)
 //   map split ID xi    xi_pid
 //   module-level       reference, make_inputs, SCHEDULE, pid, and _dt_-prefixed helpers
+//   wrapper locals     key, plan, work, index, checked, dtype, device, out
 //
 // A DT name that is a Python keyword or builtin, a module we import (tl, triton, torch, math), a
 // module-level name above, or that equals a name derived from another symbol, gets a trailing
