@@ -221,7 +221,8 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   if (!algorithm->ok()) fail(algorithm->diagnostics());
   std::unique_ptr<Space> space;
   try {
-    space = std::make_unique<Space>(algorithm, tf.parse_schedule(), job.shape);
+    space = std::make_unique<Space>(algorithm, tf.parse_schedule(), job.shape,
+                                    SpaceOptions{.dtype = tf.dtype});
   } catch (const TemplateFileError& e) {
     fail(e.what());
   } catch (const TemplateParseError& e) {

@@ -106,7 +106,7 @@ TEST_P(Replay, EvolutionAndLocalReachTheBestWithinTenPercent) {
       dtx::load_template_file(std::string(DTX_SOURCE_DIR) + "/templates/" + r.template_file);
   auto algorithm = std::make_shared<const dtc::Algorithm>(tf.program(), tf.algorithm_name);
   ASSERT_TRUE(algorithm->ok()) << algorithm->diagnostics();
-  dtx::Space space(algorithm, tf.parse_schedule(), r.shape);
+  dtx::Space space(algorithm, tf.parse_schedule(), r.shape, {.dtype = tf.dtype});
   // The recording is this space: every distinct schedule of it was timed.
   dtx::Enumerator en(space);
   std::size_t distinct = 0, recorded = 0;

@@ -274,3 +274,20 @@ baselines: [reference]
                dtx::TemplateFileError);
   EXPECT_THROW(dtx::parse_template_file("kernel: [\n", "s.yaml", dir), dtx::TemplateFileError);
 }
+
+TEST(Template, DtypeBytesBoundsByTheDtypeExplored) {
+  const char* text = "geglu.block(y:{512..4096}); where geglu.block.y * dtype.bytes <= 4096;";
+  auto with = [&](const std::string& dtype) {
+    return dtx::Space(geglu(), dtx::parse_template(text), {{"x", 16384}, {"y", 16384}},
+                      {.dtype = dtype});
+  };
+  EXPECT_EQ(expand(with("float32")).stats.distinct, 2u); // y blocks of 512 and 1024
+  EXPECT_EQ(expand(with("float16")).stats.distinct, 3u); // and 2048
+  EXPECT_EQ(expand(with("bfloat16")).stats.distinct, 3u);
+  // Without the dtype the constraint cannot be evaluated: every point is cut, and says why.
+  dtx::Space none = with("");
+  Expansion e = expand(none);
+  EXPECT_EQ(e.stats.distinct, 0u);
+  EXPECT_EQ(e.stats.rejected.at(dtx::kReasonWhere), 4u);
+  EXPECT_NE(none.at(0).message.find("dtype.bytes"), std::string::npos) << none.at(0).message;
+}

@@ -39,6 +39,8 @@ struct SpaceOptions {
   /// Run fusion and lowering for schedules where they can reject more (fused Funcs, blocked
   /// reductions). Off: such rejections surface when the candidate is compiled for measuring.
   bool lower_when_it_matters = true;
+  /// The dtype explored (float32, float16, bfloat16), for `dtype.bytes` in constraints.
+  std::string dtype;
 };
 
 struct Candidate {
@@ -63,7 +65,7 @@ inline constexpr const char* kReasonUnused = "unused-choice";
 class Space {
 public:
   /// Precondition: algorithm->ok(). Labels in `shape` size the dimensions for the shape rules
-  /// and `size.v` in constraints.
+  /// and `size.v` in constraints; `options.dtype` gives `dtype.bytes`.
   Space(std::shared_ptr<const dtc::Algorithm> algorithm, Template tmpl, ShapeSizes shape = {},
         SpaceOptions options = {});
 

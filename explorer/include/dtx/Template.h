@@ -52,6 +52,7 @@ struct TExpr {
     Tie,     // $name: variable `var`
     Field,   // F.prim.v / F.prim (func, prim, label)
     Size,    // size.v (label)
+    Bytes,   // dtype.bytes: bytes per element of the dtype explored
     Present, // present(F.prim)
     Unary,   // op: "-", "not"
     Binary,  // op: + - * / % < <= > >= == != and or

@@ -134,6 +134,14 @@ std::optional<long long> Space::eval(const TExpr& e, const std::vector<int>& cho
     }
     return it->second;
   }
+  case K::Bytes: {
+    if (options_.dtype == "float32") return 4;
+    if (options_.dtype == "float16" || options_.dtype == "bfloat16") return 2;
+    error = options_.dtype.empty()
+                ? "`dtype.bytes` needs the dtype explored (the template file's `dtype:`)"
+                : "`dtype.bytes`: unknown dtype `" + options_.dtype + "`";
+    return std::nullopt;
+  }
   case K::Present: {
     for (const dtc::Statements* p : r.parts)
       for (const auto& s : p->statements())

@@ -518,6 +518,13 @@ private:
       e.prim = p.text;
       return make(std::move(e));
     }
+    if (t.kind == T::Ident && t.text == "dtype" && is(".") && peek(1).kind == T::Ident &&
+        peek(1).text == "bytes") {
+      next();
+      next();
+      e.kind = TExpr::Kind::Bytes;
+      return make(std::move(e));
+    }
     if (t.kind == T::Ident && t.text == "size" && is(".")) {
       next();
       Token l = next();
@@ -539,8 +546,8 @@ private:
       }
       return make(std::move(e));
     }
-    fail(t, "expected a value (a number, `$TIE`, `F.primitive.label`, `size.label` or "
-            "`present(F.primitive)`), found " +
+    fail(t, "expected a value (a number, `$TIE`, `F.primitive.label`, `size.label`, "
+            "`dtype.bytes` or `present(F.primitive)`), found " +
                 show(t));
   }
 

@@ -44,7 +44,7 @@ int expand(const ExpandArgs& a) {
   for (const ShapeSizes& shape : shapes) {
     std::unique_ptr<Space> space;
     try {
-      space = std::make_unique<Space>(algorithm, tmpl, shape);
+      space = std::make_unique<Space>(algorithm, tmpl, shape, SpaceOptions{.dtype = tf.dtype});
     } catch (const TemplateParseError& e) {
       std::cerr << render_template_errors(e.errors, a.file, tf.schedule_line);
       return 1;

@@ -23,7 +23,8 @@ void register_expand(Api& api) {
         const ExploreJob& job = jobs.front();
         auto algorithm =
             std::make_shared<const dtc::Algorithm>(job.file.program(), job.file.algorithm_name);
-        Space space(algorithm, parse_template(job.file.schedule), job.shape);
+        Space space(algorithm, parse_template(job.file.schedule), job.shape,
+                    SpaceOptions{.dtype = job.file.dtype});
         unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
         Enumerator en(space, 0, max_points, threads);
         nlohmann::json page = nlohmann::json::array();

@@ -204,7 +204,7 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
         shapes.begin() + static_cast<std::ptrdiff_t>(i))
       throw ApiError(400, "bad_field", "shape " + key + " is listed twice", shapes_field);
     try {
-      Space space(algorithm, tmpl, shape);
+      Space space(algorithm, tmpl, shape, SpaceOptions{.dtype = tf.dtype});
     } catch (const TemplateParseError& e) {
       nlohmann::json details = nlohmann::json::array();
       for (const TemplateError& err : e.errors)
