@@ -548,7 +548,30 @@ private:
       kept_values.push_back(t + ".stride()");
       strides += t + "_strides, ";
     }
-    std::string values = "(" + sizes_tuple(sig) + derived + strides + index + "dtype, device)";
+    // Whether an input is copied k-contiguous for tl.dot depends only on its metadata, so the
+    // plan keeps the verdict (`A_relayout`), taken where a kernel first needs the input; a later
+    // kernel that needs it along the same axis with the same threshold finds it done.
+    struct Relayout {
+      std::string tensor;
+      size_t axis;
+      long long min_elements;
+      bool done = false; // printed for an earlier kernel
+    };
+    std::vector<Relayout> relayouts;
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      const kir::Kernel& kernel = in_.kernels.at(k);
+      for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
+        bool seen = false;
+        for (const Relayout& r : relayouts)
+          seen |= r.tensor == tensor;
+        if (!seen) relayouts.push_back({tensor, axis, kernel.k_contiguous_min_elements});
+      }
+    }
+    std::string relayout_names;
+    for (const Relayout& r : relayouts)
+      relayout_names += r.tensor + "_relayout, ";
+    std::string values =
+        "(" + sizes_tuple(sig) + derived + strides + relayout_names + index + "dtype, device)";
     // The float32 temporaries: one allocation per call holds them all (dt_runtime.py's
     // _DtPlan.lay_out); temporaries an atomic kernel combines into start filled, on their own.
     std::vector<kir::Temporary> work;
@@ -638,12 +661,19 @@ private:
       out_ += "        " + l->py_name + " = " + ceil_div(d.of->py_name, d.divisor) + "\n";
     }
     if (!kept.empty()) out_ += "        " + join(kept_names) + " = " + join(kept_values) + "\n";
-    out_ += "        plan = _dt_plan(" + plans + ", key, " + values + ")\n";
+    for (const Relayout& r : relayouts)
+      out_ += "        " + r.tensor +
+              "_relayout = " + relayout_condition(r.tensor, r.axis, r.min_elements) + "\n";
+    std::string make_plan = "        plan = _dt_plan(" + plans + ", key, " + values + ")\n";
+    if (make_plan.size() > 100) // the values on a line of their own
+      make_plan =
+          "        plan = _dt_plan(" + plans + ", key,\n                        " + values + ")\n";
+    out_ += make_plan;
     if (!work.empty())
       out_ += "        " + work_targets + "plan.lay_out(device, " + tuple_of(work_shapes) + ")\n";
     out_ += "    else:\n";
-    out_ +=
-        "        " + sizes_tuple(sig) + derived + strides + index + "dtype, device = plan.values\n";
+    out_ += "        " + sizes_tuple(sig) + derived + strides + relayout_names + index +
+            "dtype, device = plan.values\n";
     if (!atomic)
       out_ += "        " + name + " = torch.empty(" + empty_sizes(out_shape) +
               ", dtype=dtype, device=device) if out is None else out\n";
@@ -669,14 +699,18 @@ private:
                   kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
+        auto r = std::find_if(relayouts.begin(), relayouts.end(),
+                              [&](const Relayout& x) { return x.tensor == tensor; });
+        bool first = !r->done;
+        if (!first && r->axis == axis && r->min_elements == kernel.k_contiguous_min_elements)
+          continue; // done for an earlier kernel, or not needed
         out_ += "    # TF32 tensor-core products read k-contiguous tiles: lay " + tensor +
                 " out with its k axis contiguous.\n";
-        std::string large = kernel.k_contiguous_min_elements
-                                ? " and " + tensor + ".numel() >= " +
-                                      std::to_string(kernel.k_contiguous_min_elements)
-                                : "";
-        out_ += "    if " + tensor + ".dtype == torch.float32 and " + tensor + ".stride(" +
-                std::to_string(axis) + ") != 1" + large + ":\n";
+        std::string condition =
+            first ? tensor + "_relayout"
+                  : relayout_condition(tensor, axis, kernel.k_contiguous_min_elements);
+        r->done = true;
+        out_ += "    if " + condition + ":\n";
         out_ += "        " + tensor + " = _dt_k_contiguous(" + tensor + ", " +
                 std::to_string(axis) + ", plan, " + std::to_string(slot++) + ")\n";
       }
@@ -792,6 +826,13 @@ private:
     for (size_t i = 0; i < sig.labels.size(); ++i)
       out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + quote(sig.labels[i]->py_name);
     out_ += "}\n";
+  }
+
+  static std::string relayout_condition(const std::string& tensor, size_t axis,
+                                        long long min_elements) {
+    return tensor + ".dtype == torch.float32 and " + tensor + ".stride(" + std::to_string(axis) +
+           ") != 1" +
+           (min_elements ? " and " + tensor + ".numel() >= " + std::to_string(min_elements) : "");
   }
 
   // ceil(size / divisor) in plain integer arithmetic (triton.cdiv costs microseconds a call).

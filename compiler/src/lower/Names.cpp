@@ -51,6 +51,7 @@ static std::set<std::string> derived_names(const ir::Program& program) {
       out.insert("make_inputs_" + s.py_name);
       out.insert("SIZE_KEYWORDS_" + s.py_name);
       out.insert(s.py_name + "_strides");
+      out.insert(s.py_name + "_relayout");
       for (int i = 0; i < 8; ++i)
         out.insert(s.py_name + "_stride" + std::to_string(i));
       break;

@@ -3,7 +3,8 @@
 // a DT symbol's Python name, so the table below is the single place where names are decided:
 //
 //   DT symbol          generated names
-//   In A               A (wrapper argument), A_strides (wrapper local, kept in the plan),
+//   In A               A (wrapper argument), A_strides and A_relayout (wrapper locals, kept in
+//                      the plan),
 //                      A_ptr, A_stride0.. (kernel parameters)
 //   SIn alpha          alpha (wrapper argument and kernel parameter)
 //   Func f             f (wrapper, output, value in the kernel), f_strides, f_kernel, f_ptr,
