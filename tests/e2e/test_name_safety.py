@@ -261,3 +261,41 @@ def test_names_of_the_wrappers_locals(tmp_path):
         want = module.reference(*args)
         torch.testing.assert_close(module.plan_(*args), want)
         torch.testing.assert_close(module.plan_(*args, x=5), want)
+
+
+def runtime_names():
+    """Every name the module runtime binds at module level (compiler/runtime/*.py, what the
+    modules carry), and the modules it imports."""
+    import ast
+    from conftest import ROOT
+    names = set()
+    for path in (ROOT / "compiler" / "runtime").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return sorted(n for n in names if n.isidentifier())
+
+
+@pytest.mark.parametrize("name", runtime_names())
+def test_funcs_named_like_the_runtime(tmp_path, name):
+    """A compiled Func named like something of the module runtime (a helper, a constant, the
+    plan class, an imported module) is renamed: its wrapper would otherwise replace it."""
+    module = compile_dt(tmp_path, write(tmp_path, "runtime_name", f"""\
+        Func {name}, t;
+        In A;
+        SIn s;
+        Var x, y;
+        t[x, y] = exp(A[x, y]) * s;
+        {name}[x, y] = t[x, y] + A[y, x];
+        {name}.compile();
+        """))
+    fn = getattr(module, module.COMPILED[0])
+    assert module.COMPILED[0] != name
+    A = torch.randn(3, 3)
+    for _ in range(2):
+        torch.testing.assert_close(fn(A, 1.5), A.exp() * 1.5 + A.t())

@@ -805,12 +805,19 @@ private:
     out_ += "}.\"\"\"\n";
     if (!free_names.empty())
       out_ += "    " + free_tuple + "= _dt_sizes(sizes, " + tuple_of(free_names) + ")\n";
+    std::set<ir::Label> shaping; // labels the inputs' shapes below are written with
+    for (const ir::Symbol* in : sig.inputs)
+      if (in->kind == ir::SymbolKind::In)
+        for (ir::Label l : sig.first_shape[in])
+          shaping.insert(l);
     for (ir::Label l : sig.labels)
-      if (tied.count(l))
+      if (tied.count(l)) {
         out_ += "    if int(sizes.get(" + quote(l->name) + ", " + tied[l]->py_name +
                 ")) != " + tied[l]->py_name + ":\n        raise ValueError(\"" + l->name +
                 " indexes the same input dimension as " + tied[l]->name +
-                "; give them one size\")\n    " + l->py_name + " = " + tied[l]->py_name + "\n";
+                "; give them one size\")\n";
+        if (shaping.count(l)) out_ += "    " + l->py_name + " = " + tied[l]->py_name + "\n";
+      }
     out_ += "    generator = torch.Generator().manual_seed(seed)\n";
     std::vector<std::string> results;
     for (const ir::Symbol* in : sig.inputs) {

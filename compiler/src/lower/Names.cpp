@@ -23,7 +23,7 @@ static const std::set<std::string>& reserved() {
       // modules and module-level names of the generated code
       "tl", "triton", "torch", "math", "reference", "make_inputs", "SCHEDULE", "pid", "grid",
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
-      "SIZE_KEYWORDS", "DOT_PRECISION", "out",
+      "SIZE_KEYWORDS", "DOT_PRECISION", "out", "numbers", "CudaGraph",
       // the wrappers' locals
       "key", "plan", "work", "index", "checked"};
   return words;
@@ -76,11 +76,12 @@ void assign_python_names(ir::Program& program) {
     bool changed = false;
     std::set<std::string> taken;
     for (ir::Symbol& s : program.symbols) {
-      // The generated module's helpers own the _dt_ prefix.
-      if (s.py_name.rfind("_dt_", 0) == 0) {
-        s.py_name = "user" + s.py_name;
-        changed = true;
-      }
+      // The generated module's runtime owns the _dt_, _DT_ and _Dt prefixes.
+      for (const char* prefix : {"_dt_", "_DT_", "_Dt"})
+        if (s.py_name.rfind(prefix, 0) == 0) {
+          s.py_name = "user" + s.py_name;
+          changed = true;
+        }
       while (reserved().count(s.py_name) || derived.count(s.py_name) || taken.count(s.py_name)) {
         s.py_name += "_";
         changed = true;

@@ -17,7 +17,8 @@
 //   Func f (more)      f_tile / dot_f (tl.dot operands), f_fuse (partial-fusion temporary),
 //                      f_partial (split-reduction temporary)
 //   map split ID xi    xi_pid
-//   module-level       reference, make_inputs, SCHEDULE, pid, and _dt_-prefixed helpers
+//   module-level       reference, make_inputs, SCHEDULE, pid, CudaGraph, and the runtime's
+//                      _dt_-, _DT_- and _Dt-prefixed names
 //   wrapper locals     key, plan, work, index, checked, dtype, device, out
 //
 // A DT name that is a Python keyword or builtin, a module we import (tl, triton, torch, math), a

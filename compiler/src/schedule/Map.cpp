@@ -75,6 +75,15 @@ Primitive map_primitive() {
           continue;
         }
       }
+      if (a.has_value && level.is_split_inner) {
+        // Its block index would be the outer split's inner index, a range of `factor`, which
+        // a second split does not tile (its surplus instances would repeat blocks).
+        ctx.diags.error("map-split-of-split", a.loc,
+                        "in " + stmt_text(ctx.stmt) + ": `" + a.name +
+                            "` is a split level and cannot be split again; split `" +
+                            level.dim->name + "` once, with the product of the factors");
+        ok = false; // go on as if it were allowed, so that `kj` is known to later arguments
+      }
       if (a.has_value) {
         if (a.value < 1) {
           ctx.diags.error("map-bad-split-factor", a.loc,
