@@ -8,11 +8,12 @@ budget, with modules compiled elsewhere (the GPU machine needs no dtc):
         --baseline 2mm --dtype bfloat16 [--top 5]
 
 Each module of DIR is compiled and checked against its reference in a pool of processes (one per
-CPU core, sharing Triton's cache), then timed GPU-only (do_bench_cudagraph) one at a time; the
-best `top`,
+CPU core, sharing Triton's cache), then screened one at a time in random order (do_bench 5/20
+ms, as the explorer screens) for at most --first-pass-s seconds; the best `top`,
 and the eager baseline of templates/baselines.py, are then timed again side by side, 5 rounds in
 random order, with all three times: do_bench median (25/100), GPU-only, and host µs per call
-back to back. Prints the ranking and the ratios to eager.
+back to back; with --compile, torch.compile of the baseline too. Prints the ranking and the
+ratios to eager (GPU-only) and to torch.compile (do_bench).
 """
 import argparse
 import concurrent.futures
@@ -78,7 +79,12 @@ def main():
     parser.add_argument("--baseline", required=True, help="a function of templates/baselines.py")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--compile", action="store_true",
+                        help="time torch.compile of the baseline too (default mode)")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--first-pass-s", type=float, default=180,
+                        help="stop the first pass's timing after this many seconds and rank "
+                             "what was timed (the modules are in random order)")
     args = parser.parse_args()
     sizes = {k: int(v) for k, v in (item.split("=") for item in args.shape.split(","))}
     dtype = getattr(torch, args.dtype)
@@ -99,20 +105,32 @@ def main():
                 ok.append(path)
     print(f"compiled and checked: {len(ok)} correct, failures {failures}, "
           f"{time.time() - start:.0f} s")
+    # The first pass screens as the explorer does (do_bench 5/20 ms), in random order, within
+    # its time limit: a slow schedule costs tens of milliseconds a call.
     results = []
+    random.Random(1).shuffle(ok)
+    timing_start = time.time()
     for path in ok:
+        if time.time() - timing_start > args.first_pass_s:
+            break
         module = load(path)
         fn = getattr(module, module.COMPILED[0])
         inputs = module.make_inputs(sizes, dtype=dtype, device="cuda", seed=1)
-        results.append((triton.testing.do_bench_cudagraph(lambda: fn(*inputs), rep=20), path))
+        results.append((triton.testing.do_bench(lambda: fn(*inputs), warmup=5, rep=20), path))
     results.sort()
-    print(f"first pass timed: {time.time() - start:.0f} s")
+    print(f"first pass timed {len(results)} of {len(ok)}: {time.time() - start:.0f} s")
     baselines = load(ROOT / "templates" / "baselines.py")
     eager = getattr(baselines, args.baseline)
     best = [(pathlib.Path(p).stem, load(p)) for _, p in results[:args.top]]
     inputs = best[0][1].make_inputs(sizes, dtype=dtype, device="cuda", seed=1)
     want = eager(*inputs)
     runs = {"eager": lambda: eager(*inputs)}
+    if args.compile:
+        compiled = torch.compile(eager)
+        if not close(compiled(*inputs), want, dtype):
+            print("WRONG: torch.compile")
+            return 1
+        runs["torch.compile"] = lambda: compiled(*inputs)
     for name, module in best:
         fn = getattr(module, module.COMPILED[0])
         if not close(fn(*inputs), want, dtype):
@@ -131,13 +149,16 @@ def main():
             times[name]["host"].append(host_us(fn))
     med = {n: {k: statistics.median(v) for k, v in t.items()} for n, t in times.items()}
     e = med["eager"]
-    print("| schedule | first-pass GPU-only µs | bench µs | GPU-only µs | host µs | GPU-only vs eager |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    c = med.get("torch.compile")
+    print("| schedule | first-pass bench µs | bench µs | GPU-only µs | host µs | GPU-only vs eager |"
+          + (" bench vs torch.compile |" if c else ""))
+    print("| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if c else ""))
     first = {pathlib.Path(p).stem: ms for ms, p in results}
     for name in runs:
         m = med[name]
         print(f"| {name} | {first.get(name, float('nan')) * 1e3:.2f} | {m['bench'] * 1e3:.2f} | "
-              f"{m['gpu'] * 1e3:.2f} | {m['host']:.1f} | {e['gpu'] / m['gpu']:.2f}x |")
+              f"{m['gpu'] * 1e3:.2f} | {m['host']:.1f} | {e['gpu'] / m['gpu']:.2f}x |"
+              + (f" {m['bench'] / c['bench']:.3f}x |" if c else ""))
     for name, module in best:
         print(name, module.SCHEDULE)
     return 0
