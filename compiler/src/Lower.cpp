@@ -78,18 +78,20 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
   // The reference evaluates the algorithm as written, before fusion and splitting.
   std::map<const ir::Symbol*, ir::FuncDef> written = program.funcs;
   diags.set_phase("fusion");
-  inline_fused_funcs(program, schedule, diags);
+  // What lowering decides goes to the plan; the schedule stays as written.
+  KernelPlan plan(schedule);
+  inline_fused_funcs(program, plan, diags);
   if (diags.has_errors()) return result;
   verify_ir(program, "fusion");
   diags.set_phase("schedule");
-  split_reductions(program, schedule, diags);
+  split_reductions(program, plan, diags);
   if (diags.has_errors()) return result;
   verify_ir(program, "splitting reductions");
 
   diags.set_phase("lowering");
   ModuleInput module;
   module.program = &program;
-  module.schedule = &schedule;
+  module.plan = &plan;
   module.file_name = options.file_name;
   module.canonical_schedule = result.canonical_schedule;
   module.reference_defs = written;
@@ -100,7 +102,7 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
     CompiledFunc c{f, plan_kernels(program, f)};
     for (const ir::Symbol* k : c.kernel_funcs) {
       if (module.kernels.count(k)) continue;
-      kir::Kernel kernel = lower_func(program, schedule, k, diags);
+      kir::Kernel kernel = lower_func(program, plan, k, diags);
       if (diags.has_errors()) return result;
       verify_kernel(kernel, "lowering");
       hoist_loop_invariants(kernel);

@@ -305,7 +305,7 @@ private:
     collect.sig = &sig;
     for (const ir::Symbol* f : c.kernel_funcs) {
       prog_.def(f).value->accept(collect);
-      for (const auto& [m, at] : in_.schedule->of(f).materialized)
+      for (const auto& [m, at] : in_.plan->materialized_of(f))
         prog_.def(m).value->accept(collect);
       sig.labels = ir::union_labels(sig.labels, prog_.def(f).dims);
       sig.labels = ir::union_labels(sig.labels, definition_labels(prog_, f));
@@ -327,12 +327,13 @@ private:
     }
     for (const ir::Symbol* k : c.kernel_funcs) {
       prog_.def(k).value->accept(lens);
-      for (const auto& [m, at] : in_.schedule->of(k).materialized)
+      for (const auto& [m, at] : in_.plan->materialized_of(k))
         prog_.def(m).value->accept(lens);
     }
     sig.labels = ir::union_labels(sig.labels, lens.out);
     for (const ir::Symbol* k : c.kernel_funcs)
-      sig.labels = ir::union_labels(sig.labels, schedulable_labels(prog_, in_.schedule->of(k)));
+      sig.labels =
+          ir::union_labels(sig.labels, schedulable_labels(prog_, in_.plan->schedule.of(k)));
     // Sizes the compiler derives (split reductions) are computed, not passed.
     ir::Labels given;
     for (ir::Label l : sig.labels) {
@@ -376,7 +377,7 @@ private:
       in_.reference_defs.at(g).value->accept(reads);
     for (const ir::Symbol* k : c.kernel_funcs) {
       prog_.def(k).value->accept(reads);
-      for (const auto& [m, at] : in_.schedule->of(k).materialized)
+      for (const auto& [m, at] : in_.plan->materialized_of(k))
         prog_.def(m).value->accept(reads);
     }
     std::vector<std::pair<const ir::Access*, size_t>> ties;
@@ -524,7 +525,7 @@ private:
         uses_index |= p.name == kir::kIndexParam;
       slack = std::max(slack, kernel.index_slack);
       if (k != f) index_shape(prog_.def(k).dims);
-      for (const auto& [m, at] : in_.schedule->of(k).materialized)
+      for (const auto& [m, at] : in_.plan->materialized_of(k))
         index_shape(prog_.def(m).dims);
     }
     std::string index = uses_index ? "index, " : "";

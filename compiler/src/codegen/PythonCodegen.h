@@ -2,7 +2,7 @@
 // Python code generation: prints the kernels (kernel IR) and writes, for every compiled Func,
 // its wrapper, its PyTorch reference, its random-input helper, plus the canonical schedule.
 #include "kir/KernelIR.h"
-#include "schedule/Schedule.h"
+#include "lower/KernelPlan.h"
 
 namespace dtc {
 
@@ -14,7 +14,7 @@ struct CompiledFunc {
 
 struct ModuleInput {
   const ir::Program* program;
-  const Schedule* schedule;
+  const KernelPlan* plan; // the schedule as lowering refined it, and what lowering decided
   std::string file_name;
   std::string canonical_schedule;
   std::vector<CompiledFunc> compiled;

@@ -125,9 +125,8 @@ size_t position(const ir::Labels& dims, ir::Label l) {
 /// to `at` with the consumer's own labels for them (`o[x, y] = t[y, x]` fused at x would read
 /// rows of `t` that this iteration never computed), and a producer that reads it must be
 /// computed at `at` or inside it.
-void settle_materialized(const ir::Program& program, const ir::Symbol* g, FuncSchedule& gs,
+void settle_materialized(const ir::Program& program, const ir::Symbol* g, Materialized& list,
                          const Schedule& schedule, DiagnosticEngine& diags) {
-  auto& list = gs.materialized;
   if (list.empty()) return;
   const ir::Labels& gdims = program.def(g).dims;
   std::vector<std::pair<const ir::Symbol*, ir::Label>> readers{{g, nullptr}};
@@ -190,7 +189,8 @@ void settle_materialized(const ir::Program& program, const ir::Symbol* g, FuncSc
 
 } // namespace
 
-void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags) {
+void inline_fused_funcs(ir::Program& program, KernelPlan& plan, DiagnosticEngine& diags) {
+  Schedule& schedule = plan.schedule;
   // Which producers each consumer computes inline, and which into a global temporary: a
   // producer fused at a level whose inner dimensions are all fully tensorized in the consumer
   // (or that is fused innermost) is computed where each value is used; otherwise it is
@@ -208,7 +208,7 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     for (size_t i = pos + 1; i < fdef.dims.size(); ++i)
       all_full &= gs.fully_tensorized(fdef.dims[i]);
     bool consumer_fused = gs.fuse_at.has_value();
-    if (!all_full && !consumer_fused) gs.materialized.push_back({f, fs.fuse_at->at});
+    if (!all_full && !consumer_fused) plan.materialized[g].push_back({f, fs.fuse_at->at});
   }
   if (!any) return;
   // Every other Func computed in g's kernel (fused into g directly or through a chain) is
@@ -217,7 +217,7 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     const FuncSchedule& gs = schedule.of(g);
     for (const ir::Symbol* f : gs.fused) {
       bool materialized = false;
-      for (const auto& [m, at] : gs.materialized)
+      for (const auto& [m, at] : plan.materialized_of(g))
         materialized |= m == f;
       if (!materialized) inline_into[g].insert(f);
     }
@@ -225,8 +225,8 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
   // Inline producers before their consumers: a fused producer may itself have producers fused
   // into it (chains of fusions, thesis listing 4.4).
   std::map<const ir::Symbol*, const ir::Symbol*> owner; // materialized producer -> its kernel
-  for (const auto& [g, gs] : schedule.funcs)
-    for (const auto& [m, at] : gs.materialized)
+  for (const auto& [g, list] : plan.materialized)
+    for (const auto& [m, at] : list)
       owner[m] = g;
   std::map<const ir::Symbol*, ir::ExprPtr> values;
   bool too_deep = false;
@@ -261,8 +261,8 @@ void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngi
     def.value = values[f];
     def.deps = schedule.deps_of(program, f);
   }
-  for (const auto& [g, def] : program.funcs)
-    settle_materialized(program, g, schedule.of(g), schedule, diags);
+  for (auto& [g, list] : plan.materialized)
+    settle_materialized(program, g, list, schedule, diags);
 }
 
 } // namespace dtc

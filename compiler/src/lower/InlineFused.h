@@ -5,7 +5,7 @@
 // f's dimension labels renamed to a, b (no temporary, thesis listings 3.13 and 3.15); lowering
 // then computes each reduction at the outermost loop level where its dimensions are bound, so a
 // fused row reduction runs once per row block. Otherwise f stays an access and is recorded in
-// the consumer's FuncSchedule::materialized: the consumer's kernel computes f into a global
+// the plan's `materialized` of the consumer: the consumer's kernel computes f into a global
 // temporary at the fuse level and reads it back (listing 3.14).
 //
 // A temporary holds one iteration of the fuse level: every read of it (by the consumer or by
@@ -20,10 +20,10 @@
 // Postcondition: no Func reads a Func fused into it; FuncDef::deps of each consumer are the
 // dependencies after fusion.
 #include "ir/IR.h"
-#include "schedule/Schedule.h"
+#include "lower/KernelPlan.h"
 
 namespace dtc {
 
-void inline_fused_funcs(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags);
+void inline_fused_funcs(ir::Program& program, KernelPlan& plan, DiagnosticEngine& diags);
 
 } // namespace dtc

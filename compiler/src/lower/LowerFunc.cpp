@@ -122,8 +122,10 @@ ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
 
 class FuncLowering {
 public:
-  FuncLowering(const ir::Program& p, const Schedule& s, const ir::Symbol* f, DiagnosticEngine& d)
-      : prog_(p), sched_(s), fs_(s.of(f)), func_(f), def_(p.def(f)), diags_(d) {}
+  FuncLowering(const ir::Program& p, const KernelPlan& plan, const ir::Symbol* f,
+               DiagnosticEngine& d)
+      : prog_(p), fs_(plan.of(f)), split_(plan.split_of(f)), materialized_(plan.materialized_of(f)),
+        func_(f), def_(p.def(f)), diags_(d) {}
 
   kir::Kernel run() {
     kernel_.name = names::kernel(func_);
@@ -149,9 +151,9 @@ public:
     Value stored = let(*body, func_->py_name, value);
     StmtPtr store = Stmt::store(kir::add(ptr_var(func_), offset_expr(func_, def_.dims)), stored,
                                 mask_of(def_.dims));
-    if (fs_.split && !fs_.split->part) {
+    if (split_ && !split_->part) {
       // atomic(k): combine this block's partial result into the output.
-      ir::ReduceOp op = fs_.split->op;
+      ir::ReduceOp op = split_->op;
       store->atomic = op == ir::ReduceOp::Sum   ? kir::Atomic::Add
                       : op == ir::ReduceOp::Max ? kir::Atomic::Max
                                                 : kir::Atomic::Min;
@@ -234,11 +236,11 @@ private:
   };
 
   // The blocked reduction label of a split reduction: reduced over its block only.
-  bool is_split(Label l) const { return fs_.split && fs_.split->rvar == l; }
+  bool is_split(Label l) const { return split_ && split_->rvar == l; }
   // Only the definition's top-level reduction is split; a nested reduction over the same label
   // (a fused softmax denominator inside attention's rdot) still covers the whole dimension.
-  bool splits(const ir::Expr& e) const { return fs_.split && &e == def_.value.get(); }
-  bool is_part(Label l) const { return fs_.split && fs_.split->part == l; }
+  bool splits(const ir::Expr& e) const { return split_ && &e == def_.value.get(); }
+  bool is_part(Label l) const { return split_ && split_->part == l; }
 
   bool tensorized(Label l) const { return fs_.fully_tensorized(l) || fs_.tensor_of(l) > 1; }
 
@@ -386,7 +388,7 @@ private:
   // Visits the kernel's value and the values of the Funcs it computes into temporaries.
   void for_each_value(ir::IRVisitor& v) const {
     def_.value->accept(v);
-    for (const auto& [f, at] : fs_.materialized)
+    for (const auto& [f, at] : materialized_)
       prog_.def(f).value->accept(v);
   }
 
@@ -520,7 +522,7 @@ private:
     if (is_part(l)) {
       // One partial result per block of the split reduction label.
       // A map split can run past the last block; those instances must not write.
-      std::string k = fs_.split->rvar->py_name;
+      std::string k = split_->rvar->py_name;
       b.idx = ref(k + "_block");
       b.mask = kir::lt(b.idx, ref(k + "_blocks"));
       bind_[l].push_back(b);
@@ -646,7 +648,7 @@ private:
 
   // A Func computed into a global temporary by this kernel (partial fusion) is `<f>_fuse`.
   bool materialized(const ir::Symbol* t) const {
-    for (const auto& [f, at] : fs_.materialized)
+    for (const auto& [f, at] : materialized_)
       if (f == t) return true;
     return false;
   }
@@ -721,7 +723,7 @@ private:
   }
 
   void materialize_at(Label at, std::vector<StmtPtr>& body) {
-    for (const auto& [f, level] : fs_.materialized)
+    for (const auto& [f, level] : materialized_)
       if (level == at) materialize(f, at, body);
   }
 
@@ -1155,8 +1157,9 @@ private:
   }
 
   const ir::Program& prog_;
-  const Schedule& sched_;
   const FuncSchedule& fs_;
+  const SplitReduction* split_;      // null when the Func's reduction is not split
+  const Materialized& materialized_; // producers this kernel computes into temporaries
   const ir::Symbol* func_;
   const ir::FuncDef& def_;
   DiagnosticEngine& diags_;
@@ -1174,9 +1177,9 @@ private:
 
 } // namespace
 
-kir::Kernel lower_func(const ir::Program& program, const Schedule& schedule, const ir::Symbol* func,
+kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const ir::Symbol* func,
                        DiagnosticEngine& diags) {
-  return FuncLowering(program, schedule, func, diags).run();
+  return FuncLowering(program, plan, func, diags).run();
 }
 
 } // namespace dtc

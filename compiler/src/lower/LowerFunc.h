@@ -1,21 +1,21 @@
 #pragma once
 // Lowers one Func's definition, under its schedule, to a Triton kernel (kernel IR).
 //
-// Preconditions: `program` checked without errors, Python names assigned, `schedule` applied
-// and validated without errors, and the Func is not fused into another (fused Funcs are
-// computed inside their consumer's kernel).
+// Preconditions: `program` checked without errors, Python names assigned, the schedule applied
+// and validated without errors, fusion and reduction splitting done (`plan`), and the Func is
+// not fused into another (fused Funcs are computed inside their consumer's kernel).
 //
 // The kernel's tensors share one layout: one axis per tensorized dimension (output dimensions
 // in definition order, then reduction labels), so every value is a tensor whose size along an
 // axis is the tile width where it varies and 1 elsewhere, and operands broadcast by label.
 #include "kir/KernelIR.h"
-#include "schedule/Schedule.h"
+#include "lower/KernelPlan.h"
 
 namespace dtc {
 
 /// Builds the kernel computing `func`. User errors (schedule choices this compiler cannot
 /// honour) are reported on `diags`; the result is then incomplete.
-kir::Kernel lower_func(const ir::Program& program, const Schedule& schedule, const ir::Symbol* func,
+kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const ir::Symbol* func,
                        DiagnosticEngine& diags);
 
 /// The next power of two >= v (v >= 1).

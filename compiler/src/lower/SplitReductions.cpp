@@ -28,7 +28,8 @@ static ir::Symbol* add_symbol(ir::Program& program, std::string base, ir::Symbol
   return sym;
 }
 
-void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags) {
+void split_reductions(ir::Program& program, KernelPlan& plan, DiagnosticEngine& diags) {
+  Schedule& schedule = plan.schedule;
   std::vector<const ir::Symbol*> funcs;
   for (const auto& [f, fs] : schedule.funcs)
     funcs.push_back(f);
@@ -64,7 +65,7 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     ir::ReduceOp op = reduce ? reduce->op : ir::ReduceOp::Sum;
     long long block = fs.block.at(k);
     if (fs.atomic && *fs.atomic == k) {
-      fs.split = SplitReduction{k, block, nullptr, op};
+      plan.split[f] = SplitReduction{k, block, nullptr, op};
       continue;
     }
     // Partial results: f_partial[dims..., k_parts] computed with f's schedule.
@@ -78,19 +79,21 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
     program.funcs[partial] = pdef;
     FuncSchedule ps = fs;
     ps.func = partial;
-    ps.split = SplitReduction{k, block, parts, op};
     ps.fuse_at.reset();
     schedule.funcs[partial] = ps;
+    plan.split[partial] = SplitReduction{k, block, parts, op};
+    if (plan.materialized.count(f)) // computed by the partial kernel now
+      plan.materialized[partial] = plan.materialized.at(f);
 
     // f reduces the partial results; the combining op of a dot's partial sums is a sum.
     ir::Labels index = pdef.dims;
     auto access = std::make_shared<ir::Access>(def.loc, partial, index);
     def.value = std::make_shared<ir::Reduce>(def.loc, op, access, parts, def.dims);
     def.deps = {partial};
-    fs.materialized.clear(); // computed by the partial kernel now
+    plan.materialized.erase(f);
     fs.block.erase(k);
     fs.tensor.erase(k);
-    // Partial results are reduced up to 256 at a time: any number of them fits a Triton tensor.
+    // Partial results are reduced kPartialsPerStep at a time: any number of them fits a tensor.
     // With the output's tile that must stay within Triton's 2^20 elements per tensor.
     // A whole unblocked dimension's width is known only at run time: then one partial at a time.
     long long tile = 1;
@@ -102,7 +105,7 @@ void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine
       else
         tile *= t == 0 ? next_power_of_two(*b) : std::max(1LL, t);
     }
-    long long width = 256;
+    long long width = kPartialsPerStep;
     while (width > 1 && tile * width > (1LL << 20))
       width /= 2;
     fs.tensor[parts] = width;

@@ -7,13 +7,20 @@
 //   - with `f.atomic(k)` every program combines its partial result into f with an atomic
 //     operation, and f is accumulated in float32.
 //
-// Preconditions: schedule applied and validated; fused Funcs inlined. Postcondition: the only
-// blocked reduction labels left are those recorded in FuncSchedule::split.
+// The partial kernel reduces its block of k in steps of the split Func's tensor size for k; the
+// second kernel reduces the partial results up to kPartialsPerStep at a time (fewer when the
+// output's tile would pass Triton's 2^20 elements per tensor), so any number of them fits.
+//
+// Preconditions: schedule applied and validated; fused Funcs inlined (`plan` holds what fusion
+// decided). Postcondition: in the plan's schedule the only blocked reduction labels left are
+// those recorded in `plan.split`.
 #include "ir/IR.h"
-#include "schedule/Schedule.h"
+#include "lower/KernelPlan.h"
 
 namespace dtc {
 
-void split_reductions(ir::Program& program, Schedule& schedule, DiagnosticEngine& diags);
+inline constexpr long long kPartialsPerStep = 256;
+
+void split_reductions(ir::Program& program, KernelPlan& plan, DiagnosticEngine& diags);
 
 } // namespace dtc

@@ -4,7 +4,7 @@
 // merges into a FuncSchedule, and how it prints in canonical form, so every schedule replays and
 // prints (see docs/language.md and the schedule-template spec, section 1).
 // Lowering and code generation read it; they never see the AST (the statements are applied by
-// ApplySchedule.h).
+// ApplySchedule.h) and never write it (what lowering decides goes to lower/KernelPlan.h).
 #include "ir/IR.h"
 
 #include <map>
@@ -28,16 +28,6 @@ struct FuseAt {
   Loc loc;
 };
 
-/// A reduction over a blocked RVar: each program instance reduces one block of it. Either the
-/// partial results go to a temporary with one entry per block (`part`, a label made for it) and
-/// a second kernel reduces them, or (`part` null) they combine into the output atomically.
-struct SplitReduction {
-  ir::Label rvar = nullptr;
-  long long block = 0;
-  ir::Label part = nullptr;
-  ir::ReduceOp op = ir::ReduceOp::Sum;
-};
-
 struct FuncSchedule {
   const ir::Symbol* func = nullptr;
   std::map<ir::Label, long long> block;  // dimension -> block size
@@ -50,12 +40,8 @@ struct FuncSchedule {
   std::optional<std::string> precision; // precision(tf32|tf32x3|ieee) of float32 tl.dot
   std::optional<std::string> relayout;  // relayout(auto|copy|none) of float32 tl.dot inputs
   std::optional<std::string> index;     // index(auto|int64): the index arithmetic's width
-  std::optional<SplitReduction> split;  // set by lowering (SplitReductions.h), not by statements
   std::map<std::string, Loc> where;     // primitive name -> location of its (last) statement
   std::vector<const ir::Symbol*> fused; // Funcs fused into this one (directly or not), in order
-  /// Funcs fused into this one at a loop level whose inner dimensions are not all fully
-  /// tensorized: computed into a global temporary at that level (set by fusion).
-  std::vector<std::pair<const ir::Symbol*, ir::Label>> materialized;
 
   int warps() const { return num_warps.value_or(4); }
   int stages() const { return num_stages.value_or(3); }
