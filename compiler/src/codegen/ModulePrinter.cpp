@@ -571,8 +571,6 @@ private:
     std::string relayout_names;
     for (const Relayout& r : relayouts)
       relayout_names += r.tensor + "_relayout, ";
-    std::string values =
-        "(" + sizes_tuple(sig) + derived + strides + relayout_names + index + "dtype, device)";
     // The float32 temporaries: one allocation per call holds them all (dt_runtime.py's
     // _DtPlan.lay_out); temporaries an atomic kernel combines into start filled, on their own.
     std::vector<kir::Temporary> work;
@@ -665,16 +663,17 @@ private:
     for (const Relayout& r : relayouts)
       out_ += "        " + r.tensor +
               "_relayout = " + relayout_condition(r.tensor, r.axis, r.min_elements) + "\n";
-    std::string make_plan = "        plan = _dt_plan(" + plans + ", key, " + values + ")\n";
-    if (make_plan.size() > 100) // the values on a line of their own
-      make_plan =
-          "        plan = _dt_plan(" + plans + ", key,\n                        " + values + ")\n";
-    out_ += make_plan;
+    std::vector<std::string> value_names =
+        split_list(sizes_tuple(sig) + derived + strides + relayout_names + index + "dtype, device");
+    out_ +=
+        fill("        plan = _dt_plan(" + plans + ", key, (", value_names, "            ", "))\n");
     if (!work.empty())
       out_ += "        " + work_targets + "plan.lay_out(device, " + tuple_of(work_shapes) + ")\n";
     out_ += "    else:\n";
-    out_ += "        " + sizes_tuple(sig) + derived + strides + relayout_names + index +
-            "dtype, device = plan.values\n";
+    std::string unpacked = "        " + join(value_names) + " = plan.values\n";
+    out_ += unpacked.size() <= 100
+                ? unpacked
+                : fill("        (", value_names, "         ", ") = plan.values\n");
     if (!atomic)
       out_ += "        " + name + " = torch.empty(" + empty_sizes(out_shape) +
               ", dtype=dtype, device=device) if out is None else out\n";
@@ -841,6 +840,36 @@ private:
     return tensor + ".dtype == torch.float32 and " + tensor + ".stride(" + std::to_string(axis) +
            ") != 1" +
            (min_elements ? " and " + tensor + ".numel() >= " + std::to_string(min_elements) : "");
+  }
+
+  // "a, b, c, " -> {a, b, c}
+  static std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> items;
+    std::string item;
+    std::istringstream in(text);
+    while (std::getline(in, item, ','))
+      if (item.find_first_not_of(' ') != std::string::npos)
+        items.push_back(item.substr(item.find_first_not_of(' ')));
+    return items;
+  }
+
+  // `first` + items separated by ", " + `last`, wrapped before 100 columns with `cont` opening
+  // each further line.
+  static std::string fill(const std::string& first, const std::vector<std::string>& items,
+                          const std::string& cont, const std::string& last) {
+    std::string out, line = first;
+    for (size_t i = 0; i < items.size(); ++i) {
+      std::string piece = items[i] + (i + 1 < items.size() ? "," : "");
+      bool fresh = line == first || line == cont;
+      if (!fresh &&
+          line.size() + 1 + piece.size() + (i + 1 == items.size() ? last.size() - 1 : 0) > 99) {
+        out += line + "\n";
+        line = cont;
+        fresh = true;
+      }
+      line += (fresh ? "" : " ") + piece;
+    }
+    return out + line + last;
   }
 
   // ceil(size / divisor) in plain integer arithmetic (triton.cdiv costs microseconds a call).
