@@ -8,7 +8,6 @@ and times kernel and reference side by side with triton.testing.do_bench (median
 line per module and dtype and exits non-zero if any result mismatches.
 """
 import argparse
-import importlib.util
 import pathlib
 import sys
 import time
@@ -16,12 +15,7 @@ import time
 import torch
 import triton
 
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(pathlib.Path(path).stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from gpu_common import load
 
 
 NORM_TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}

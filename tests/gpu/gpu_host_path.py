@@ -19,7 +19,6 @@ compiled Func, in float32 and float16:
 Prints one table; exits non-zero if a result is wrong.
 """
 import argparse
-import importlib.util
 import pathlib
 import sys
 import time
@@ -28,12 +27,7 @@ import torch
 import triton
 import triton.testing
 
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(pathlib.Path(path).stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from gpu_common import load
 
 
 def per_call_us(fn, calls):

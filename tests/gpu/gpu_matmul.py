@@ -8,18 +8,11 @@ TF32_MODULE is tests/gpu/matmul.dt compiled as is; IEEE_MODULE the same with
 with TF32 on and off, the ratios, and each result's relative error against a float64 product.
 """
 import argparse
-import importlib.util
-import pathlib
 
 import torch
 import triton
 
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(pathlib.Path(path).stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from gpu_common import load
 
 
 def rel_err(got, want):

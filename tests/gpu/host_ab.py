@@ -12,30 +12,15 @@ The machine's host speed drifts by tens of percent between minutes, so only what
 the same rounds is compared.
 """
 import argparse
-import importlib.util
 import pathlib
 import random
 import statistics
 import sys
-import time
 
 import torch
 import triton
 
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def per_call_us(fn, calls):
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e6
+from gpu_common import load, per_call_us
 
 
 def close(got, want):
@@ -63,7 +48,8 @@ def main():
         runs = {}
         kernels = 0
         for side in ("old", "new"):
-            module = load(getattr(args, side) / name)
+            path = getattr(args, side) / name
+            module = load(path, f"{side}_{path.stem}")
             fn = getattr(module, module.COMPILED[0])
             inputs = module.make_inputs(sizes, dtype=torch.float32, device="cuda", seed=1)
             want = module.reference(*inputs)

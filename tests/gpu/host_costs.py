@@ -10,29 +10,14 @@ pieces are timed in rounds, in a new random order each round, and the median of 
 printed, so that the machine's drift touches all alike.
 """
 import argparse
-import importlib.util
 import pathlib
 import random
 import statistics
-import time
 
 import torch
 import triton
 
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(pathlib.Path(path).stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def per_call_us(fn, calls):
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e6
+from gpu_common import load, per_call_us
 
 
 def main():

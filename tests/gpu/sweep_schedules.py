@@ -17,7 +17,6 @@ ratios to eager (GPU-only) and to torch.compile (do_bench).
 """
 import argparse
 import concurrent.futures
-import importlib.util
 import multiprocessing
 import os
 import pathlib
@@ -30,14 +29,9 @@ import torch
 import triton
 import triton.testing
 
+from gpu_common import load
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(pathlib.Path(path).stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def close(got, want, dtype):
