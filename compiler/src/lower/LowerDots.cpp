@@ -1,0 +1,162 @@
+// Stage 8 of lowering a Func: rdot on the tensor cores. rdot(a, b, r) becomes tl.dot when r and
+// both other labels are tensorized: operand tiles loaded straight in [i, r] and [r, j] order
+// (two inputs in their own dtype, computed operands in the inputs' dtype under the default
+// precision), an accumulator carried through r's loop unless r is one whole tile, and the
+// relayout of input operands (k-contiguous copies) recorded for the wrapper.
+#include "lower/LowerState.h"
+#include "lower/Names.h"
+
+namespace dtc::lowering {
+namespace {
+
+struct DotAxes {
+  Label i, j; // result rows and columns
+};
+
+// rdot(a, b, r) maps to tl.dot when r and both other labels are tensorized, a varies along
+// {i, r} and b along {r, j}. Anything else runs as a multiply-and-sum reduction.
+std::optional<DotAxes> dot_axes(const LowerState& s, const ir::Dot& d) {
+  if (!s.tensorized(d.rvar) || d.a->dims.size() != 2 || d.b->dims.size() != 2) return std::nullopt;
+  if (!ir::contains(d.a->dims, d.rvar) || !ir::contains(d.b->dims, d.rvar)) return std::nullopt;
+  Label i = d.a->dims[0] == d.rvar ? d.a->dims[1] : d.a->dims[0];
+  Label j = d.b->dims[0] == d.rvar ? d.b->dims[1] : d.b->dims[0];
+  if (i == j || i == d.rvar || j == d.rvar || !s.tensorized(i) || !s.tensorized(j))
+    return std::nullopt;
+  if (s.layout.axis_of(i) < 0 || s.layout.axis_of(j) < 0) return std::nullopt;
+  return DotAxes{i, j};
+}
+
+/// The first input tensor read by rdot `d`, else by the kernel's definition; null if none.
+const ir::Symbol* first_input(const LowerState& s, const ir::Dot& d) {
+  struct Find : ir::IRVisitor {
+    const ir::Symbol* found = nullptr;
+    void visit(const ir::Access& e) override {
+      if (!found && e.tensor->kind == ir::SymbolKind::In) found = e.tensor;
+    }
+  } find;
+  d.accept(find);
+  if (!find.found) s.def.value->accept(find);
+  return find.found;
+}
+
+/// relayout(auto) copies float32 tl.dot inputs of at least this many elements
+/// (schedule/Relayout.cpp says why).
+constexpr long long kRelayoutMinElements = 65536;
+
+/// The `input_precision` tl.dot is given: none for TF32, Triton's default.
+std::string precision(const LowerState& s) {
+  if (!s.fs.precision || *s.fs.precision == "tf32") return "";
+  return *s.fs.precision;
+}
+
+// A layout-shaped operand varying along {p, q} as a 2-D [p, q] tensor.
+Value as_matrix(const LowerState& s, Value value, Label p, Label q) {
+  kir::Extent wp = s.layout.width_of_axis(p), wq = s.layout.width_of_axis(q);
+  bool in_order = s.layout.axis_of(p) < s.layout.axis_of(q);
+  if (s.layout.axes.size() == 2) return in_order ? value : kir::trans(value);
+  Value m = kir::reshape(value, in_order ? kir::Shape{wp, wq} : kir::Shape{wq, wp});
+  return in_order ? m : kir::trans(m);
+}
+
+void check_dot_sizes(LowerState& s, const ir::Dot& d, const DotAxes& ax) {
+  for (Label l : {ax.i, ax.j, d.rvar}) {
+    kir::Extent w = s.layout.width_of_axis(l);
+    if (w.param.empty() && w.n < 16)
+      s.diags.error("dot-tensor-too-small",
+                    s.fs.where.count("tensorize") ? s.fs.where.at("tensorize") : d.loc,
+                    "in `" + s.func->name + "`: rdot over `" + d.rvar->name +
+                        "` runs on tl.dot, "
+                        "which needs tensors of at least 16 along each dimension, but `" +
+                        l->name + "` has " + std::to_string(w.n) +
+                        "; raise its tensor size (or block size) to 16 or more");
+  }
+}
+
+} // namespace
+
+bool on_tensor_cores(const LowerState& s, const ir::Dot& d) {
+  return dot_axes(s, d).has_value();
+}
+
+Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
+  DotAxes ax = *dot_axes(s, d);
+  // tl.dot yields an [i, j] matrix; the layout may hold j before i (`c[n, m] = rdot(A[m, k],
+  // B[k, n], k)`). Then compute the transposed product b^T a^T, whose operands load in the
+  // order tl.dot wants at no cost, instead of transposing the result.
+  ir::ExprPtr lhs = d.a, rhs = d.b;
+  if (s.layout.axis_of(ax.i) > s.layout.axis_of(ax.j)) {
+    std::swap(lhs, rhs);
+    std::swap(ax.i, ax.j);
+  }
+  check_dot_sizes(s, d, ax);
+  if (s.diags.has_errors()) return kir::float_imm(0.0);
+  s.kernel.dot_precision = s.fs.precision.value_or("tf32");
+  Label r = d.rvar;
+  body.push_back(kir::Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
+  std::string prefix = reduction_prefix(s, r);
+  bool full_r = s.whole_tile(d, r);
+  kir::Extent wi = s.layout.width_of_axis(ax.i), wj = s.layout.width_of_axis(ax.j);
+  std::string acc_name = s.fresh(prefix + r->py_name + "_acc");
+  Value acc;
+  if (!full_r) acc = s.let(body, acc_name, kir::full({wi, wj}, 0.0));
+  Body* inner = emit_dim(s, r, body, loop_prefix(s, r, prefix), !s.splits(d));
+  // Values computed inside a loop are not visible after it; without a loop they are.
+  if (!full_r) s.cache.emplace_back();
+  // A copy: lowering the operands below may push bindings of r (a nested rdot over r) and
+  // move this vector.
+  const Value mask = s.bind[r].back().mask;
+  // Two input tensors go to tl.dot in their own dtype (float16 on the tensor cores); anything
+  // computed is float32, and tl.dot needs both operands in one dtype.
+  auto is_input = [](const ir::ExprPtr& e) {
+    auto* access = e->as<ir::Access>();
+    return access && access->tensor->kind == ir::SymbolKind::In;
+  };
+  bool native = is_input(d.a) && is_input(d.b);
+  // Operands computed in the kernel take the inputs' dtype under the default precision: with
+  // float16/bfloat16 inputs the product runs on 16-bit tensor cores, as for two inputs, not in
+  // TF32; with float32 inputs the cast is a no-op. `precision(ieee)` and `tf32x3` keep them in
+  // float32.
+  std::string narrow;
+  if (!native && s.kernel.dot_precision == "tf32")
+    if (const ir::Symbol* in = first_input(s, d); in) narrow = s.ptr_of(in);
+  auto operand = [&](const ir::ExprPtr& e, Label p, Label q) {
+    Value v;
+    if (native) {
+      auto* access = e->as<ir::Access>();
+      std::string relayout = s.fs.relayout.value_or("auto");
+      if (s.kernel.dot_precision != "ieee" && access->index.size() == 2 && relayout != "none") {
+        s.kernel.k_contiguous_min_elements = relayout == "auto" ? kRelayoutMinElements : 0;
+        size_t axis = access->index[0] == r ? 0 : 1;
+        std::pair<std::string, size_t> need{access->tensor->py_name, axis};
+        auto& list = s.kernel.k_contiguous_inputs;
+        if (std::find(list.begin(), list.end(), need) == list.end()) list.push_back(need);
+      }
+      if (Value tile = load_tile(s, *access, p, q, *inner)) return tile;
+      v = load(s, *access, *inner, /*native=*/true); // masked with other=0 already
+    } else {
+      v = numeric(lower_expr(s, *e, *inner));
+      if (mask) v = kir::select(mask, v, kir::float_imm(0.0));
+      if (!narrow.empty()) v = kir::cast(v, kir::Scalar::Elem, narrow);
+    }
+    auto* access = e->as<ir::Access>();
+    std::string name =
+        s.fresh(access ? "dot_" + access->tensor->py_name : std::string("dot_operand"));
+    return s.let(*inner, name, as_matrix(s, v, p, q));
+  };
+  Value a = operand(lhs, ax.i, r);
+  Value b = operand(rhs, r, ax.j);
+  if (!full_r) s.cache.pop_back();
+  std::string result = s.fresh(prefix + r->py_name + "_dot");
+  kir::Shape shape = s.layout.shape_of({ax.i, ax.j});
+  Value out;
+  if (full_r) {
+    out = s.let(body, result, kir::reshape(kir::dot(a, b, nullptr, precision(s)), shape));
+  } else {
+    s.let(*inner, acc_name, kir::dot(a, b, acc, precision(s)));
+    out = s.let(body, result, kir::reshape(s.ref(acc_name), shape));
+  }
+  s.bind[r].pop_back();
+  return out;
+}
+
+} // namespace dtc::lowering

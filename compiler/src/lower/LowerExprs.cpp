@@ -1,0 +1,267 @@
+// Stage 6 of lowering a Func: expressions. Each DT expression becomes a typed kernel IR value
+// at the current bindings of its labels: loads (cached per loop level and index), arithmetic in
+// float32, builtins in their Triton form; reductions go to LowerReductions.cpp and rdot on the
+// tensor cores to LowerDots.cpp.
+#include "ir/Builtins.h"
+#include "lower/LowerState.h"
+#include "lower/Names.h"
+
+#include <cmath>
+
+namespace dtc::lowering {
+
+namespace {
+
+using kir::ExprPtr;
+
+// Python's parser allows 200 nested parentheses and Triton's code generator recurses through
+// the expression: a value nested deeper than this is bound to a name first.
+constexpr int kMaxValueDepth = 12;
+
+kir::BinOp kernel_op(ir::BinOp op) {
+  switch (op) {
+  case ir::BinOp::Add:
+    return kir::BinOp::Add;
+  case ir::BinOp::Sub:
+    return kir::BinOp::Sub;
+  case ir::BinOp::Mul:
+    return kir::BinOp::Mul;
+  case ir::BinOp::Div:
+    return kir::BinOp::Div;
+  case ir::BinOp::Mod:
+    return kir::BinOp::Mod;
+  case ir::BinOp::Lt:
+    return kir::BinOp::Lt;
+  case ir::BinOp::Le:
+    return kir::BinOp::Le;
+  case ir::BinOp::Gt:
+    return kir::BinOp::Gt;
+  case ir::BinOp::Ge:
+    return kir::BinOp::Ge;
+  case ir::BinOp::Eq:
+    return kir::BinOp::Eq;
+  case ir::BinOp::Ne:
+    return kir::BinOp::Ne;
+  }
+  throw InternalError("kernel_op: unknown operator");
+}
+
+/// A builtin's Triton form as kernel IR. Most are one call `fn(args)`; the rest are spelled out.
+ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
+  std::string_view name = b.name;
+  if (name == "erfc") return kir::sub(kir::float_imm(1.0), kir::call("tl.erf", {a[0]}));
+  if (name == "reciprocal") return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), a[0]);
+  if (name == "square") return kir::mul(a[0], a[0]);
+  if (name == "relu") return kir::call("tl.maximum", {a[0], kir::float_imm(0.0)});
+  if (name == "where") {
+    ExprPtr cond = a[0]->type.scalar == kir::Scalar::I1
+                       ? a[0]
+                       : kir::binary(kir::BinOp::Ne, a[0], kir::float_imm(0.0));
+    return kir::select(cond, a[1], a[2]);
+  }
+  // The remaining patterns are `fn({0}, {1}, ...)`.
+  std::string pattern = b.triton;
+  std::string fn = pattern.substr(0, pattern.find('('));
+  std::string expected = fn + "(";
+  for (size_t i = 0; i < a.size(); ++i)
+    expected += (i ? ", {" : "{") + std::to_string(i) + "}";
+  DTC_ASSERT(pattern == expected + ")", "builtin " + std::string(name) + " has no kernel IR form");
+  return kir::call(fn, a);
+}
+
+int access_patterns(const LowerState& s, const ir::Symbol* t) {
+  struct Count : ir::IRVisitor {
+    const ir::Symbol* t;
+    std::set<std::vector<Label>> seen;
+    void visit(const ir::Access& e) override {
+      if (e.tensor == t) seen.insert(e.index);
+    }
+  } c;
+  c.t = t;
+  s.for_each_value(c);
+  return static_cast<int>(c.seen.size());
+}
+
+// Binds a value nested too deeply for Python and Triton's code generator to a name.
+Value shallow(LowerState& s, Value v, Body& body) {
+  if (v->depth <= kMaxValueDepth) return v;
+  return s.let(body, s.fresh("v"), v);
+}
+
+Value integer_power(LowerState& s, const ir::Expr& base_expr, int n, Body& body) {
+  if (n == 0) return kir::float_imm(1.0);
+  Value base = numeric(lower_expr(s, base_expr, body));
+  if (base->kind != kir::ExprKind::Var && base->kind != kir::ExprKind::Float)
+    base = s.let(body, s.fresh("pow_base"), base);
+  Value product = base;
+  for (int i = 1; i < std::abs(n); ++i)
+    product = kir::mul(product, base);
+  if (n < 0) return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), product);
+  return product;
+}
+
+Value binary(LowerState& s, const ir::Binary& b, Body& body) {
+  Value x = numeric(lower_expr(s, *b.a, body)), y = numeric(lower_expr(s, *b.b, body));
+  // `%` is C's fmod and `/` IEEE division, as on the GPU; under the interpreter a scalar
+  // operand is a Python float, whose `%` is Python's (the sign of the divisor) and whose `/ 0`
+  // raises. A float32 tensor computes both as the GPU does.
+  // A comparison of scalars likewise: a Python bool cannot be converted to 0 or 1 with .to().
+  if ((b.op == ir::BinOp::Mod || b.op == ir::BinOp::Div ||
+       (ir::is_comparison(b.op) && b.b->dims.empty())) &&
+      b.a->dims.empty())
+    x = kir::cast(x, kir::Scalar::F32);
+  return shallow(s, kir::binary(kernel_op(b.op), x, y), body);
+}
+
+Value call(LowerState& s, const ir::Call& c, Body& body) {
+  const Builtin* b = find_builtin(c.fn);
+  DTC_ASSERT(b, "unknown builtin survived checking");
+  if (c.fn == "pow") {
+    if (auto* k = c.args[1]->as<ir::Const>()) {
+      double n = k->value;
+      if (n == std::floor(n) && std::fabs(n) <= 8)
+        return integer_power(s, *c.args[0], int(n), body);
+      // A non-integer constant: no sign to work out, NaN for a negative base.
+      if (std::isfinite(n) && n != std::floor(n)) {
+        Value base = numeric(lower_expr(s, *c.args[0], body));
+        if (n == 0.5) return shallow(s, kir::call("tl.sqrt", {base}), body);
+        s.kernel.helpers.insert("_dt_pow_frac");
+        return shallow(s, kir::call("_dt_pow_frac", {base, kir::float_imm(n)}), body);
+      }
+    }
+  }
+  std::vector<Value> args;
+  for (const ir::ExprPtr& a : c.args) {
+    Value v = lower_expr(s, *a, body);
+    // where's condition stays a condition; every other argument is a number.
+    if (!(c.fn == "where" && &a == &c.args.front())) v = numeric(v);
+    args.push_back(v);
+  }
+  if (b->helper) s.kernel.helpers.insert(b->helper);
+  return shallow(s, builtin_expr(*b, args), body);
+}
+
+} // namespace
+
+/// Whether `e` is built of constants, scalar inputs, sizes and program ids only: a number, or
+/// a scalar of the kernel, never a tensor (there is nothing to reshape).
+bool is_scalar_value(const ir::Expr& e) {
+  if (e.as<ir::Const>() || e.as<ir::ScalarIn>() || e.as<ir::Len>() || e.as<ir::ProgramId>())
+    return true;
+  if (const auto* u = e.as<ir::Unary>()) return is_scalar_value(*u->a);
+  if (const auto* b = e.as<ir::Binary>()) return is_scalar_value(*b->a) && is_scalar_value(*b->b);
+  if (const auto* c = e.as<ir::Call>()) {
+    for (const ir::ExprPtr& a : c->args)
+      if (!is_scalar_value(*a)) return false;
+    return true;
+  }
+  return false; // an access, a reduction, a dot: tensors
+}
+
+// Loads a 2-D input access straight into a [p, q] tile from the labels' 1-D index vectors, as
+// tl.dot wants it, instead of loading in the kernel's layout and reshaping. Null if the
+// bindings have no vectors.
+Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body) {
+  const Binding& bp = s.bind[p].back();
+  const Binding& bq = s.bind[q].back();
+  if (!bp.vec || !bq.vec || e.index.size() != 2) return nullptr;
+  size_t pos_p = e.index[0] == p ? 0 : 1, pos_q = 1 - pos_p;
+  auto column = [](Value v) { return kir::expand(v, {true, false}); };
+  auto row = [](Value v) { return kir::expand(v, {false, true}); };
+  Value addr = kir::add(
+      kir::add(s.ptr_var(e.tensor), kir::mul(column(bp.vec), s.stride_var(e.tensor, pos_p))),
+      kir::mul(row(bq.vec), s.stride_var(e.tensor, pos_q)));
+  Value mask = kir::and_(column(bp.vec_mask), row(bq.vec_mask));
+  return s.let(body, s.fresh(e.tensor->py_name + "_tile"), kir::load(addr, mask));
+}
+
+Value load(LowerState& s, const ir::Access& e, Body& body, bool native) {
+  std::string key = e.tensor->py_name + (native ? "#native" : "");
+  for (Label l : e.index)
+    key += "," + s.index_key(l);
+  if (auto hit = s.cached(key)) return *hit;
+  bool single_pattern = access_patterns(s, e.tensor) == 1;
+  std::string base = e.tensor->py_name;
+  if (!single_pattern)
+    for (Label l : e.index)
+      base += "_" + l->py_name;
+  std::string name = s.fresh(native ? base + "_tile" : base);
+  Value value = kir::load(kir::add(s.ptr_var(e.tensor), s.offset_expr(e.tensor, e.index)),
+                          s.mask_of(e.index));
+  // Inputs may be float16/bfloat16: compute in float32.
+  // tl.dot takes them as they are and accumulates in float32.
+  if (e.tensor->kind == ir::SymbolKind::In && !native) value = kir::cast(value, kir::Scalar::F32);
+  Value v = s.let(body, name, value);
+  s.cache.back()[key] = v;
+  return v;
+}
+
+// ---- expressions --------------------------------------------------------------------------
+
+Value lower_expr(LowerState& s, const ir::Expr& e, Body& body) {
+  switch (e.kind) {
+  case ir::ExprKind::Const:
+    return kir::float_imm(static_cast<const ir::Const&>(e).value);
+  case ir::ExprKind::ScalarIn:
+    return s.ref(static_cast<const ir::ScalarIn&>(e).symbol->py_name);
+  case ir::ExprKind::Len:
+    // A size is an integer argument; DT values are floating point (the reference computes
+    // with it as a float too), so `sqrt(len(x) * len(x))` and `len(x) % 3` work as floats.
+    return kir::cast(s.ref(names::size(static_cast<const ir::Len&>(e).label)), kir::Scalar::F32);
+  case ir::ExprKind::ProgramId:
+    return kir::program_id(static_cast<const ir::ProgramId&>(e).axis);
+  case ir::ExprKind::Access:
+    return load(s, static_cast<const ir::Access&>(e), body);
+  case ir::ExprKind::Unary: {
+    auto& u = static_cast<const ir::Unary&>(e);
+    Value a = numeric(lower_expr(s, *u.a, body));
+    if (u.op == ir::UnOp::Plus) return a;
+    return shallow(s, kir::neg(a), body);
+  }
+  case ir::ExprKind::Binary:
+    return binary(s, static_cast<const ir::Binary&>(e), body);
+  case ir::ExprKind::Call:
+    return call(s, static_cast<const ir::Call&>(e), body);
+  case ir::ExprKind::Reduce: {
+    if (auto it = s.hoisted.find(&e); it != s.hoisted.end()) return it->second;
+    if (auto hit = s.cached(s.reduction_key(e))) return *hit;
+    auto& r = static_cast<const ir::Reduce&>(e);
+    Value v = lower_reduce(s, r.op, {r.a}, r.rvar, e, body);
+    s.cache.back()[s.reduction_key(e)] = v;
+    return v;
+  }
+  case ir::ExprKind::Dot: {
+    if (auto it = s.hoisted.find(&e); it != s.hoisted.end()) return it->second;
+    if (auto hit = s.cached(s.reduction_key(e))) return *hit;
+    auto& d = static_cast<const ir::Dot&>(e);
+    Value v = on_tensor_cores(s, d)
+                  ? lower_dot(s, d, body)
+                  : lower_reduce(s, ir::ReduceOp::Sum, {d.a, d.b}, d.rvar, e, body);
+    s.cache.back()[s.reduction_key(e)] = v;
+    return v;
+  }
+  case ir::ExprKind::Reshape:
+    // Label alignment already broadcasts: reshape changes no value.
+    return lower_expr(s, *static_cast<const ir::Reshape&>(e).a, body);
+  }
+  throw InternalError("lower: unknown expression kind");
+}
+
+// A comparison counts as 0 or 1 where a number is wanted (Triton cannot negate or reduce an
+// int1 tensor).
+Value numeric(Value v) {
+  if (v->type.scalar != kir::Scalar::I1) return v;
+  return kir::cast(v, kir::Scalar::F32);
+}
+
+// A value stored over tensorized dimensions it does not vary along (`f[u] = rsum(A[n], n)`
+// with u tensorized) is broadcast to the tile first: an atomic store does not broadcast (and
+// the interpreter's atomics mishandle tl.broadcast_to's stride-0 view, so add zeros).
+Value broadcast(const LowerState& s, Value value, const ir::Expr& e, const ir::Labels& dims) {
+  for (Label l : dims)
+    if (s.tensorized(l) && s.layout.axis_of(l) >= 0 && !ir::contains(e.dims, l))
+      return kir::add(value, kir::full(s.layout.shape_of(dims), 0.0));
+  return value;
+}
+
+} // namespace dtc::lowering

@@ -1,0 +1,71 @@
+// Stage 1 of lowering a Func: the kernel's tensor layout. One axis per tensorized label, in the
+// order of schedulable_labels (output dimensions in definition order, then reduction labels),
+// so every value is a tensor whose size along an axis is the tile width where it varies and 1
+// elsewhere, and operands broadcast by label.
+#include "lower/LowerFunc.h"
+#include "lower/LowerState.h"
+#include "lower/Names.h"
+
+namespace dtc::lowering {
+
+int KernelLayout::axis_of(Label l) const {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i].label == l) return static_cast<int>(i);
+  return -1;
+}
+
+kir::Extent KernelLayout::width_of_axis(Label l) const {
+  int ax = axis_of(l);
+  DTC_ASSERT(ax >= 0, "tensorized label without an axis");
+  return axes[ax].width;
+}
+
+kir::Shape KernelLayout::shape_of(const ir::Labels& dims) const {
+  kir::Shape s;
+  for (const Axis& a : axes)
+    s.push_back(ir::contains(dims, a.label) ? a.width : kir::Extent{});
+  return s;
+}
+
+std::string KernelLayout::text() const {
+  std::string s;
+  for (const Axis& a : axes)
+    s += (s.empty() ? "" : ", ") + a.label->name + ":" +
+         (a.width.param.empty() ? std::to_string(a.width.n) : a.width.param);
+  return s;
+}
+
+KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const ir::FuncDef& def) {
+  KernelLayout layout;
+  struct DotLabels : ir::IRVisitor {
+    std::set<Label>* out;
+    void visit(const ir::Dot& d) override {
+      out->insert(d.rvar);
+      for (Label l : d.a->dims)
+        out->insert(l);
+      for (Label l : d.b->dims)
+        out->insert(l);
+      ir::IRVisitor::visit(d);
+    }
+  } dots;
+  dots.out = &layout.dot_labels;
+  def.value->accept(dots);
+  for (Label l : schedulable_labels(prog, fs)) {
+    if (!fs.fully_tensorized(l) && fs.tensor_of(l) <= 1) continue;
+    // A whole dimension is one tile: a literal power of two when blocked, else a constexpr
+    // parameter the wrapper computes from the size.
+    kir::Extent width{fs.tensor_of(l), ""};
+    if (fs.fully_tensorized(l)) {
+      if (auto b = fs.block_of(l)) {
+        width = {next_power_of_two(*b), ""};
+      } else {
+        layout.tiles.push_back(l);
+        width = {0, names::tile(l)};
+      }
+    }
+    layout.axes.push_back({l, width});
+  }
+  return layout;
+}
+
+} // namespace dtc::lowering

@@ -1,0 +1,104 @@
+// Stage 3 of lowering a Func: which output block a program instance computes. The `map` loop
+// nest (map_levels) turns the one program id into a block index per blocked label, the
+// outermost level varying slowest; the kernel's launch grid is the product of the levels'
+// extents. Then the tl.arange index tensor of each axis of the layout.
+#include "lower/LowerState.h"
+#include "lower/Names.h"
+
+#include <functional>
+
+namespace dtc::lowering {
+
+void emit_program_mapping(LowerState& s, Body& body) {
+  std::vector<MapLevel> levels = map_levels(s.fs, s.prog);
+  if (levels.empty()) return; // one program instance
+  body.push_back(kir::Stmt::comment("program instance -> output block (map)"));
+  Value pid = s.let(body, "pid", s.index(kir::program_id(0)));
+  std::map<Label, Value> blocks_var;
+  for (Label l : s.labels) {
+    auto b = s.fs.block_of(l);
+    if (!b) continue;
+    Value size = s.ref(names::size(l));
+    blocks_var[l] =
+        s.let(body, l->py_name + "_blocks",
+              *b == 1 ? size
+                      : kir::binary(kir::BinOp::FloorDiv, kir::add(size, kir::int_imm(*b - 1)),
+                                    kir::int_imm(*b)));
+  }
+  // Extents of each level, in kernel code and in wrapper code.
+  std::map<std::string, long long> split_factor; // ID -> factor
+  for (const MapLevel& lv : levels)
+    if (lv.factor) split_factor[lv.split_id] = lv.factor;
+  std::vector<Value> extent(levels.size());
+  std::vector<kir::GridFactor> grid(levels.size());
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const MapLevel& lv = levels[i];
+    if (lv.is_split_inner) {
+      extent[i] = kir::int_imm(split_factor[lv.name]);
+      grid[i] = {"", split_factor[lv.name]};
+    } else {
+      long long b = *s.fs.block_of(lv.dim);
+      // ceil(ceil(size / b) / factor) = ceil(size / (b * factor)) for positive integers.
+      grid[i] = {lv.dim->py_name, lv.factor ? b * lv.factor : b};
+      if (lv.factor) {
+        extent[i] = kir::binary(kir::BinOp::FloorDiv,
+                                kir::add(blocks_var[lv.dim], kir::int_imm(lv.factor - 1)),
+                                kir::int_imm(lv.factor));
+      } else {
+        extent[i] = blocks_var[lv.dim];
+      }
+    }
+  }
+  // Innermost level varies fastest.
+  Value stride;
+  std::map<std::string, Value> pid_of; // level name -> variable
+  for (size_t k = levels.size(); k-- > 0;) {
+    const MapLevel& lv = levels[k];
+    bool simple = !lv.factor && !lv.is_split_inner;
+    std::string var = simple ? lv.dim->py_name + "_block" : lv.name + "_pid";
+    Value value = stride ? kir::binary(kir::BinOp::FloorDiv, pid, stride) : pid;
+    if (k > 0) value = kir::binary(kir::BinOp::Mod, value, extent[k]);
+    pid_of[lv.name] = s.let(body, var, value);
+    stride = stride ? kir::mul(stride, extent[k]) : extent[k];
+  }
+  // Split dimensions: block index = outer * factor + inner, recursively.
+  std::function<Value(const std::string&)> block_index = [&](const std::string& name) {
+    for (const MapLevel& lv : levels)
+      if (lv.name == name && lv.factor)
+        return kir::add(kir::mul(pid_of[name], kir::int_imm(lv.factor)), block_index(lv.split_id));
+    return pid_of[name];
+  };
+  for (const MapLevel& lv : levels)
+    if (lv.factor && !lv.is_split_inner)
+      s.let(body, lv.dim->py_name + "_block", block_index(lv.name));
+  s.kernel.grid = std::move(grid);
+  for (Label l : s.labels) {
+    auto b = s.fs.block_of(l);
+    if (!b) continue;
+    Value block = s.ref(l->py_name + "_block");
+    Value start =
+        s.let(body, l->py_name + "_start", *b == 1 ? block : kir::mul(block, kir::int_imm(*b)));
+    s.let(body, l->py_name + "_end",
+          kir::call("tl.minimum", {kir::add(start, kir::int_imm(*b)), s.ref(names::size(l))}));
+  }
+}
+
+void emit_aranges(LowerState& s, Body& body) {
+  const std::vector<Axis>& axes = s.layout.axes;
+  if (axes.empty()) return;
+  body.push_back(kir::Stmt::comment("tensor axes: " + s.layout.text()));
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const std::string& name = axes[i].label->py_name;
+    Value range = kir::arange(axes[i].width);
+    if (axes.size() > 1 && s.layout.dot_labels.count(axes[i].label))
+      s.let(body, name + "_range", s.index(range));
+    if (axes.size() > 1) {
+      std::vector<bool> keep(axes.size(), false);
+      keep[i] = true;
+      range = kir::expand(range, keep);
+    }
+    s.let(body, name + "_arange", s.index(range));
+  }
+}
+
+} // namespace dtc::lowering

@@ -1,0 +1,136 @@
+// The state the stages of lowering share: names and their types, addresses, cached values.
+#include "lower/LowerState.h"
+
+#include "lower/Names.h"
+
+namespace dtc::lowering {
+
+LowerState::LowerState(const ir::Program& p, const KernelPlan& plan, const ir::Symbol* f,
+                       DiagnosticEngine& d)
+    : prog(p), fs(plan.of(f)), split(plan.split_of(f)), materialized(plan.materialized_of(f)),
+      func(f), def(p.def(f)), diags(d) {}
+
+kir::Type int_type(kir::Scalar s) {
+  kir::Type t;
+  t.scalar = s;
+  return t;
+}
+
+kir::LaunchArg launch_arg(kir::LaunchArg::Kind kind, const std::string& name, size_t axis,
+                          size_t rank, long long least) {
+  kir::LaunchArg a;
+  a.kind = kind;
+  a.name = name;
+  a.axis = axis;
+  a.rank = rank;
+  a.least = least;
+  return a;
+}
+
+// ---- names and their types ------------------------------------------------------------------
+
+Value LowerState::ref(const std::string& name) const {
+  auto it = types.find(name);
+  DTC_ASSERT(it != types.end(), "kernel name " + name + " read before it is bound");
+  return kir::var(name, it->second);
+}
+
+Value LowerState::let(Body& body, const std::string& name, Value value) {
+  used.insert(name);
+  types[name] = value->type;
+  body.push_back(kir::Stmt::assign(name, std::move(value)));
+  return ref(name);
+}
+
+std::string LowerState::fresh(const std::string& base) {
+  std::string name = base;
+  for (int i = 2; used.count(name) || is_param(name); ++i)
+    name = base + "_" + std::to_string(i);
+  used.insert(name);
+  return name;
+}
+
+bool LowerState::is_param(const std::string& name) const {
+  for (const kir::Param& p : kernel.params)
+    if (p.name == name) return true;
+  return name == func->py_name || name == "pid";
+}
+
+void LowerState::add_param(const std::string& name, kir::LaunchArg launch, kir::Type type,
+                           bool constexpr_) {
+  kernel.params.push_back({name, constexpr_, type});
+  types[name] = type;
+  launch.param = name;
+  kernel.launch.push_back(std::move(launch));
+}
+
+Value LowerState::index(Value v) {
+  if (fs.index == "int64") return kir::cast(std::move(v), kir::Scalar::I64);
+  if (!types.count(kir::kIndexParam))
+    add_param(kir::kIndexParam, launch_arg(kir::LaunchArg::Kind::Index), int_type(),
+              /*constexpr_=*/true);
+  return kir::cast(std::move(v), kir::Scalar::Index);
+}
+
+Value LowerState::extent_value(const kir::Extent& x) const {
+  return x.param.empty() ? kir::int_imm(x.n) : ref(x.param);
+}
+
+// ---- tensors and addresses --------------------------------------------------------------------
+
+bool LowerState::materialized_here(const ir::Symbol* t) const {
+  for (const auto& [f, at] : materialized)
+    if (f == t) return true;
+  return false;
+}
+
+std::string LowerState::tensor_base(const ir::Symbol* t) const {
+  return materialized_here(t) ? t->py_name + "_fuse" : t->py_name;
+}
+
+Value LowerState::stride_var(const ir::Symbol* t, size_t i) const {
+  return ref(tensor_base(t) + "_stride" + std::to_string(i));
+}
+
+Value LowerState::offset_expr(const ir::Symbol* t, const ir::Labels& index) {
+  Value s;
+  for (size_t i = 0; i < index.size(); ++i) {
+    Value term = kir::mul(bind[index[i]].back().idx, stride_var(t, i));
+    s = s ? kir::add(s, term) : term;
+  }
+  return s;
+}
+
+Value LowerState::mask_of(const ir::Labels& of) {
+  Value m;
+  for (Label l : of)
+    m = kir::and_(m, bind[l].back().mask);
+  return m;
+}
+
+void LowerState::for_each_value(ir::IRVisitor& v) const {
+  def.value->accept(v);
+  for (const auto& [f, at] : materialized)
+    prog.def(f).value->accept(v);
+}
+
+// ---- computed values, reused by key -----------------------------------------------------------
+
+std::string LowerState::index_key(Label l) {
+  return kir::print(*bind[l].back().idx);
+}
+
+std::string LowerState::reduction_key(const ir::Expr& e) {
+  std::string key = "reduction:" + ir::to_dt(e);
+  for (Label l : e.dims)
+    key += "," + l->name + "=" + index_key(l);
+  return key;
+}
+
+std::optional<Value> LowerState::cached(const std::string& key) const {
+  for (auto it = cache.rbegin(); it != cache.rend(); ++it)
+    if (auto hit = it->find(key); hit != it->end()) return hit->second;
+  return std::nullopt;
+}
+
+} // namespace dtc::lowering

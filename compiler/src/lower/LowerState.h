@@ -1,0 +1,195 @@
+#pragma once
+// What the stages of lowering one Func share (internal to lower/; LowerFunc.h is the interface).
+//
+// LowerFunc.cpp runs the stages in order, each in a file of its own that takes this state
+// explicitly:
+//
+//   LowerLayout.cpp      the tensor layout: one axis per tensorized label, and its width
+//   LowerSignature.cpp   the kernel's parameters and how the wrapper fills each
+//   LowerMapping.cpp     program instance -> output block (`map`), and the tl.arange axes
+//   LowerLoops.cpp       the loop nest: one loop (or whole tile) per dimension, and where each
+//                        reduction is computed (hoisting)
+//   LowerProducers.cpp   fused Funcs computed into temporaries at a loop level
+//   LowerExprs.cpp       expressions: loads, arithmetic, builtins
+//   LowerReductions.cpp  rsum/rmax/rmin (and rdot off the tensor cores) as loops or tile reductions
+//   LowerDots.cpp        rdot on tl.dot: operand tiles, dtypes and relayout
+//
+// Once the layout and the signature are built they are only read; the loop nest, the bindings
+// of labels to indices and the caches of computed values change as the body is emitted, and
+// the expression stages call back into the loop nest (a reduction emits its own loop).
+#include "ir/IRVisitor.h"
+#include "kir/KernelIR.h"
+#include "lower/KernelPlan.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dtc::lowering {
+
+using ir::Label;
+using Value = kir::ExprPtr;
+using Body = std::vector<kir::StmtPtr>;
+
+/// One tensor axis of the kernel: a tensorized label and its tile width.
+struct Axis {
+  Label label;
+  kir::Extent width; // a literal or a constexpr parameter
+};
+
+/// The kernel's tensor layout (LowerLayout.cpp): every value is a tensor of one axis per
+/// tensorized label, sized by the tile width where it varies and 1 elsewhere.
+struct KernelLayout {
+  std::vector<Axis> axes;
+  std::vector<Label> tiles;   // labels whose width is a constexpr parameter (`x_TILE`)
+  std::set<Label> dot_labels; // labels some rdot reduces over or produces
+  int axis_of(Label l) const; // -1 when `l` has no axis
+  kir::Extent width_of_axis(Label l) const;
+  /// The shape of a value varying along `dims`: the tile width on their axes, 1 elsewhere.
+  kir::Shape shape_of(const ir::Labels& dims) const;
+  std::string text() const; // `x:128, k:x_TILE`
+};
+
+/// How a dimension label is indexed at the current point of the kernel.
+struct Binding {
+  Value idx;  // index scalar or layout-shaped tensor
+  Value mask; // null when every index is in range by construction
+  // For a tensorized label: the same indices and mask as 1-D vectors, from which tl.dot operands
+  // are loaded directly as 2-D tiles.
+  Value vec, vec_mask;
+};
+
+struct LowerState {
+  LowerState(const ir::Program& p, const KernelPlan& plan, const ir::Symbol* f,
+             DiagnosticEngine& d);
+
+  // ---- what is lowered (read only) ----
+  const ir::Program& prog;
+  const FuncSchedule& fs;
+  const SplitReduction* split;      // null when the Func's reduction is not split
+  const Materialized& materialized; // producers this kernel computes into temporaries
+  const ir::Symbol* func;
+  const ir::FuncDef& def;
+  DiagnosticEngine& diags;
+
+  // ---- what is built ----
+  kir::Kernel kernel;
+  KernelLayout layout;                        // LowerLayout.cpp
+  ir::Labels labels;                          // every label the kernel indexes (LowerSignature.cpp)
+  std::map<Label, std::vector<Binding>> bind; // label -> its bindings, innermost last
+  std::map<const ir::Expr*, Value> hoisted;   // reductions computed at an outer loop level
+  std::vector<std::map<std::string, Value>> cache; // per loop level: computed values by key
+  std::set<std::string> used;                      // names handed out
+  std::map<std::string, kir::Type> types;          // every bound name's type, as last bound
+
+  // ---- the schedule, as lowering reads it ----
+  bool tensorized(Label l) const { return fs.fully_tensorized(l) || fs.tensor_of(l) > 1; }
+  /// The blocked reduction label of a split reduction: reduced over its block only.
+  bool is_split(Label l) const { return split && split->rvar == l; }
+  /// Only the definition's top-level reduction is split; a nested reduction over the same
+  /// label (a fused softmax denominator inside attention's rdot) covers the whole dimension.
+  bool splits(const ir::Expr& e) const { return split && &e == def.value.get(); }
+  bool is_part(Label l) const { return split && split->part == l; }
+  /// Whether reduction `e` over `r` takes its whole extent as one tile (no loop).
+  bool whole_tile(const ir::Expr& e, Label r) const {
+    return fs.fully_tensorized(r) && (!fs.block_of(r) || splits(e));
+  }
+
+  // ---- names and their types ----
+  /// A reference to a bound name (a parameter or a local), typed as last bound.
+  Value ref(const std::string& name) const;
+  /// Appends `name = value` to `body` and returns a reference to `name`, which fresh() then
+  /// never hands out: a load named after an input (`xi_pid`) must not rebind a map variable.
+  Value let(Body& body, const std::string& name, Value value);
+  /// `base`, or `base_2`, `base_3`, ... : a name not yet used; reserves it.
+  std::string fresh(const std::string& base);
+  bool is_param(const std::string& name) const;
+  void add_param(const std::string& name, kir::LaunchArg launch, kir::Type type,
+                 bool constexpr_ = false);
+  /// `v` in the kernel's index type (kir::kIndexParam), which the wrapper picks per call:
+  /// int32 where every index fits, else int64; always int64 under `index(int64)`.
+  Value index(Value v);
+  Value extent_value(const kir::Extent& x) const;
+
+  // ---- tensors and addresses ----
+  /// Whether this kernel computes `t` into a global temporary (partial fusion): `<t>_fuse`.
+  bool materialized_here(const ir::Symbol* t) const;
+  std::string tensor_base(const ir::Symbol* t) const;
+  std::string ptr_of(const ir::Symbol* t) const { return tensor_base(t) + "_ptr"; }
+  Value ptr_var(const ir::Symbol* t) const { return ref(ptr_of(t)); }
+  Value stride_var(const ir::Symbol* t, size_t i) const;
+  /// The element offset of `t[index]` at the labels' current bindings.
+  Value offset_expr(const ir::Symbol* t, const ir::Labels& index);
+  /// The conjunction of the labels' current masks; null when none has one.
+  Value mask_of(const ir::Labels& of);
+  /// Visits the kernel's value and the values of the Funcs it computes into temporaries.
+  void for_each_value(ir::IRVisitor& v) const;
+
+  // ---- computed values, reused by key ----
+  /// Where a label is indexed now, as a key part: the name bound to its index.
+  std::string index_key(Label l);
+  /// A reduction computes the same value wherever its free labels are indexed the same way.
+  std::string reduction_key(const ir::Expr& e);
+  std::optional<Value> cached(const std::string& key) const;
+};
+
+kir::Type int_type(kir::Scalar s = kir::Scalar::Int);
+kir::LaunchArg launch_arg(kir::LaunchArg::Kind kind, const std::string& name = "", size_t axis = 0,
+                          size_t rank = 0, long long least = 1);
+
+// ---- the stages ---------------------------------------------------------------------------
+
+/// LowerLayout.cpp: the layout of `def` under `fs`: an axis per tensorized schedulable label.
+KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const ir::FuncDef& def);
+
+/// LowerSignature.cpp: the kernel's parameters (tensors and strides, scalars, sizes, tile
+/// widths) with how the wrapper fills each; sets `s.labels`. Needs the layout.
+void add_params(LowerState& s);
+
+/// LowerMapping.cpp: the program instance's output block, from the `map` loop nest (and the
+/// launch grid); then the `tl.arange` index tensor of each axis.
+void emit_program_mapping(LowerState& s, Body& body);
+void emit_aranges(LowerState& s, Body& body);
+
+/// LowerLoops.cpp: the loop (or whole-tile index) of one dimension, binding `l`; returns the
+/// body to continue in. `whole` walks the entire dimension (a reduction), ignoring its block.
+Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bool whole);
+/// The output dimensions' loops, with the producers and reductions computed at each level;
+/// returns the innermost body.
+Body* emit_output_loops(LowerState& s, Body& body);
+/// Computes at this loop level every reduction of `root` whose labels are all `bound` here.
+void hoist(LowerState& s, const ir::Labels& bound, Body& body, const ir::Expr& root);
+/// Name prefixes of a reduction's loop variables (`x_red_`, `r2_`, ...).
+std::string reduction_prefix(LowerState& s, Label r);
+std::string loop_prefix(LowerState& s, Label r, const std::string& prefix);
+
+/// LowerProducers.cpp: computes the Funcs fused at level `at` into their temporaries.
+void materialize_at(LowerState& s, Label at, Body& body);
+
+/// LowerExprs.cpp: the value of `e` at the current bindings (statements go to `body`).
+Value lower_expr(LowerState& s, const ir::Expr& e, Body& body);
+/// Loads `e` in the kernel's layout (float32 for inputs unless `native`).
+Value load(LowerState& s, const ir::Access& e, Body& body, bool native = false);
+/// Loads a 2-D input access straight into a [p, q] tile, as tl.dot wants it; null if the
+/// bindings have no 1-D index vectors.
+Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body);
+/// A comparison counts as 0 or 1 where a number is wanted.
+Value numeric(Value v);
+/// `value` broadcast to the tile of `dims` where `e` does not vary along a tensorized one.
+Value broadcast(const LowerState& s, Value value, const ir::Expr& e, const ir::Labels& dims);
+/// Whether `e` is a number or a scalar of the kernel, never a tensor.
+bool is_scalar_value(const ir::Expr& e);
+
+/// LowerReductions.cpp: a reduction of `operands` (one, or two multiplied for rdot) over `r`.
+Value lower_reduce(LowerState& s, ir::ReduceOp op, std::vector<ir::ExprPtr> operands, Label r,
+                   const ir::Expr& e, Body& body);
+kir::ReduceOp kernel_op(ir::ReduceOp op);
+double identity_of(ir::ReduceOp op);
+
+/// LowerDots.cpp: whether rdot `d` runs on tl.dot, and lowering it there.
+bool on_tensor_cores(const LowerState& s, const ir::Dot& d);
+Value lower_dot(LowerState& s, const ir::Dot& d, Body& body);
+
+} // namespace dtc::lowering
