@@ -120,9 +120,10 @@ TEST(LowerSignature, TensorsThenScalarsThenSizesThenTileWidths) {
   LowerState s = p.state("norm");
   s.layout = lowering::plan_layout(s.prog, s.fs, s.def);
   lowering::add_params(s);
-  EXPECT_EQ(params_of(s.kernel),
-            "X_ptr X_stride0 X_stride1 W_ptr W_stride0 Eps norm_ptr norm_stride0 norm_stride1 x_size "
-            "y_size k_size y_TILE(constexpr) k_TILE(constexpr) ");
+  EXPECT_EQ(
+      params_of(s.kernel),
+      "X_ptr X_stride0 X_stride1 W_ptr W_stride0 Eps norm_ptr norm_stride0 norm_stride1 x_size "
+      "y_size k_size y_TILE(constexpr) k_TILE(constexpr) ");
   // How the wrapper fills each: the tensor or scalar named, a size by its label.
   ASSERT_EQ(s.kernel.launch.size(), s.kernel.params.size());
   EXPECT_EQ(s.kernel.launch[0].kind, kir::LaunchArg::Kind::Tensor);
@@ -199,7 +200,8 @@ TEST(LowerReductions, AWholeTileReducesOnceAndALoopCarriesAnAccumulator) {
 }
 
 TEST(LowerDots, AnRdotOfTensorizedLabelsRunsOnTlDotElseAsAReduction) {
-  Prepared on(k2mm, "_2mm.block(m:32); _2mm.tensorize(m:0, n:64, k:32, l:32); mm.fuse_at(_2mm, m);");
+  Prepared on(k2mm,
+              "_2mm.block(m:32); _2mm.tensorize(m:0, n:64, k:32, l:32); mm.fuse_at(_2mm, m);");
   std::string text = kir::print(on.lower("_2mm").body);
   at(text, "tl.dot(");
 
@@ -212,7 +214,8 @@ TEST(LowerDots, ATileUnder16IsAnErrorAtTheTensorizeStatement) {
   Prepared p(k2mm, "_2mm.block(m:8); _2mm.tensorize(m:0, n:64, k:32, l:32); mm.fuse_at(_2mm, m);");
   p.lower("_2mm");
   ASSERT_TRUE(p.diags.has_errors());
-  EXPECT_NE(p.diags.render().find("needs tensors of at least 16"), std::string::npos) << p.diags.render();
+  EXPECT_NE(p.diags.render().find("needs tensors of at least 16"), std::string::npos)
+      << p.diags.render();
   EXPECT_NE(p.diags.render().find("<schedule>:1:18:"), std::string::npos) << p.diags.render();
 }
 
