@@ -1,7 +1,7 @@
 // The compiler pipeline: a flat, ordered sequence of passes, each verified. This is the one
 // place that decides the order:
 //
-//   parse -> check -> python names -> fold constants (verify IR) -> apply schedule
+//   parse -> check -> fold constants (verify IR) -> apply schedule -> python names
 //   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR) -> plan kernels
 //   -> lower each kernel (verify kernel) -> hoist loop invariants (verify kernel)
 //   -> common subexpressions (verify kernel) -> simplify masks (verify kernel)
@@ -80,11 +80,12 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
   diags.set_phase("fusion");
   // What lowering decides goes to the plan; the schedule stays as written.
   KernelPlan plan(schedule);
+  PythonNames py(program);
   inline_fused_funcs(program, plan, diags);
   if (diags.has_errors()) return result;
   verify_ir(program, "fusion");
   diags.set_phase("schedule");
-  split_reductions(program, plan, diags);
+  split_reductions(program, plan, py, diags);
   if (diags.has_errors()) return result;
   verify_ir(program, "splitting reductions");
 
@@ -92,6 +93,7 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
   ModuleInput module;
   module.program = &program;
   module.plan = &plan;
+  module.names = &py;
   module.file_name = options.file_name;
   module.canonical_schedule = result.canonical_schedule;
   module.reference_defs = written;
@@ -102,7 +104,7 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
     CompiledFunc c{f, plan_kernels(program, f)};
     for (const ir::Symbol* k : c.kernel_funcs) {
       if (module.kernels.count(k)) continue;
-      kir::Kernel kernel = lower_func(program, plan, k, diags);
+      kir::Kernel kernel = lower_func(program, plan, py, k, diags);
       if (diags.has_errors()) return result;
       verify_kernel(kernel, "lowering");
       hoist_loop_invariants(kernel);
@@ -134,7 +136,6 @@ std::unique_ptr<Frontend> run_frontend(std::string_view source, DiagnosticEngine
   diags.set_phase("semantic");
   front->program = check_program(front->ast, diags);
   if (diags.has_errors()) return nullptr;
-  assign_python_names(front->program);
   for (auto& [f, def] : front->program.funcs)
     def.value = fold_constants(def.value);
   verify_ir(front->program, "constant folding");

@@ -14,10 +14,10 @@ namespace dtc {
 
 struct Frontend {
   ast::Program ast;
-  ir::Program program; // checked, Python names assigned, constants folded
+  ir::Program program; // checked, constants folded
 };
 
-/// parse -> check -> python names -> fold constants (verify IR). Null on errors. With
+/// parse -> check -> fold constants (verify IR). Null on errors. With
 /// `stop_after_parse`, returns after parsing (the IR left empty).
 std::unique_ptr<Frontend> run_frontend(std::string_view source, DiagnosticEngine& diags,
                                        bool stop_after_parse = false);

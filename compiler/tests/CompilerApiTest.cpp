@@ -165,9 +165,10 @@ TEST(CompilerApi, PythonNameClashesAreRenamed) {
   EXPECT_TRUE(contains(m, "x_size, y_size,")) << m;
   EXPECT_TRUE(contains(m, "COMPILED = (\"range_\",)")) << m;
 
+  // The algorithm IR knows DT names only: the Python ones are the code generator's.
   dtc::CompileResult ir = compile_as(source, dtc::Emit::Ir);
-  EXPECT_TRUE(contains(ir.output, "Func range (python: range_)")) << ir.output;
-  EXPECT_TRUE(contains(ir.output, "SIn x_size (python: x_size_)")) << ir.output;
+  EXPECT_TRUE(contains(ir.output, "Func range\n")) << ir.output;
+  EXPECT_FALSE(contains(ir.output, "range_")) << ir.output;
 }
 
 // "Did you mean" names the closest primitive. (The golden

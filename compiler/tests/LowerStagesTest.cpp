@@ -22,8 +22,9 @@ struct Prepared {
     apply_schedule(replacement_schedule(front->ast, schedule, diags), front->program, written,
                    diags);
     plan = std::make_unique<KernelPlan>(written);
+    py = std::make_unique<PythonNames>(front->program);
     inline_fused_funcs(front->program, *plan, diags);
-    split_reductions(front->program, *plan, diags);
+    split_reductions(front->program, *plan, *py, diags);
     EXPECT_FALSE(diags.has_errors()) << diags.render();
   }
   const ir::Symbol* func(const std::string& name) const {
@@ -32,15 +33,16 @@ struct Prepared {
     return f;
   }
   LowerState state(const std::string& name) {
-    return LowerState(front->program, *plan, func(name), diags);
+    return LowerState(front->program, *plan, *py, func(name), diags);
   }
   kir::Kernel lower(const std::string& name) {
-    return lower_func(front->program, *plan, func(name), diags);
+    return lower_func(front->program, *plan, *py, func(name), diags);
   }
 
   DiagnosticEngine diags;
   std::unique_ptr<Frontend> front;
   std::unique_ptr<KernelPlan> plan;
+  std::unique_ptr<PythonNames> py;
 };
 
 const char* kRmsNorm = R"(
@@ -88,7 +90,7 @@ size_t at(const std::string& text, const std::string& needle) {
 TEST(LowerLayout, AnAxisPerTensorizedLabelInScheduleOrder) {
   Prepared p(kRmsNorm, "norm.block(x:2); norm.tensorize(x:0, y:0, k:256);");
   LowerState s = p.state("norm");
-  lowering::KernelLayout layout = lowering::plan_layout(s.prog, s.fs, s.def);
+  lowering::KernelLayout layout = lowering::plan_layout(s.prog, s.fs, s.def, s.py);
   // A blocked whole dimension is a literal power of two; an unblocked one a constexpr tile
   // width the wrapper computes; a partial one its tensor size.
   EXPECT_EQ(axes_of(layout), "x:2 y:y_TILE k:256 ");
@@ -105,20 +107,20 @@ TEST(LowerLayout, AnAxisPerTensorizedLabelInScheduleOrder) {
 TEST(LowerLayout, AnUntensorizedLabelHasNoAxisAndDotLabelsAreRecorded) {
   Prepared p(k2mm, "_2mm.block(m:32); _2mm.tensorize(m:0, n:64, k:32, l:0); mm.fuse_at(_2mm, m);");
   LowerState s = p.state("_2mm");
-  lowering::KernelLayout layout = lowering::plan_layout(s.prog, s.fs, s.def);
+  lowering::KernelLayout layout = lowering::plan_layout(s.prog, s.fs, s.def, s.py);
   EXPECT_EQ(axes_of(layout), "m:32 n:64 l:l_TILE k:32 ");
   EXPECT_EQ(layout.dot_labels.size(), 4u);
 
   // A block of one is a tile of one; a label neither blocked nor tensorized has no axis.
   Prepared q(kRmsNorm, "norm.block(x:1); norm.tensorize(y:1024);");
   LowerState t = q.state("norm");
-  EXPECT_EQ(axes_of(lowering::plan_layout(t.prog, t.fs, t.def)), "x:1 y:1024 ");
+  EXPECT_EQ(axes_of(lowering::plan_layout(t.prog, t.fs, t.def, t.py)), "x:1 y:1024 ");
 }
 
 TEST(LowerSignature, TensorsThenScalarsThenSizesThenTileWidths) {
   Prepared p(kRmsNorm, "norm.block(x:1); norm.tensorize(x:0, y:0, k:0);");
   LowerState s = p.state("norm");
-  s.layout = lowering::plan_layout(s.prog, s.fs, s.def);
+  s.layout = lowering::plan_layout(s.prog, s.fs, s.def, s.py);
   lowering::add_params(s);
   EXPECT_EQ(
       params_of(s.kernel),
@@ -139,7 +141,7 @@ TEST(LowerSignature, TensorsThenScalarsThenSizesThenTileWidths) {
   // sizes for the wrapper's allocation.
   Prepared q(k2mm, "_2mm.block(m:32); _2mm.tensorize(m:0, n:64, k:32, l:64); mm.fuse_at(_2mm, m);");
   LowerState t = q.state("_2mm");
-  t.layout = lowering::plan_layout(t.prog, t.fs, t.def);
+  t.layout = lowering::plan_layout(t.prog, t.fs, t.def, t.py);
   lowering::add_params(t);
   EXPECT_NE(params_of(t.kernel).find("mm_fuse_ptr mm_fuse_stride0 mm_fuse_stride1"),
             std::string::npos)
@@ -152,7 +154,7 @@ TEST(LowerMapping, MapSplitsGiveTheGridAndTheBlockIndices) {
   Prepared p(k2mm, "_2mm.block(m:64, n:64); _2mm.tensorize(m:0, n:0, l:32);"
                    "_2mm.map(m:mi/4, n, mi);");
   LowerState s = p.state("_2mm");
-  s.layout = lowering::plan_layout(s.prog, s.fs, s.def);
+  s.layout = lowering::plan_layout(s.prog, s.fs, s.def, s.py);
   lowering::add_params(s);
   lowering::Body body;
   lowering::emit_program_mapping(s, body);

@@ -3,6 +3,7 @@
 // its wrapper, its PyTorch reference, its random-input helper, plus the canonical schedule.
 #include "kir/KernelIR.h"
 #include "lower/KernelPlan.h"
+#include "lower/Names.h"
 
 namespace dtc {
 
@@ -14,7 +15,8 @@ struct CompiledFunc {
 
 struct ModuleInput {
   const ir::Program* program;
-  const KernelPlan* plan; // the schedule as lowering refined it, and what lowering decided
+  const KernelPlan* plan;   // the schedule as lowering refined it, and what lowering decided
+  const PythonNames* names; // every symbol's Python name
   std::string file_name;
   std::string canonical_schedule;
   std::vector<CompiledFunc> compiled;

@@ -84,7 +84,6 @@ private:
         s.kind = static_cast<SymbolKind>(decl.kind);
         s.loc = n.loc;
         s.order = order++;
-        s.py_name = n.text;
         prog_.symbols.push_back(s);
         Symbol* sym = &prog_.symbols.back();
         prog_.by_name[n.text] = sym;

@@ -332,7 +332,6 @@ std::string print(const Program& program) {
   std::string out;
   for (const Symbol& s : program.symbols) {
     out += std::string(kind_name(s.kind)) + " " + s.name;
-    if (s.py_name != s.name) out += " (python: " + s.py_name + ")";
     out += "\n";
   }
   for (const Symbol& s : program.symbols) {

@@ -21,9 +21,8 @@ const char* kind_name(SymbolKind kind);
 struct Symbol {
   std::string name; // as written in the DT source
   SymbolKind kind;
-  Loc loc;             // declaration
-  int order = 0;       // declaration order among all symbols
-  std::string py_name; // the name used in generated Python (see Names.h)
+  Loc loc;       // declaration
+  int order = 0; // declaration order among all symbols
   bool is_label() const { return kind == SymbolKind::Var || kind == SymbolKind::RVar; }
 };
 using Label = const Symbol*;

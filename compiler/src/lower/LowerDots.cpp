@@ -96,7 +96,7 @@ Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
   std::string prefix = reduction_prefix(s, r);
   bool full_r = s.whole_tile(d, r);
   kir::Extent wi = s.layout.width_of_axis(ax.i), wj = s.layout.width_of_axis(ax.j);
-  std::string acc_name = s.fresh(prefix + r->py_name + "_acc");
+  std::string acc_name = s.fresh(prefix + s.py(r) + "_acc");
   Value acc;
   if (!full_r) acc = s.let(body, acc_name, kir::full({wi, wj}, 0.0));
   Body* inner = emit_dim(s, r, body, loop_prefix(s, r, prefix), !s.splits(d));
@@ -127,7 +127,7 @@ Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
       if (s.kernel.dot_precision != "ieee" && access->index.size() == 2 && relayout != "none") {
         s.kernel.k_contiguous_min_elements = relayout == "auto" ? kRelayoutMinElements : 0;
         size_t axis = access->index[0] == r ? 0 : 1;
-        std::pair<std::string, size_t> need{access->tensor->py_name, axis};
+        std::pair<std::string, size_t> need{s.py(access->tensor), axis};
         auto& list = s.kernel.k_contiguous_inputs;
         if (std::find(list.begin(), list.end(), need) == list.end()) list.push_back(need);
       }
@@ -139,14 +139,13 @@ Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
       if (!narrow.empty()) v = kir::cast(v, kir::Scalar::Elem, narrow);
     }
     auto* access = e->as<ir::Access>();
-    std::string name =
-        s.fresh(access ? "dot_" + access->tensor->py_name : std::string("dot_operand"));
+    std::string name = s.fresh(access ? "dot_" + s.py(access->tensor) : std::string("dot_operand"));
     return s.let(*inner, name, as_matrix(s, v, p, q));
   };
   Value a = operand(lhs, ax.i, r);
   Value b = operand(rhs, r, ax.j);
   if (!full_r) s.cache.pop_back();
-  std::string result = s.fresh(prefix + r->py_name + "_dot");
+  std::string result = s.fresh(prefix + s.py(r) + "_dot");
   kir::Shape shape = s.layout.shape_of({ax.i, ax.j});
   Value out;
   if (full_r) {

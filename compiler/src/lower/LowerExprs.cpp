@@ -172,19 +172,19 @@ Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body
       kir::add(s.ptr_var(e.tensor), kir::mul(column(bp.vec), s.stride_var(e.tensor, pos_p))),
       kir::mul(row(bq.vec), s.stride_var(e.tensor, pos_q)));
   Value mask = kir::and_(column(bp.vec_mask), row(bq.vec_mask));
-  return s.let(body, s.fresh(e.tensor->py_name + "_tile"), kir::load(addr, mask));
+  return s.let(body, s.fresh(s.py(e.tensor) + "_tile"), kir::load(addr, mask));
 }
 
 Value load(LowerState& s, const ir::Access& e, Body& body, bool native) {
-  std::string key = e.tensor->py_name + (native ? "#native" : "");
+  std::string key = s.py(e.tensor) + (native ? "#native" : "");
   for (Label l : e.index)
     key += "," + s.index_key(l);
   if (auto hit = s.cached(key)) return *hit;
   bool single_pattern = access_patterns(s, e.tensor) == 1;
-  std::string base = e.tensor->py_name;
+  std::string base = s.py(e.tensor);
   if (!single_pattern)
     for (Label l : e.index)
-      base += "_" + l->py_name;
+      base += "_" + s.py(l);
   std::string name = s.fresh(native ? base + "_tile" : base);
   Value value = kir::load(kir::add(s.ptr_var(e.tensor), s.offset_expr(e.tensor, e.index)),
                           s.mask_of(e.index));
@@ -203,11 +203,11 @@ Value lower_expr(LowerState& s, const ir::Expr& e, Body& body) {
   case ir::ExprKind::Const:
     return kir::float_imm(static_cast<const ir::Const&>(e).value);
   case ir::ExprKind::ScalarIn:
-    return s.ref(static_cast<const ir::ScalarIn&>(e).symbol->py_name);
+    return s.ref(s.py(static_cast<const ir::ScalarIn&>(e).symbol));
   case ir::ExprKind::Len:
     // A size is an integer argument; DT values are floating point (the reference computes
     // with it as a float too), so `sqrt(len(x) * len(x))` and `len(x) % 3` work as floats.
-    return kir::cast(s.ref(names::size(static_cast<const ir::Len&>(e).label)), kir::Scalar::F32);
+    return kir::cast(s.ref(s.py.size(static_cast<const ir::Len&>(e).label)), kir::Scalar::F32);
   case ir::ExprKind::ProgramId:
     return kir::program_id(static_cast<const ir::ProgramId&>(e).axis);
   case ir::ExprKind::Access:

@@ -59,7 +59,7 @@ void emit_store(LowerState& s, Body& body) {
                     ? kir::reshape(v, {})
                     : v;
   if (!scalar_store) value = broadcast(s, value, *def.value, def.dims);
-  Value stored = s.let(body, s.func->py_name, value);
+  Value stored = s.let(body, s.py(s.func), value);
   kir::StmtPtr store = kir::Stmt::store(
       kir::add(s.ptr_var(s.func), s.offset_expr(s.func, def.dims)), stored, s.mask_of(def.dims));
   if (s.split && !s.split->part) {
@@ -76,16 +76,16 @@ void emit_store(LowerState& s, Body& body) {
 } // namespace
 } // namespace lowering
 
-kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const ir::Symbol* func,
-                       DiagnosticEngine& diags) {
+kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const PythonNames& py,
+                       const ir::Symbol* func, DiagnosticEngine& diags) {
   using namespace lowering;
-  LowerState s(program, plan, func, diags);
-  s.kernel.name = names::kernel(func);
+  LowerState s(program, plan, py, func, diags);
+  s.kernel.name = s.py.kernel(func);
   s.kernel.num_warps = s.fs.warps();
   s.kernel.num_stages = s.fs.stages();
   s.kernel.doc = func->name + dims_text(s.def.dims) + " = " + ir::to_dt(*s.def.value);
   check_supported(s);
-  s.layout = plan_layout(program, s.fs, s.def);
+  s.layout = plan_layout(program, s.fs, s.def, py);
   add_params(s);
   emit_program_mapping(s, s.kernel.body);
   emit_aranges(s, s.kernel.body);

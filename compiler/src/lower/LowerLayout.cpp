@@ -35,7 +35,8 @@ std::string KernelLayout::text() const {
   return s;
 }
 
-KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const ir::FuncDef& def) {
+KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const ir::FuncDef& def,
+                         const PythonNames& py) {
   KernelLayout layout;
   struct DotLabels : ir::IRVisitor {
     std::set<Label>* out;
@@ -60,7 +61,7 @@ KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const 
         width = {next_power_of_two(*b), ""};
       } else {
         layout.tiles.push_back(l);
-        width = {0, names::tile(l)};
+        width = {0, py.tile(l)};
       }
     }
     layout.axes.push_back({l, width});

@@ -13,10 +13,10 @@ namespace dtc::lowering {
 namespace {
 
 Value start_of(const LowerState& s, Label l) {
-  return s.fs.block_of(l) ? s.ref(l->py_name + "_start") : kir::int_imm(0);
+  return s.fs.block_of(l) ? s.ref(s.py(l) + "_start") : kir::int_imm(0);
 }
 Value end_of(const LowerState& s, Label l) {
-  return s.fs.block_of(l) ? s.ref(l->py_name + "_end") : s.ref(names::size(l));
+  return s.fs.block_of(l) ? s.ref(s.py(l) + "_end") : s.ref(s.py.size(l));
 }
 
 } // namespace
@@ -24,12 +24,12 @@ Value end_of(const LowerState& s, Label l) {
 // Emits the loop (or whole-tile index) of one dimension; returns the body to continue in.
 // `whole` walks the entire dimension (a reduction), ignoring the dimension's block.
 Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bool whole) {
-  std::string base = prefix + l->py_name;
+  std::string base = prefix + s.py(l);
   Binding b;
   if (s.is_part(l)) {
     // One partial result per block of the split reduction label.
     // A map split can run past the last block; those instances must not write.
-    std::string k = s.split->rvar->py_name;
+    std::string k = s.py(s.split->rvar);
     b.idx = s.ref(k + "_block");
     b.mask = kir::lt(b.idx, s.ref(k + "_blocks"));
     s.bind[l].push_back(b);
@@ -38,11 +38,11 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
   Body* inner = &body;
   bool blocked = s.fs.block_of(l).has_value() && !whole;
   Value start = whole ? kir::int_imm(0) : start_of(s, l);
-  Value end = whole ? s.ref(names::size(l)) : end_of(s, l);
+  Value end = whole ? s.ref(s.py.size(l)) : end_of(s, l);
   bool no_loop = s.fs.fully_tensorized(l) && (blocked || !s.fs.block_of(l));
   Value iter;
   if (no_loop) {
-    Value arange = s.ref(l->py_name + "_arange");
+    Value arange = s.ref(s.py(l) + "_arange");
     b.idx = blocked ? s.let(body, base + "_idx", kir::add(start, arange)) : arange;
   } else {
     // A whole-dimension walk of a blocked, fully tensorized label steps by its tile width.
@@ -62,7 +62,7 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
     inner = &loop->body;
     body.push_back(std::move(loop));
     if (s.tensorized(l))
-      b.idx = s.let(*inner, base + "_idx", kir::add(iter, s.ref(l->py_name + "_arange")));
+      b.idx = s.let(*inner, base + "_idx", kir::add(iter, s.ref(s.py(l) + "_arange")));
     else if (blocked)
       b.idx = iter; // int64 already: it starts at the int64 block start
     else
@@ -72,7 +72,7 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
     b.mask = s.let(*inner, base + "_mask", kir::lt(b.idx, end));
     if (s.layout.axes.size() > 1 && s.layout.dot_labels.count(l)) {
       // 1-D twins for tl.dot operand tiles (dead-code elimination drops them if unused).
-      Value range = s.ref(l->py_name + "_range");
+      Value range = s.ref(s.py(l) + "_range");
       Value origin = no_loop ? (blocked ? start : nullptr) : iter;
       b.vec = s.let(*inner, base + "_vec", origin ? kir::add(origin, range) : range);
       b.vec_mask = s.let(*inner, base + "_vec_mask", kir::lt(b.vec, end));
@@ -150,18 +150,17 @@ void hoist(LowerState& s, const ir::Labels& bound, Body& body, const ir::Expr& r
 // A reduction over a label that also names a bound dimension shadows it: its names get
 // `<label>_red_`.
 std::string reduction_prefix(LowerState& s, Label r) {
-  return s.bind.count(r) && !s.bind[r].empty() ? r->py_name + "_red_" : "";
+  return s.bind.count(r) && !s.bind[r].empty() ? s.py(r) + "_red_" : "";
 }
 
 // A prefix under which this reduction's loop variables are unused (`r2_`, `r3_`, ...), so a
 // second reduction over the same label in one kernel gets its own names; reserves them.
 std::string loop_prefix(LowerState& s, Label r, const std::string& prefix) {
   std::string p = prefix;
-  for (int n = 2; s.used.count(p + r->py_name + "_iter") || s.used.count(p + r->py_name + "_idx");
-       ++n)
+  for (int n = 2; s.used.count(p + s.py(r) + "_iter") || s.used.count(p + s.py(r) + "_idx"); ++n)
     p = prefix + "r" + std::to_string(n) + "_";
-  s.used.insert(p + r->py_name + "_iter");
-  s.used.insert(p + r->py_name + "_idx");
+  s.used.insert(p + s.py(r) + "_iter");
+  s.used.insert(p + s.py(r) + "_idx");
   return p;
 }
 

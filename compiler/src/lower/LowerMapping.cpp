@@ -18,9 +18,9 @@ void emit_program_mapping(LowerState& s, Body& body) {
   for (Label l : s.labels) {
     auto b = s.fs.block_of(l);
     if (!b) continue;
-    Value size = s.ref(names::size(l));
+    Value size = s.ref(s.py.size(l));
     blocks_var[l] =
-        s.let(body, l->py_name + "_blocks",
+        s.let(body, s.py(l) + "_blocks",
               *b == 1 ? size
                       : kir::binary(kir::BinOp::FloorDiv, kir::add(size, kir::int_imm(*b - 1)),
                                     kir::int_imm(*b)));
@@ -39,7 +39,7 @@ void emit_program_mapping(LowerState& s, Body& body) {
     } else {
       long long b = *s.fs.block_of(lv.dim);
       // ceil(ceil(size / b) / factor) = ceil(size / (b * factor)) for positive integers.
-      grid[i] = {lv.dim->py_name, lv.factor ? b * lv.factor : b};
+      grid[i] = {s.py(lv.dim), lv.factor ? b * lv.factor : b};
       if (lv.factor) {
         extent[i] = kir::binary(kir::BinOp::FloorDiv,
                                 kir::add(blocks_var[lv.dim], kir::int_imm(lv.factor - 1)),
@@ -55,7 +55,7 @@ void emit_program_mapping(LowerState& s, Body& body) {
   for (size_t k = levels.size(); k-- > 0;) {
     const MapLevel& lv = levels[k];
     bool simple = !lv.factor && !lv.is_split_inner;
-    std::string var = simple ? lv.dim->py_name + "_block" : lv.name + "_pid";
+    std::string var = simple ? s.py(lv.dim) + "_block" : lv.name + "_pid";
     Value value = stride ? kir::binary(kir::BinOp::FloorDiv, pid, stride) : pid;
     if (k > 0) value = kir::binary(kir::BinOp::Mod, value, extent[k]);
     pid_of[lv.name] = s.let(body, var, value);
@@ -69,17 +69,16 @@ void emit_program_mapping(LowerState& s, Body& body) {
     return pid_of[name];
   };
   for (const MapLevel& lv : levels)
-    if (lv.factor && !lv.is_split_inner)
-      s.let(body, lv.dim->py_name + "_block", block_index(lv.name));
+    if (lv.factor && !lv.is_split_inner) s.let(body, s.py(lv.dim) + "_block", block_index(lv.name));
   s.kernel.grid = std::move(grid);
   for (Label l : s.labels) {
     auto b = s.fs.block_of(l);
     if (!b) continue;
-    Value block = s.ref(l->py_name + "_block");
+    Value block = s.ref(s.py(l) + "_block");
     Value start =
-        s.let(body, l->py_name + "_start", *b == 1 ? block : kir::mul(block, kir::int_imm(*b)));
-    s.let(body, l->py_name + "_end",
-          kir::call("tl.minimum", {kir::add(start, kir::int_imm(*b)), s.ref(names::size(l))}));
+        s.let(body, s.py(l) + "_start", *b == 1 ? block : kir::mul(block, kir::int_imm(*b)));
+    s.let(body, s.py(l) + "_end",
+          kir::call("tl.minimum", {kir::add(start, kir::int_imm(*b)), s.ref(s.py.size(l))}));
   }
 }
 
@@ -88,7 +87,7 @@ void emit_aranges(LowerState& s, Body& body) {
   if (axes.empty()) return;
   body.push_back(kir::Stmt::comment("tensor axes: " + s.layout.text()));
   for (size_t i = 0; i < axes.size(); ++i) {
-    const std::string& name = axes[i].label->py_name;
+    const std::string& name = s.py(axes[i].label);
     Value range = kir::arange(axes[i].width);
     if (axes.size() > 1 && s.layout.dot_labels.count(axes[i].label))
       s.let(body, name + "_range", s.index(range));

@@ -54,7 +54,7 @@ void materialize(LowerState& s, const ir::Symbol* f, Label at, Body& body) {
       scalar && !s.layout.axes.empty() && !is_scalar_value(*fd.value) ? kir::reshape(v, {}) : v;
   if (!scalar) value = broadcast(s, value, *fd.value, fd.dims);
   // Its own name, reserved: reading the temporary back names a tile of another shape.
-  Value stored = s.let(*cur, s.fresh(f->py_name), value);
+  Value stored = s.let(*cur, s.fresh(s.py(f)), value);
   cur->push_back(kir::Stmt::store(kir::add(s.ptr_var(f), s.offset_expr(f, fd.dims)), stored,
                                   s.mask_of(fd.dims)));
   s.cache.pop_back();

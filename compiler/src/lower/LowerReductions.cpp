@@ -32,7 +32,7 @@ Value lower_reduce(LowerState& s, ir::ReduceOp op, std::vector<ir::ExprPtr> oper
   // The masked operand always spans a tensorized RVar, even one constant along it.
   if (s.tensorized(r)) operand_dims = ir::union_labels(operand_dims, {r});
   double identity = identity_of(op);
-  std::string acc = s.fresh(prefix + r->py_name + "_acc");
+  std::string acc = s.fresh(prefix + s.py(r) + "_acc");
   bool tensor_r = s.tensorized(r);
   bool full_r = s.whole_tile(e, r);
   if (!full_r)
@@ -53,7 +53,7 @@ Value lower_reduce(LowerState& s, ir::ReduceOp op, std::vector<ir::ExprPtr> oper
   const Value mask = s.bind[r].back().mask;
   // Masked lanes must not contribute: replace them with the identity.
   Value masked = mask ? kir::select(mask, v, kir::float_imm(identity)) : v;
-  std::string result = s.fresh(prefix + r->py_name + "_" + std::string(what).substr(1));
+  std::string result = s.fresh(prefix + s.py(r) + "_" + std::string(what).substr(1));
   int ax = s.layout.axis_of(r);
   kir::ReduceOp kop = kernel_op(op);
   Value out;

@@ -36,8 +36,7 @@ void add_tensor_params(LowerState& s, const std::string& ptr, const std::string&
 }
 
 void add_tensor_params(LowerState& s, const ir::Symbol* t, size_t rank) {
-  add_tensor_params(s, names::ptr(t), t->py_name, rank,
-                    [&](size_t i) { return names::stride(t, i); });
+  add_tensor_params(s, s.py.ptr(t), s.py(t), rank, [&](size_t i) { return s.py.stride(t, i); });
 }
 
 size_t rank_of(const LowerState& s, const ir::Symbol* in) {
@@ -63,7 +62,7 @@ void add_params(LowerState& s) {
     if (std::count(c.tensors.begin(), c.tensors.end(), in))
       add_tensor_params(s, in, rank_of(s, in));
     if (std::count(c.scalars.begin(), c.scalars.end(), in))
-      s.add_param(in->py_name, launch_arg(kir::LaunchArg::Kind::Scalar, in->py_name),
+      s.add_param(s.py(in), launch_arg(kir::LaunchArg::Kind::Scalar, s.py(in)),
                   int_type(kir::Scalar::F32));
   }
   for (const ir::Symbol* t : c.tensors) {
@@ -72,7 +71,7 @@ void add_params(LowerState& s) {
     if (!s.materialized_here(t)) {
       // Computed by a kernel of its own into a float32 tensor (ModulePrinter.cpp).
       add_tensor_params(
-          s, names::ptr(t), t->py_name, rank, [&](size_t i) { return names::stride(t, i); },
+          s, s.py.ptr(t), s.py(t), rank, [&](size_t i) { return s.py.stride(t, i); },
           /*float32=*/true);
       continue;
     }
@@ -82,7 +81,7 @@ void add_params(LowerState& s) {
         [&](size_t i) { return base + "_stride" + std::to_string(i); }, /*float32=*/true);
     kir::Temporary scratch{base, {}};
     for (Label l : s.prog.def(t).dims)
-      scratch.sizes.push_back(l->py_name);
+      scratch.sizes.push_back(s.py(l));
     s.kernel.scratch.push_back(std::move(scratch));
   }
   add_tensor_params(s, s.func, s.def.dims.size());
@@ -90,13 +89,13 @@ void add_params(LowerState& s) {
   s.labels = ir::union_labels(s.labels, c.labels);
   for (Label l : s.labels)
     if (!s.is_part(l))
-      s.add_param(names::size(l), launch_arg(kir::LaunchArg::Kind::Size, l->py_name), int_type());
+      s.add_param(s.py.size(l), launch_arg(kir::LaunchArg::Kind::Size, s.py(l)), int_type());
   // tl.dot needs at least 16 along each dimension; masks cover the difference. An empty
   // dimension still needs a one-lane tile (tl.arange(0, 0) is invalid); its mask is all
   // false, so an empty reduction yields its identity.
   for (Label l : s.layout.tiles)
-    s.add_param(names::tile(l),
-                launch_arg(kir::LaunchArg::Kind::Tile, l->py_name, 0, 0,
+    s.add_param(s.py.tile(l),
+                launch_arg(kir::LaunchArg::Kind::Tile, s.py(l), 0, 0,
                            s.layout.dot_labels.count(l) ? 16 : 1),
                 int_type(), true);
 }

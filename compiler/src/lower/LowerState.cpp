@@ -5,10 +5,10 @@
 
 namespace dtc::lowering {
 
-LowerState::LowerState(const ir::Program& p, const KernelPlan& plan, const ir::Symbol* f,
-                       DiagnosticEngine& d)
-    : prog(p), fs(plan.of(f)), split(plan.split_of(f)), materialized(plan.materialized_of(f)),
-      func(f), def(p.def(f)), diags(d) {}
+LowerState::LowerState(const ir::Program& p, const KernelPlan& plan, const PythonNames& names,
+                       const ir::Symbol* f, DiagnosticEngine& d)
+    : prog(p), py(names), fs(plan.of(f)), split(plan.split_of(f)),
+      materialized(plan.materialized_of(f)), func(f), def(p.def(f)), diags(d) {}
 
 kir::Type int_type(kir::Scalar s) {
   kir::Type t;
@@ -53,7 +53,7 @@ std::string LowerState::fresh(const std::string& base) {
 bool LowerState::is_param(const std::string& name) const {
   for (const kir::Param& p : kernel.params)
     if (p.name == name) return true;
-  return name == func->py_name || name == "pid";
+  return name == py(func) || name == "pid";
 }
 
 void LowerState::add_param(const std::string& name, kir::LaunchArg launch, kir::Type type,
@@ -85,7 +85,7 @@ bool LowerState::materialized_here(const ir::Symbol* t) const {
 }
 
 std::string LowerState::tensor_base(const ir::Symbol* t) const {
-  return materialized_here(t) ? t->py_name + "_fuse" : t->py_name;
+  return materialized_here(t) ? py(t) + "_fuse" : py(t);
 }
 
 Value LowerState::stride_var(const ir::Symbol* t, size_t i) const {

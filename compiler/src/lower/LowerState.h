@@ -20,6 +20,7 @@
 #include "ir/IRVisitor.h"
 #include "kir/KernelIR.h"
 #include "lower/KernelPlan.h"
+#include "lower/Names.h"
 
 #include <map>
 #include <optional>
@@ -62,11 +63,12 @@ struct Binding {
 };
 
 struct LowerState {
-  LowerState(const ir::Program& p, const KernelPlan& plan, const ir::Symbol* f,
-             DiagnosticEngine& d);
+  LowerState(const ir::Program& p, const KernelPlan& plan, const PythonNames& names,
+             const ir::Symbol* f, DiagnosticEngine& d);
 
   // ---- what is lowered (read only) ----
   const ir::Program& prog;
+  const PythonNames& py; // every name below is built from these
   const FuncSchedule& fs;
   const SplitReduction* split;      // null when the Func's reduction is not split
   const Materialized& materialized; // producers this kernel computes into temporaries
@@ -142,7 +144,8 @@ kir::LaunchArg launch_arg(kir::LaunchArg::Kind kind, const std::string& name = "
 // ---- the stages ---------------------------------------------------------------------------
 
 /// LowerLayout.cpp: the layout of `def` under `fs`: an axis per tensorized schedulable label.
-KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const ir::FuncDef& def);
+KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const ir::FuncDef& def,
+                         const PythonNames& py);
 
 /// LowerSignature.cpp: the kernel's parameters (tensors and strides, scalars, sizes, tile
 /// widths) with how the wrapper fills each; sets `s.labels`. Needs the layout.

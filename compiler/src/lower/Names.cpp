@@ -29,7 +29,8 @@ static const std::set<std::string>& reserved() {
   return words;
 }
 
-static std::set<std::string> derived_names(const ir::Program& program) {
+static std::set<std::string> derived_names(const ir::Program& program,
+                                           const std::map<const ir::Symbol*, std::string>& py) {
   std::set<std::string> out;
   static const char* label_suffixes[] = {
       "_size",    "_TILE",    "_block",    "_start",   "_end",      "_iter",
@@ -38,27 +39,28 @@ static std::set<std::string> derived_names(const ir::Program& program) {
       "_dot",     "_parts",   "_red_iter", "_red_idx", "_red_mask", "_red_acc",
       "_red_sum", "_red_max", "_red_min",  "_red_dot", "_red_vec",  "_red_vec_mask"};
   for (const ir::Symbol& s : program.symbols) {
+    const std::string& name = py.at(&s);
     switch (s.kind) {
     case ir::SymbolKind::In:
     case ir::SymbolKind::Func:
-      out.insert(s.py_name + "_ptr");
-      out.insert(s.py_name + "_kernel");
-      out.insert(s.py_name + "_tile");
-      out.insert(s.py_name + "_fuse");
-      out.insert(s.py_name + "_partial");
-      out.insert("dot_" + s.py_name);
-      out.insert("reference_" + s.py_name);
-      out.insert("make_inputs_" + s.py_name);
-      out.insert("SIZE_KEYWORDS_" + s.py_name);
-      out.insert(s.py_name + "_strides");
-      out.insert(s.py_name + "_relayout");
+      out.insert(name + "_ptr");
+      out.insert(name + "_kernel");
+      out.insert(name + "_tile");
+      out.insert(name + "_fuse");
+      out.insert(name + "_partial");
+      out.insert("dot_" + name);
+      out.insert("reference_" + name);
+      out.insert("make_inputs_" + name);
+      out.insert("SIZE_KEYWORDS_" + name);
+      out.insert(name + "_strides");
+      out.insert(name + "_relayout");
       for (int i = 0; i < 8; ++i)
-        out.insert(s.py_name + "_stride" + std::to_string(i));
+        out.insert(name + "_stride" + std::to_string(i));
       break;
     case ir::SymbolKind::Var:
     case ir::SymbolKind::RVar:
       for (const char* suffix : label_suffixes)
-        out.insert(s.py_name + suffix);
+        out.insert(name + suffix);
       break;
     default:
       break;
@@ -67,29 +69,47 @@ static std::set<std::string> derived_names(const ir::Program& program) {
   return out;
 }
 
-void assign_python_names(ir::Program& program) {
-  for (ir::Symbol& s : program.symbols)
-    s.py_name = s.name;
+PythonNames::PythonNames(const ir::Program& program) {
+  for (const ir::Symbol& s : program.symbols)
+    names_[&s] = s.name;
   // Renaming one symbol changes the names derived from it, so iterate to a fixed point.
   for (int round = 0; round < 16; ++round) {
-    std::set<std::string> derived = derived_names(program);
+    std::set<std::string> derived = derived_names(program, names_);
     bool changed = false;
     std::set<std::string> taken;
-    for (ir::Symbol& s : program.symbols) {
+    for (const ir::Symbol& s : program.symbols) {
+      std::string& name = names_[&s];
       // The generated module's runtime owns the _dt_, _DT_ and _Dt prefixes.
       for (const char* prefix : {"_dt_", "_DT_", "_Dt"})
-        if (s.py_name.rfind(prefix, 0) == 0) {
-          s.py_name = "user" + s.py_name;
+        if (name.rfind(prefix, 0) == 0) {
+          name = "user" + name;
           changed = true;
         }
-      while (reserved().count(s.py_name) || derived.count(s.py_name) || taken.count(s.py_name)) {
-        s.py_name += "_";
+      while (reserved().count(name) || derived.count(name) || taken.count(name)) {
+        name += "_";
         changed = true;
       }
-      taken.insert(s.py_name);
+      taken.insert(name);
     }
     if (!changed) return;
   }
+}
+
+const std::string& PythonNames::operator()(const ir::Symbol* s) const {
+  auto it = names_.find(s);
+  DTC_ASSERT(it != names_.end(), "symbol " + s->name + " has no Python name");
+  return it->second;
+}
+
+void PythonNames::add(const ir::Symbol* s) {
+  DTC_ASSERT(!taken(s->name), "Python name " + s->name + " is taken");
+  names_[s] = s->name;
+}
+
+bool PythonNames::taken(const std::string& name) const {
+  for (const auto& [s, n] : names_)
+    if (n == name) return true;
+  return false;
 }
 
 } // namespace dtc

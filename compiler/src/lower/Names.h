@@ -2,7 +2,7 @@
 // The naming table of generated Python. Every name the generated module uses is built here from
 // a DT symbol's Python name, so the table below is the single place where names are decided:
 //
-//   DT symbol          generated names
+//   DT symbol          generated names (PythonNames)
 //   In A               A (wrapper argument), A_strides and A_relayout (wrapper locals, kept in
 //                      the plan),
 //                      A_ptr, A_stride0.. (kernel parameters)
@@ -27,27 +27,35 @@
 // else can reach the generated text.
 #include "ir/IR.h"
 
+#include <map>
+
 namespace dtc {
 
-/// Sets Symbol::py_name for every symbol of `program`.
-void assign_python_names(ir::Program& program);
+/// The Python name of every symbol of a program, and the names derived from it. Kept beside
+/// the algorithm IR, not in it: the IR knows DT names only.
+class PythonNames {
+public:
+  /// Names every symbol of `program` by the rules above.
+  explicit PythonNames(const ir::Program& program);
 
-namespace names {
-inline std::string ptr(const ir::Symbol* s) {
-  return s->py_name + "_ptr";
-}
-inline std::string stride(const ir::Symbol* s, size_t i) {
-  return s->py_name + "_stride" + std::to_string(i);
-}
-inline std::string kernel(const ir::Symbol* f) {
-  return f->py_name + "_kernel";
-}
-inline std::string size(ir::Label l) {
-  return l->py_name + "_size";
-}
-inline std::string tile(ir::Label l) {
-  return l->py_name + "_TILE";
-}
-} // namespace names
+  /// The Python name of `s` (precondition: `s` was named).
+  const std::string& operator()(const ir::Symbol* s) const;
+  /// Names a symbol the compiler added after construction (SplitReductions.h) after its DT
+  /// name, which the caller chose so that `taken` is false for it.
+  void add(const ir::Symbol* s);
+  /// Whether a symbol already has this Python name.
+  bool taken(const std::string& name) const;
+
+  std::string ptr(const ir::Symbol* s) const { return (*this)(s) + "_ptr"; }
+  std::string stride(const ir::Symbol* s, size_t i) const {
+    return (*this)(s) + "_stride" + std::to_string(i);
+  }
+  std::string kernel(const ir::Symbol* f) const { return (*this)(f) + "_kernel"; }
+  std::string size(ir::Label l) const { return (*this)(l) + "_size"; }
+  std::string tile(ir::Label l) const { return (*this)(l) + "_TILE"; }
+
+private:
+  std::map<const ir::Symbol*, std::string> names_;
+};
 
 } // namespace dtc

@@ -1,34 +1,30 @@
 #include "lower/SplitReductions.h"
 
 #include "lower/LowerFunc.h"
+#include "lower/Names.h"
 
 #include <set>
 
 namespace dtc {
 
-static ir::Symbol* add_symbol(ir::Program& program, std::string base, ir::SymbolKind kind,
-                              Loc loc) {
-  auto taken = [&](const std::string& n) {
-    if (program.find(n)) return true;
-    for (const ir::Symbol& s : program.symbols)
-      if (s.py_name == n) return true;
-    return false;
-  };
-  while (taken(base))
+static ir::Symbol* add_symbol(ir::Program& program, PythonNames& py, std::string base,
+                              ir::SymbolKind kind, Loc loc) {
+  while (program.find(base) || py.taken(base))
     base += "_";
   ir::Symbol s;
   s.name = base;
-  s.py_name = base;
   s.kind = kind;
   s.loc = loc;
   s.order = static_cast<int>(program.symbols.size());
   program.symbols.push_back(s);
   ir::Symbol* sym = &program.symbols.back();
   program.by_name[base] = sym;
+  py.add(sym);
   return sym;
 }
 
-void split_reductions(ir::Program& program, KernelPlan& plan, DiagnosticEngine& diags) {
+void split_reductions(ir::Program& program, KernelPlan& plan, PythonNames& py,
+                      DiagnosticEngine& diags) {
   Schedule& schedule = plan.schedule;
   std::vector<const ir::Symbol*> funcs;
   for (const auto& [f, fs] : schedule.funcs)
@@ -69,9 +65,8 @@ void split_reductions(ir::Program& program, KernelPlan& plan, DiagnosticEngine& 
       continue;
     }
     // Partial results: f_partial[dims..., k_parts] computed with f's schedule.
-    ir::Symbol* parts = add_symbol(program, k->py_name + "_parts", ir::SymbolKind::RVar, k->loc);
-    ir::Symbol* partial =
-        add_symbol(program, f->py_name + "_partial", ir::SymbolKind::Func, f->loc);
+    ir::Symbol* parts = add_symbol(program, py, py(k) + "_parts", ir::SymbolKind::RVar, k->loc);
+    ir::Symbol* partial = add_symbol(program, py, py(f) + "_partial", ir::SymbolKind::Func, f->loc);
     program.derived_sizes[parts] = {k, block};
     ir::FuncDef pdef = def;
     pdef.symbol = partial;

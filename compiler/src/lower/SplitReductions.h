@@ -16,11 +16,14 @@
 // those recorded in `plan.split`.
 #include "ir/IR.h"
 #include "lower/KernelPlan.h"
+#include "lower/Names.h"
 
 namespace dtc {
 
 inline constexpr long long kPartialsPerStep = 256;
 
-void split_reductions(ir::Program& program, KernelPlan& plan, DiagnosticEngine& diags);
+/// The symbols it adds (`k_parts`, `f_partial`) are named in `py` as they are added.
+void split_reductions(ir::Program& program, KernelPlan& plan, PythonNames& py,
+                      DiagnosticEngine& diags);
 
 } // namespace dtc
