@@ -2,7 +2,11 @@
 // each compiled Func its wrapper, reference and input maker.
 #include "codegen/PythonCodegen.h"
 
+#include "codegen/InputsPrinter.h"
+#include "codegen/PythonText.h"
+#include "codegen/ReferencePrinter.h"
 #include "codegen/Runtime.h" // generated from compiler/runtime/*.py
+#include "codegen/WrapperSignature.h"
 #include "ir/Builtins.h"
 #include "ir/IRVisitor.h"
 #include "lower/Names.h"
@@ -15,165 +19,6 @@
 
 namespace dtc {
 namespace {
-
-std::string quote(const std::string& s) {
-  return "\"" + s + "\"";
-}
-
-/// Arbitrary text as it may stand inside a Python "..." or """...""" literal: backslashes,
-/// quotes and control characters escaped, so no text (a file name) can end the literal.
-std::string escape_python(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (ch == '\\' || ch == '"') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-/// A Python string literal of arbitrary text.
-std::string python_string(const std::string& s) {
-  return "\"" + escape_python(s) + "\"";
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string s;
-  for (const std::string& item : items)
-    s += (s.empty() ? "" : ", ") + item;
-  return s;
-}
-
-std::string tuple_of(const std::vector<std::string>& items) {
-  std::string s = "(";
-  for (size_t i = 0; i < items.size(); ++i)
-    s += (i ? ", " : "") + items[i];
-  return s + (items.size() == 1 ? ",)" : ")");
-}
-
-/// The arguments of torch.empty for a shape printed as a tuple: its sizes, unpacked ("(x, y)" to
-/// "x, y"), which torch parses faster than a tuple; "()" stays.
-std::string empty_sizes(const std::string& tuple) {
-  if (tuple.size() < 3 || tuple.front() != '(' || tuple.back() != ')') return tuple;
-  std::string inner = tuple.substr(1, tuple.size() - 2);
-  if (inner.back() == ',') inner.pop_back();
-  return inner;
-}
-
-/// PyTorch text of an expression, over a layout of labels.
-class ReferenceExpr : public ir::IRVisitor {
-public:
-  /// Subexpressions nested deeper than Python's parser and compiler take are bound to names
-  /// (`_dt_r1 = ...`), appended to `spilled` to be printed first.
-  ReferenceExpr(const PythonNames& py, const ir::Labels& layout, std::vector<std::string>& spilled,
-                int& names)
-      : py_(py), layout_(layout), spilled_(spilled), names_(names) {}
-  std::string out;
-  int depth = 0; // of `out`: operations nested in it
-
-  std::string emit(const ir::Expr& e) {
-    ReferenceExpr sub(py_, layout_, spilled_, names_);
-    e.accept(sub);
-    if (sub.depth > kMaxDepth) {
-      std::string name = "_dt_r" + std::to_string(++names_);
-      spilled_.push_back(name + " = " + sub.out);
-      sub.out = name;
-      sub.depth = 0;
-    }
-    depth = std::max(depth, sub.depth + 1);
-    return sub.out;
-  }
-  std::string tensor_arg(const ir::Expr& e) {
-    std::string s = emit(e);
-    return e.dims.empty() ? "_dt_t(" + s + ")" : s;
-  }
-  std::string layout_text() const {
-    std::vector<std::string> items;
-    for (ir::Label l : layout_)
-      items.push_back(quote(py_(l)));
-    return tuple_of(items);
-  }
-  int axis(ir::Label l) const {
-    for (size_t i = 0; i < layout_.size(); ++i)
-      if (layout_[i] == l) return static_cast<int>(i);
-    return -1;
-  }
-
-  void visit(const ir::Const& e) override {
-    out = e.value < 0 ? "(" + ir::python_float(e.value) + ")" : ir::python_float(e.value);
-  }
-  void visit(const ir::ScalarIn& e) override { out = py_(e.symbol); }
-  void visit(const ir::Len& e) override { out = py_(e.label); }
-  void visit(const ir::ProgramId&) override { out = "_dt_program_id_in_reference()"; }
-  void visit(const ir::Access& e) override {
-    std::vector<std::string> labels;
-    for (ir::Label l : e.index)
-      labels.push_back(quote(py_(l)));
-    std::string tensor = py_(e.tensor);
-    if (e.tensor->kind == ir::SymbolKind::In) tensor += ".float()";
-    out = "_dt_view(" + tensor + ", " + tuple_of(labels) + ", layout)";
-  }
-  void visit(const ir::Unary& e) override {
-    out = e.op == ir::UnOp::Neg ? "(-" + emit(*e.a) + ")" : emit(*e.a);
-  }
-  void visit(const ir::Binary& e) override {
-    if (e.op == ir::BinOp::Mod) {
-      out = "torch.fmod(" + tensor_arg(*e.a) + ", " + emit(*e.b) + ")";
-      return;
-    }
-    // A scalar divided by 0 is inf, not Python's ZeroDivisionError.
-    std::string a = e.op == ir::BinOp::Div ? tensor_arg(*e.a) : emit(*e.a);
-    out = "(" + a + " " + ir::op_text(e.op) + " " + emit(*e.b) + ")";
-    // A comparison counts as 0 or 1 in arithmetic; torch cannot negate or subtract bools.
-    if (ir::is_comparison(e.op)) out = "_dt_t" + out;
-  }
-  void visit(const ir::Call& e) override {
-    std::vector<std::string> args;
-    for (const ir::ExprPtr& a : e.args)
-      args.push_back("(" + tensor_arg(*a) + ")");
-    out = substitute(find_builtin(e.fn)->torch, args);
-  }
-  void visit(const ir::Reduce& e) override {
-    // An empty reduction yields its identity: 0, -inf or inf (torch.amax would raise).
-    const char* fn = e.op == ir::ReduceOp::Sum   ? "torch.sum"
-                     : e.op == ir::ReduceOp::Max ? "_dt_amax"
-                                                 : "_dt_amin";
-    out = std::string(fn) + "(" + emit(*e.a) + ", dim=" + std::to_string(axis(e.rvar)) +
-          ", keepdim=True)";
-  }
-  void visit(const ir::Dot& e) override {
-    // A matrix product (a along {i, k}, b along {k, j}) runs as one; anything else as a sum of
-    // products, which holds every product in memory.
-    if (e.a->dims.size() == 2 && e.b->dims.size() == 2) {
-      ir::Label i = e.a->dims[0] == e.rvar ? e.a->dims[1] : e.a->dims[0];
-      ir::Label j = e.b->dims[0] == e.rvar ? e.b->dims[1] : e.b->dims[0];
-      if (i != j && i != e.rvar && j != e.rvar) {
-        out = "_dt_matmul(" + emit(*e.a) + ", " + emit(*e.b) + ", layout, " + quote(py_(i)) + ", " +
-              quote(py_(e.rvar)) + ", " + quote(py_(j)) + ")";
-        return;
-      }
-    }
-    out = "torch.sum(" + emit(*e.a) + " * " + emit(*e.b) + ", dim=" + std::to_string(axis(e.rvar)) +
-          ", keepdim=True)";
-  }
-  void visit(const ir::Reshape& e) override { out = emit(*e.a); }
-
-private:
-  static constexpr int kMaxDepth = 12;
-  const PythonNames& py_;
-  const ir::Labels& layout_;
-  std::vector<std::string>& spilled_;
-  int& names_;
-};
 
 class ModulePrinter {
 public:
@@ -243,228 +88,35 @@ private:
     return find.found;
   }
 
-  std::vector<const ir::Symbol*> reference_order(const ir::Symbol* f) const {
-    std::vector<const ir::Symbol*> order;
-    std::set<const ir::Symbol*> seen;
-    std::function<void(const ir::Symbol*)> visit = [&](const ir::Symbol* g) {
-      if (!seen.insert(g).second) return;
-      for (const ir::Symbol* d : in_.reference_defs.at(g).deps)
-        visit(d);
-      order.push_back(g);
-    };
-    visit(f);
-    return order;
-  }
-
-  static ir::Labels reduction_labels(const ir::FuncDef& def) {
-    struct Collect : ir::IRVisitor {
-      ir::Labels out;
-      void visit(const ir::Reduce& e) override {
-        out = ir::union_labels(out, {e.rvar});
-        ir::IRVisitor::visit(e);
-      }
-      void visit(const ir::Dot& e) override {
-        out = ir::union_labels(out, {e.rvar});
-        ir::IRVisitor::visit(e);
-      }
-    } c;
-    def.value->accept(c);
-    return c.out;
-  }
-
-  struct Signature {
-    std::vector<const ir::Symbol*> inputs; // In and SIn, declaration order
-    ir::Labels labels;                     // every size the caller gives or the inputs imply
-    ir::Labels derived;                    // sizes computed from those
-    std::map<ir::Label, std::vector<std::pair<const ir::Symbol*, size_t>>> uses;
-    std::map<const ir::Symbol*, ir::Labels> first_shape; // In -> labels of its first access
-    /// Labels whose sizes must be equal, each under its first label in `labels`: they index one
-    /// input dimension, or one reads a Func along a dimension labelled by the other.
-    std::map<ir::Label, ir::Label> tied;
-    std::map<ir::Label, std::vector<std::pair<const ir::Symbol*, size_t>>> group_uses; // by root
-    std::map<ir::Label, std::vector<ir::Label>> group_labels; // root -> the labels it stands for
-    std::map<ir::Label, std::vector<ir::Label>> use_labels;   // root -> label of each group_use
-    std::map<ir::Label, std::string> why;                     // root -> the Func reads that tie it
-  };
-
-  Signature signature(const CompiledFunc& c) {
-    Signature sig;
-    struct Collect : ir::IRVisitor {
-      Signature* sig;
-      std::set<const ir::Symbol*> used;
-      void visit(const ir::Access& e) override {
-        if (e.tensor->kind != ir::SymbolKind::In) return;
-        used.insert(e.tensor);
-        if (!sig->first_shape.count(e.tensor)) sig->first_shape[e.tensor] = e.index;
-        for (size_t i = 0; i < e.index.size(); ++i) {
-          auto& u = sig->uses[e.index[i]];
-          std::pair<const ir::Symbol*, size_t> use{e.tensor, i};
-          if (std::find(u.begin(), u.end(), use) == u.end()) u.push_back(use);
-        }
-      }
-      void visit(const ir::ScalarIn& e) override { used.insert(e.symbol); }
-    } collect;
-    collect.sig = &sig;
-    for (const ir::Symbol* f : c.kernel_funcs) {
-      prog_.def(f).value->accept(collect);
-      for (const auto& [m, at] : in_.plan->materialized_of(f))
-        prog_.def(m).value->accept(collect);
-      sig.labels = ir::union_labels(sig.labels, prog_.def(f).dims);
-      sig.labels = ir::union_labels(sig.labels, definition_labels(prog_, f));
-    }
-    for (const auto& [l, u] : sig.uses)
-      sig.labels = ir::union_labels(sig.labels, {l});
-    // The reference evaluates the algorithm as written, and a kernel may loop over the labels
-    // of Funcs inlined into it (`t[x, y]` read as `t[k, x]`): their sizes are needed too.
-    // `len(y)` needs y's size even when nothing else uses y.
-    struct Lens : ir::IRVisitor {
-      ir::Labels out;
-      void visit(const ir::Len& e) override { out = ir::union_labels(out, {e.label}); }
-    } lens;
-    for (const ir::Symbol* g : reference_order(c.func)) {
-      const ir::FuncDef& written = in_.reference_defs.at(g);
-      sig.labels = ir::union_labels(sig.labels, written.dims);
-      sig.labels = ir::union_labels(sig.labels, reduction_labels(written));
-      written.value->accept(lens);
-    }
-    for (const ir::Symbol* k : c.kernel_funcs) {
-      prog_.def(k).value->accept(lens);
-      for (const auto& [m, at] : in_.plan->materialized_of(k))
-        prog_.def(m).value->accept(lens);
-    }
-    sig.labels = ir::union_labels(sig.labels, lens.out);
-    for (const ir::Symbol* k : c.kernel_funcs)
-      sig.labels =
-          ir::union_labels(sig.labels, schedulable_labels(prog_, in_.plan->schedule.of(k)));
-    // Sizes the compiler derives (split reductions) are computed, not passed.
-    ir::Labels given;
-    for (ir::Label l : sig.labels) {
-      if (prog_.derived_sizes.count(l))
-        sig.derived.push_back(l);
-      else
-        given.push_back(l);
-    }
-    sig.labels = given;
-    // Order labels by declaration for a stable keyword list.
-    std::sort(sig.labels.begin(), sig.labels.end(),
-              [](ir::Label a, ir::Label b) { return a->order < b->order; });
-    for (const ir::Symbol* in : prog_.inputs)
-      if (collect.used.count(in)) sig.inputs.push_back(in);
-    tie_labels(c, sig);
-    return sig;
-  }
-
-  // Groups the labels whose sizes must agree. Reading `t[k, x]` for `t[x, y]` ties k to x and x
-  // to y; two labels indexing one input dimension are tied too. The written algorithm (what the
-  // reference evaluates) and the kernels' (what the wrapper launches) both contribute uses.
-  void tie_labels(const CompiledFunc& c, Signature& sig) {
-    std::map<ir::Label, ir::Label> parent;
-    std::function<ir::Label(ir::Label)> root = [&](ir::Label l) {
-      auto it = parent.find(l);
-      return it == parent.end() ? l : (it->second = root(it->second));
-    };
-    auto join = [&](ir::Label a, ir::Label b) {
-      a = root(a), b = root(b);
-      if (a == b) return;
-      if (a->order > b->order) std::swap(a, b);
-      parent[b] = a;
-    };
-    struct Reads : ir::IRVisitor {
-      std::vector<const ir::Access*> funcs, inputs;
-      void visit(const ir::Access& e) override {
-        (e.tensor->kind == ir::SymbolKind::Func ? funcs : inputs).push_back(&e);
-      }
-    } reads;
-    for (const ir::Symbol* g : reference_order(c.func))
-      in_.reference_defs.at(g).value->accept(reads);
-    for (const ir::Symbol* k : c.kernel_funcs) {
-      prog_.def(k).value->accept(reads);
-      for (const auto& [m, at] : in_.plan->materialized_of(k))
-        prog_.def(m).value->accept(reads);
-    }
-    std::vector<std::pair<const ir::Access*, size_t>> ties;
-    for (const ir::Access* a : reads.funcs) {
-      const ir::Labels& dims = in_.reference_defs.count(a->tensor)
-                                   ? in_.reference_defs.at(a->tensor).dims
-                                   : prog_.def(a->tensor).dims;
-      for (size_t i = 0; i < a->index.size() && i < dims.size(); ++i)
-        if (a->index[i] != dims[i]) {
-          join(a->index[i], dims[i]);
-          ties.push_back({a, i});
-        }
-    }
-    std::map<std::pair<const ir::Symbol*, size_t>, ir::Label> first_user;
-    std::map<ir::Label, std::vector<std::pair<ir::Label, std::pair<const ir::Symbol*, size_t>>>>
-        uses_of_class;
-    for (const ir::Access* a : reads.inputs)
-      for (size_t i = 0; i < a->index.size(); ++i) {
-        std::pair<const ir::Symbol*, size_t> use{a->tensor, i};
-        auto [it, fresh] = first_user.emplace(use, a->index[i]);
-        if (!fresh) join(it->second, a->index[i]);
-      }
-    // Each class is named by its first label in the signature; its uses cover all its labels.
-    std::map<ir::Label, ir::Label> class_root; // UF root -> signature root
-    for (ir::Label l : sig.labels) {
-      auto [it, fresh] = class_root.emplace(root(l), l);
-      if (!fresh) sig.tied[l] = it->second;
-      sig.group_labels[it->second].push_back(l);
-    }
-    std::set<std::pair<const ir::Symbol*, size_t>> seen;
-    for (const ir::Access* a : reads.inputs)
-      for (size_t i = 0; i < a->index.size(); ++i) {
-        auto it = class_root.find(root(a->index[i]));
-        if (it == class_root.end() || !seen.insert({a->tensor, i}).second) continue;
-        sig.group_uses[it->second].push_back({a->tensor, i});
-        ir::Label named = ir::contains(sig.labels, a->index[i]) ? a->index[i] : it->second;
-        sig.use_labels[it->second].push_back(named);
-      }
-    for (const auto& [a, i] : ties) {
-      auto it = class_root.find(root(a->index[i]));
-      if (it == class_root.end()) continue;
-      std::string& why = sig.why[it->second];
-      const ir::Labels& dims = in_.reference_defs.count(a->tensor)
-                                   ? in_.reference_defs.at(a->tensor).dims
-                                   : prog_.def(a->tensor).dims;
-      std::string reason = ir::to_dt(*a) + " reading " + a->tensor->name + shape_text(dims);
-      if (why.find(reason) == std::string::npos) why += (why.empty() ? "tied by " : ", ") + reason;
-    }
-  }
-
-  std::string positional(const Signature& sig) {
+  std::string positional(const WrapperSignature& sig) {
     std::string s;
     for (const ir::Symbol* in : sig.inputs)
       s += (s.empty() ? "" : ", ") + py_(in);
     return s;
   }
-  std::string keywords(const Signature& sig, bool with_default) {
+  std::string keywords(const WrapperSignature& sig, bool with_default) {
     std::string s;
     for (ir::Label l : sig.labels)
       s += ", " + py_(l) + (with_default ? "=None" : "");
     return s;
   }
-  std::string params(const Signature& sig, bool with_out = false) {
+  std::string params(const WrapperSignature& sig, bool with_out = false) {
     std::string p = positional(sig);
     std::string k = keywords(sig, true) + (with_out ? ", out=None" : "");
     if (p.empty()) return k.empty() ? "" : "*" + k;
     return p + (k.empty() ? "" : ", *" + k);
   }
-  std::string sizes_tuple(const Signature& sig) {
+  std::string sizes_tuple(const WrapperSignature& sig) {
     std::string s;
     for (ir::Label l : sig.labels)
       s += py_(l) + ", ";
     return s;
   }
-  std::string shape_of(const ir::Labels& dims) {
-    std::vector<std::string> items;
-    for (ir::Label l : dims)
-      items.push_back(py_(l));
-    return tuple_of(items);
-  }
 
   void print_compiled(const CompiledFunc& c) {
     const ir::Symbol* f = c.func;
     const ir::FuncDef& def = prog_.def(f);
-    Signature sig = signature(c);
+    WrapperSignature sig = wrapper_signature(in_, c);
     std::string name = py_(f);
     std::string args_fn = "_dt_args_" + name;
 
@@ -505,7 +157,7 @@ private:
     // The wrapper. Its first call with given argument metadata runs the checks and keeps what
     // they found in a plan (dt_runtime.py); later calls with that metadata launch from the plan.
     std::string plans = "_dt_plans_" + name;
-    std::string out_shape = shape_of(def.dims);
+    std::string out_shape = size_tuple(py_, def.dims);
     // The kernels' index type (kir::kIndexParam), decided once per plan: int32 when every
     // index of this call fits, bounded from the tensors it touches and the largest overshoot of
     // a tile, block or map split past a size (the kernels' index_slack).
@@ -695,7 +347,7 @@ private:
                 " is computed by a kernel of its own; float32 keeps its "
                 "precision.\n";
         if (!kernel.output_init.empty())
-          out_ += "    " + py_(k) + " = torch.full(" + shape_of(prog_.def(k).dims) + ", " +
+          out_ += "    " + py_(k) + " = torch.full(" + size_tuple(py_, prog_.def(k).dims) + ", " +
                   kernel.output_init + ", dtype=torch.float32, device=device)\n";
       }
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
@@ -757,82 +409,9 @@ private:
             ", in float32 and aligned by label, for "
             "checking the kernels.\"\"\"\n";
     print_prologue(sig, args_fn, kw);
-    int spilled_names = 0;
-    for (const ir::Symbol* k : reference_order(f)) {
-      const ir::FuncDef& kd = in_.reference_defs.at(k);
-      ir::Labels layout = kd.dims;
-      for (ir::Label l : reduction_labels(kd))
-        layout = ir::union_labels(layout, {l});
-      std::vector<std::string> spilled;
-      ReferenceExpr ref(py_, layout, spilled, spilled_names);
-      std::vector<std::string> dims;
-      for (ir::Label l : kd.dims)
-        dims.push_back(quote(py_(l)));
-      out_ += "    layout = " + ref.layout_text() + "\n";
-      std::string value = ref.emit(*kd.value);
-      for (const std::string& s : spilled)
-        out_ += "    " + s + "\n";
-      out_ += "    " + py_(k) + " = _dt_result(" + value + ", layout, " + tuple_of(dims) + ", " +
-              shape_of(kd.dims) + ")\n";
-    }
-    out_ += "    return " + name + ".to(dtype)\n";
+    out_ += print_reference_values(in_, f);
 
-    // Random inputs. A label that indexes the same input dimension as an earlier one (rms_norm's
-    // k and y) is tied to it: its size defaults to the earlier label's.
-    std::map<ir::Label, ir::Label> tied = sig.tied;
-    std::vector<std::string> label_names, free_names;
-    std::string free_tuple;
-    std::map<ir::Label, int> example;
-    int next_example = 16;
-    for (ir::Label l : sig.labels) {
-      label_names.push_back(quote(l->name));
-      if (tied.count(l)) {
-        example[l] = example[tied[l]];
-        continue;
-      }
-      example[l] = next_example;
-      next_example += 16;
-      free_names.push_back(quote(l->name));
-      free_tuple += py_(l) + ", ";
-    }
-    out_ +=
-        "\n\ndef make_inputs_" + name + "(sizes, dtype=torch.float32, device=\"cpu\", seed=0):\n";
-    out_ += "    \"\"\"Random positional arguments for " + name + "(...) and reference_" + name +
-            "(...), at `sizes`\n    keyed by DT label, e.g. {";
-    for (size_t i = 0; i < sig.labels.size(); ++i)
-      out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " +
-              std::to_string(example[sig.labels[i]]);
-    out_ += "}.\"\"\"\n";
-    if (!free_names.empty())
-      out_ += "    " + free_tuple + "= _dt_sizes(sizes, " + tuple_of(free_names) + ")\n";
-    std::set<ir::Label> shaping; // labels the inputs' shapes below are written with
-    for (const ir::Symbol* in : sig.inputs)
-      if (in->kind == ir::SymbolKind::In)
-        for (ir::Label l : sig.first_shape[in])
-          shaping.insert(l);
-    for (ir::Label l : sig.labels)
-      if (tied.count(l)) {
-        out_ += "    if int(sizes.get(" + quote(l->name) + ", " + py_(tied[l]) +
-                ")) != " + py_(tied[l]) + ":\n        raise ValueError(\"" + l->name +
-                " indexes the same input dimension as " + tied[l]->name +
-                "; give them one size\")\n";
-        if (shaping.count(l)) out_ += "    " + py_(l) + " = " + py_(tied[l]) + "\n";
-      }
-    out_ += "    generator = torch.Generator().manual_seed(seed)\n";
-    std::vector<std::string> results;
-    for (const ir::Symbol* in : sig.inputs) {
-      if (in->kind == ir::SymbolKind::In)
-        out_ += "    " + py_(in) + " = _dt_randn(" + shape_of(sig.first_shape[in]) +
-                ", generator, dtype, device)\n";
-      else
-        out_ += "    " + py_(in) + " = _dt_rand_scalar(generator)\n";
-      results.push_back(py_(in));
-    }
-    out_ += "    return " + (results.empty() ? std::string("()") : tuple_of(results)) + "\n";
-    out_ += "\n\nSIZE_KEYWORDS_" + name + " = {";
-    for (size_t i = 0; i < sig.labels.size(); ++i)
-      out_ += (i ? ", " : "") + quote(sig.labels[i]->name) + ": " + quote(py_(sig.labels[i]));
-    out_ += "}\n";
+    out_ += print_make_inputs(py_, sig, f);
   }
 
   static std::string relayout_condition(const std::string& tensor, size_t axis,
@@ -923,19 +502,13 @@ private:
   }
 
   // The checks that open both the wrapper and the reference: sizes, dtype, device, scalars.
-  void print_prologue(const Signature& sig, const std::string& args_fn, const std::string& kw) {
+  void print_prologue(const WrapperSignature& sig, const std::string& args_fn,
+                      const std::string& kw) {
     out_ += "    " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
             (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
         out_ += "    " + py_(in) + " = _dt_scalar(" + quote(in->name) + ", " + py_(in) + ")\n";
-  }
-
-  static std::string shape_text(const ir::Labels& dims) {
-    std::string s = "[";
-    for (size_t i = 0; i < dims.size(); ++i)
-      s += (i ? ", " : "") + dims[i]->name;
-    return s + "]";
   }
 
   const ModuleInput& in_;

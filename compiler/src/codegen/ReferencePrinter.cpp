@@ -1,0 +1,147 @@
+// The module's reference (ReferencePrinter.h).
+#include "codegen/ReferencePrinter.h"
+
+#include "codegen/PythonText.h"
+#include "codegen/WrapperSignature.h"
+#include "ir/Builtins.h"
+#include "ir/IRVisitor.h"
+
+#include <algorithm>
+
+namespace dtc {
+namespace {
+
+/// PyTorch text of an expression, over a layout of labels.
+class ReferenceExpr : public ir::IRVisitor {
+public:
+  /// Subexpressions nested deeper than Python's parser and compiler take are bound to names
+  /// (`_dt_r1 = ...`), appended to `spilled` to be printed first.
+  ReferenceExpr(const PythonNames& py, const ir::Labels& layout, std::vector<std::string>& spilled,
+                int& names)
+      : py_(py), layout_(layout), spilled_(spilled), names_(names) {}
+  std::string out;
+  int depth = 0; // of `out`: operations nested in it
+
+  std::string emit(const ir::Expr& e) {
+    ReferenceExpr sub(py_, layout_, spilled_, names_);
+    e.accept(sub);
+    if (sub.depth > kMaxDepth) {
+      std::string name = "_dt_r" + std::to_string(++names_);
+      spilled_.push_back(name + " = " + sub.out);
+      sub.out = name;
+      sub.depth = 0;
+    }
+    depth = std::max(depth, sub.depth + 1);
+    return sub.out;
+  }
+  std::string tensor_arg(const ir::Expr& e) {
+    std::string s = emit(e);
+    return e.dims.empty() ? "_dt_t(" + s + ")" : s;
+  }
+  std::string layout_text() const {
+    std::vector<std::string> items;
+    for (ir::Label l : layout_)
+      items.push_back(quote(py_(l)));
+    return tuple_of(items);
+  }
+  int axis(ir::Label l) const {
+    for (size_t i = 0; i < layout_.size(); ++i)
+      if (layout_[i] == l) return static_cast<int>(i);
+    return -1;
+  }
+
+  void visit(const ir::Const& e) override {
+    out = e.value < 0 ? "(" + ir::python_float(e.value) + ")" : ir::python_float(e.value);
+  }
+  void visit(const ir::ScalarIn& e) override { out = py_(e.symbol); }
+  void visit(const ir::Len& e) override { out = py_(e.label); }
+  void visit(const ir::ProgramId&) override { out = "_dt_program_id_in_reference()"; }
+  void visit(const ir::Access& e) override {
+    std::vector<std::string> labels;
+    for (ir::Label l : e.index)
+      labels.push_back(quote(py_(l)));
+    std::string tensor = py_(e.tensor);
+    if (e.tensor->kind == ir::SymbolKind::In) tensor += ".float()";
+    out = "_dt_view(" + tensor + ", " + tuple_of(labels) + ", layout)";
+  }
+  void visit(const ir::Unary& e) override {
+    out = e.op == ir::UnOp::Neg ? "(-" + emit(*e.a) + ")" : emit(*e.a);
+  }
+  void visit(const ir::Binary& e) override {
+    if (e.op == ir::BinOp::Mod) {
+      out = "torch.fmod(" + tensor_arg(*e.a) + ", " + emit(*e.b) + ")";
+      return;
+    }
+    // A scalar divided by 0 is inf, not Python's ZeroDivisionError.
+    std::string a = e.op == ir::BinOp::Div ? tensor_arg(*e.a) : emit(*e.a);
+    out = "(" + a + " " + ir::op_text(e.op) + " " + emit(*e.b) + ")";
+    // A comparison counts as 0 or 1 in arithmetic; torch cannot negate or subtract bools.
+    if (ir::is_comparison(e.op)) out = "_dt_t" + out;
+  }
+  void visit(const ir::Call& e) override {
+    std::vector<std::string> args;
+    for (const ir::ExprPtr& a : e.args)
+      args.push_back("(" + tensor_arg(*a) + ")");
+    out = substitute(find_builtin(e.fn)->torch, args);
+  }
+  void visit(const ir::Reduce& e) override {
+    // An empty reduction yields its identity: 0, -inf or inf (torch.amax would raise).
+    const char* fn = e.op == ir::ReduceOp::Sum   ? "torch.sum"
+                     : e.op == ir::ReduceOp::Max ? "_dt_amax"
+                                                 : "_dt_amin";
+    out = std::string(fn) + "(" + emit(*e.a) + ", dim=" + std::to_string(axis(e.rvar)) +
+          ", keepdim=True)";
+  }
+  void visit(const ir::Dot& e) override {
+    // A matrix product (a along {i, k}, b along {k, j}) runs as one; anything else as a sum of
+    // products, which holds every product in memory.
+    if (e.a->dims.size() == 2 && e.b->dims.size() == 2) {
+      ir::Label i = e.a->dims[0] == e.rvar ? e.a->dims[1] : e.a->dims[0];
+      ir::Label j = e.b->dims[0] == e.rvar ? e.b->dims[1] : e.b->dims[0];
+      if (i != j && i != e.rvar && j != e.rvar) {
+        out = "_dt_matmul(" + emit(*e.a) + ", " + emit(*e.b) + ", layout, " + quote(py_(i)) + ", " +
+              quote(py_(e.rvar)) + ", " + quote(py_(j)) + ")";
+        return;
+      }
+    }
+    out = "torch.sum(" + emit(*e.a) + " * " + emit(*e.b) + ", dim=" + std::to_string(axis(e.rvar)) +
+          ", keepdim=True)";
+  }
+  void visit(const ir::Reshape& e) override { out = emit(*e.a); }
+
+private:
+  static constexpr int kMaxDepth = 12;
+  const PythonNames& py_;
+  const ir::Labels& layout_;
+  std::vector<std::string>& spilled_;
+  int& names_;
+};
+
+} // namespace
+
+std::string print_reference_values(const ModuleInput& in, const ir::Symbol* f) {
+  const PythonNames& py = *in.names;
+  std::string out;
+  int spilled_names = 0;
+  for (const ir::Symbol* k : reference_order(in, f)) {
+    const ir::FuncDef& kd = in.reference_defs.at(k);
+    ir::Labels layout = kd.dims;
+    for (ir::Label l : reduction_labels(kd))
+      layout = ir::union_labels(layout, {l});
+    std::vector<std::string> spilled;
+    ReferenceExpr ref(py, layout, spilled, spilled_names);
+    std::vector<std::string> dims;
+    for (ir::Label l : kd.dims)
+      dims.push_back(quote(py(l)));
+    out += "    layout = " + ref.layout_text() + "\n";
+    std::string value = ref.emit(*kd.value);
+    for (const std::string& s : spilled)
+      out += "    " + s + "\n";
+    out += "    " + py(k) + " = _dt_result(" + value + ", layout, " + tuple_of(dims) + ", " +
+           size_tuple(py, kd.dims) + ")\n";
+  }
+  out += "    return " + py(f) + ".to(dtype)\n";
+  return out;
+}
+
+} // namespace dtc
