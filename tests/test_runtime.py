@@ -109,19 +109,24 @@ def test_plan_lays_temporaries_out_aligned_in_one_allocation():
     assert plan.work_bytes == work.numel() == 256 * 3
 
 
-def test_later_temporaries_are_addresses_only_when_every_launch_is_direct():
+def test_direct_launches_only_when_every_launch_is_direct_and_no_hook_is_installed():
     rt = load("runtime")
     plan = rt._DtPlan(())
     cpu = torch.device("cpu")
     plan.lay_out(cpu, ((3, 5), (7,)))
-    # Under the interpreter (nothing direct) and after a launch that failed (slot 1 tried, never
-    # direct), Triton launches: it needs tensors.
+    # Under the interpreter nothing is direct: Triton launches, with tensors.
+    assert plan.direct() is None
+    assert all(isinstance(t, torch.Tensor) for t in plan.temporaries(cpu, None)[1])
+    # After a launch that failed (slot 1 tried, never direct), Triton launches again.
+    streams = []
+    plan.stream, plan.device_index = lambda device: streams.append(device) or 1234, 3
     plan.tried.update({0, 1})
-    plan.launches[0] = object()
-    work, temps = plan.temporaries(cpu)
-    assert all(isinstance(t, torch.Tensor) for t in temps) and temps[1].shape == (7,)
-    plan.launches[1] = object()
-    work, (a, b) = plan.temporaries(cpu)
+    plan.launches[0] = ("run0", (1, 1, 1), ())
+    assert plan.direct() is None
+    plan.launches[1] = ("run1", (2, 1, 1), ())
+    direct = plan.direct()
+    assert direct == (1234, plan.launches) and streams == [3]
+    work, (a, b) = plan.temporaries(cpu, direct)
     assert isinstance(a, int) and a == work.data_ptr() and b == a + 256
     # A launch hook (a profiler's) makes Triton launch, so tensors again.
     import triton
@@ -129,9 +134,20 @@ def test_later_temporaries_are_addresses_only_when_every_launch_is_direct():
     hook = lambda *args: None  # noqa: E731
     knobs.launch_enter_hook.add(hook)
     try:
-        assert all(isinstance(t, torch.Tensor) for t in plan.temporaries(cpu)[1])
+        assert plan.direct() is None
     finally:
         knobs.launch_enter_hook.remove(hook)
+
+
+def test_a_direct_launch_passes_grid_stream_head_then_the_arguments():
+    rt = load("runtime")
+    plan = rt._DtPlan(())
+    calls = []
+    plan.stream, plan.device_index = {0: 77}.get, 0
+    plan.launches[4] = (lambda *args: calls.append(args), (8, 2, 1), ("fn", "meta"))
+    plan.tried.add(4)
+    plan.launch(4, None, None, ("A", 5, 1), 4, 3)
+    assert calls == [(8, 2, 1, 77, "fn", "meta", "A", 5, 1)]
 
 
 def test_generated_modules_lint_clean(tmp_path):

@@ -212,23 +212,21 @@ def _dt_launch(kernel, grid, args, num_warps, num_stages):
 
 
 def _dt_direct(compiled, grid):
-    """How to launch `compiled` again without Triton's per-call work: its launcher's C entry
-    point with the arguments Triton's CudaLauncher adds (when the kernel needs no scratch memory,
-    which that launcher would allocate per call), else the launcher itself. Returns the callable
-    and the arguments that precede the stream and the kernel's own."""
-    driver = triton.runtime.driver.active
+    """How to launch `compiled` again without Triton's per-call work: `(run, grid, head)`, called
+    as `run(*grid, stream, *head, *args)`. `run` is its launcher's C entry point and `head` the
+    arguments Triton's CudaLauncher adds (when the kernel needs no scratch memory, which that
+    launcher would allocate per call), else the launcher itself. The entry takes a tensor
+    argument as a tensor or as its address."""
     launcher = compiled.run
     grid = tuple(grid) + (1,) * (3 - len(grid))
-    stream, device = driver.get_current_stream, driver.get_current_device()
     entry = getattr(launcher, "launch", None)
     if (callable(entry) and getattr(launcher, "global_scratch_size", None) == 0
             and getattr(launcher, "profile_scratch_size", None) == 0
             and hasattr(launcher, "launch_cooperative_grid") and hasattr(launcher, "launch_pdl")):
-        rest = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
+        head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
                 compiled.packed_metadata, None, None, None)
-        return (entry, stream, device, *grid, rest)
-    rest = (compiled.function, compiled.packed_metadata, None, None, None)
-    return (launcher, stream, device, *grid, rest)
+        return entry, grid, head
+    return launcher, grid, (compiled.function, compiled.packed_metadata, None, None, None)
 
 
 _DT_WORK_ALIGN = 256  # bytes from one temporary to the next: Triton assumes 16-byte alignment
@@ -239,25 +237,38 @@ class _DtPlan:
     slot, how to call the compiled kernel directly; and where the call's float32 temporaries lie
     in the one allocation that holds them. Under the interpreter nothing is compiled, so
     launches go through Triton each time, but the checks are still skipped."""
-    __slots__ = ("values", "launches", "tried", "work_bytes", "offsets", "shapes")
+    __slots__ = ("values", "launches", "tried", "work_bytes", "offsets", "shapes", "stream",
+                 "device_index")
 
     def __init__(self, values):
         self.values = values
         self.launches = {}  # slot -> direct launch (_dt_direct)
         self.tried = set()  # slots launched through Triton: a failed one has no direct launch
         self.work_bytes, self.offsets, self.shapes = 0, (), ()
+        self.stream = self.device_index = None  # the current stream's getter, and its device
+
+    def direct(self):
+        """`(stream, launches)` when every kernel of a call launches directly: after a first call
+        in which each was compiled and launched, with no launch hook installed (a profiler's:
+        then Triton launches, which calls it). The wrapper then calls `run(*grid, stream, *head,
+        ...)` of `launches[slot]` itself, with tensors' addresses. Else None."""
+        if not self.launches or len(self.launches) != len(self.tried) or _dt_hooked():
+            return None
+        return self.stream(self.device_index), self.launches
 
     def launch(self, slot, kernel, grid, args, num_warps, num_stages):
         direct = self.launches.get(slot)
         if direct is not None and not _dt_hooked():
-            entry, stream, device, grid0, grid1, grid2, rest = direct
-            entry(grid0, grid1, grid2, stream(device), *rest, *args)
+            run, grid3, head = direct
+            run(*grid3, self.stream(self.device_index), *head, *args)
             return
         self.tried.add(slot)
         compiled = _dt_launch(kernel, grid, args, num_warps, num_stages)
         if hasattr(compiled, "result"):  # compiled asynchronously
             compiled = compiled.result()
         if hasattr(compiled, "packed_metadata"):  # not the interpreter
+            driver = triton.runtime.driver.active
+            self.stream, self.device_index = driver.get_current_stream, driver.get_current_device()
             self.launches[slot] = _dt_direct(compiled, grid)
 
     def lay_out(self, device, shapes):
@@ -270,12 +281,13 @@ class _DtPlan:
         self.work_bytes, self.offsets, self.shapes = end, tuple(offsets), tuple(shapes)
         return self._tensors(device)
 
-    def temporaries(self, device):
+    def temporaries(self, device, direct):
         """A later call's temporaries, laid out as on the full path: their addresses, which the
-        kernels' launchers take as they are, when every kernel launches directly; tensors when
-        Triton launches one (under the interpreter, with a launch hook, or after a failed
-        launch). Returns the allocation (keep it until the last launch) and them."""
-        if len(self.launches) != len(self.tried) or _dt_hooked():
+        kernels' launchers take as they are, when every kernel launches directly (`direct`, from
+        direct()); tensors when Triton launches one (under the interpreter, with a launch hook,
+        or after a failed launch). Returns the allocation (keep it until the last launch) and
+        them."""
+        if direct is None:
             return self._tensors(device)
         work = torch.empty(self.work_bytes, dtype=torch.uint8, device=device)
         base = work.data_ptr()

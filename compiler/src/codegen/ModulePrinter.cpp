@@ -322,15 +322,22 @@ private:
         fill("        plan = _dt_plan(" + plans + ", key, (", value_names, "            ", "))\n");
     if (!work.empty())
       out_ += "        " + work_targets + "plan.lay_out(device, " + tuple_of(work_shapes) + ")\n";
+    out_ += "        direct = None  # Triton compiles and launches\n";
     out_ += "    else:\n";
     std::string unpacked = "        " + join(value_names) + " = plan.values\n";
     out_ += unpacked.size() <= 100
                 ? unpacked
                 : fill("        (", value_names, "         ", ") = plan.values\n");
+    out_ += "        direct = plan.direct()\n";
+    // The output takes the inputs' dtype and device, which the first input's new_empty gives
+    // for less than torch.empty's keywords cost.
     if (!atomic)
-      out_ += "        " + name + " = torch.empty(" + empty_sizes(out_shape) +
-              ", dtype=dtype, device=device) if out is None else out\n";
-    if (!work.empty()) out_ += "        " + work_targets + "plan.temporaries(device)\n";
+      out_ += "        " + name + " = " +
+              (tensor_inputs.empty()
+                   ? "torch.empty(" + empty_sizes(out_shape) + ", dtype=dtype, device=device)"
+                   : tensor_inputs.front() + ".new_empty(" + empty_sizes(out_shape) + ")") +
+              " if out is None else out\n";
+    if (!work.empty()) out_ += "        " + work_targets + "plan.temporaries(device, direct)\n";
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
         out_ += "    " + py_(in) + " = _dt_scalar(" + quote(in->name) + ", " + py_(in) + ")\n";
@@ -366,35 +373,49 @@ private:
         out_ += "        " + tensor + " = _dt_k_contiguous(" + tensor + ", " +
                 std::to_string(axis) + ", plan, " + std::to_string(slot++) + ")\n";
       }
-      out_ += "    plan.launch(" + std::to_string(slot++) + ", " + kernel.name + ", (" +
-              grid_text(kernel.grid) + ",), (\n";
-      std::string line;
-      for (size_t i = 0; i < kernel.launch.size(); ++i) {
-        const kir::LaunchArg& a = kernel.launch[i];
-        if ((a.kind == kir::LaunchArg::Kind::Tensor || line.size() > 70) && !line.empty()) {
-          out_ += "        " + line + "\n";
-          line.clear();
-        }
-        bool is_kept = std::count(kept.begin(), kept.end(), a.name) > 0;
-        std::string value = launch_value(a, work, is_kept);
-        // A tensor's strides in order, all of them: one call (Tensor.stride() costs about what
-        // Tensor.stride(i) does), or the plan's tuple.
-        if (a.kind == kir::LaunchArg::Kind::Stride && a.axis == 0 &&
-            contiguous_stride(a, work).empty() && i + a.rank <= kernel.launch.size()) {
-          bool whole = true;
-          for (size_t j = 1; j < a.rank; ++j)
-            whole &= kernel.launch[i + j].kind == kir::LaunchArg::Kind::Stride &&
-                     kernel.launch[i + j].name == a.name && kernel.launch[i + j].axis == j;
-          if (whole) {
-            value = "*" + a.name + (is_kept ? "_strides" : ".stride()");
-            i += a.rank - 1;
+      // Launched directly with the tensors' addresses once the plan can (_DtPlan.direct), else
+      // through the plan, which lets Triton compile and launch.
+      auto args = [&](bool addresses, const std::string& indent) {
+        std::string text, line;
+        for (size_t i = 0; i < kernel.launch.size(); ++i) {
+          const kir::LaunchArg& a = kernel.launch[i];
+          if ((a.kind == kir::LaunchArg::Kind::Tensor || line.size() > 70) && !line.empty()) {
+            text += indent + line + "\n";
+            line.clear();
           }
+          bool is_kept = std::count(kept.begin(), kept.end(), a.name) > 0;
+          std::string value = launch_value(a, work, is_kept);
+          // A temporary is an address already when the launch is direct.
+          if (addresses && a.kind == kir::LaunchArg::Kind::Tensor &&
+              std::none_of(work.begin(), work.end(),
+                           [&](const kir::Temporary& t) { return t.name == a.name; }))
+            value += ".data_ptr()";
+          // A tensor's strides in order, all of them: one call (Tensor.stride() costs about what
+          // Tensor.stride(i) does), or the plan's tuple.
+          if (a.kind == kir::LaunchArg::Kind::Stride && a.axis == 0 &&
+              contiguous_stride(a, work).empty() && i + a.rank <= kernel.launch.size()) {
+            bool whole = true;
+            for (size_t j = 1; j < a.rank; ++j)
+              whole &= kernel.launch[i + j].kind == kir::LaunchArg::Kind::Stride &&
+                       kernel.launch[i + j].name == a.name && kernel.launch[i + j].axis == j;
+            if (whole) {
+              value = "*" + a.name + (is_kept ? "_strides" : ".stride()");
+              i += a.rank - 1;
+            }
+          }
+          line += (line.empty() ? "" : " ") + value + ",";
         }
-        line += (line.empty() ? "" : " ") + value + ",";
-      }
-      if (!line.empty()) out_ += "        " + line + "\n";
-      out_ += "    ), num_warps=" + std::to_string(kernel.num_warps) +
-              ", num_stages=" + std::to_string(kernel.num_stages) + ")\n";
+        if (!line.empty()) text += indent + line + "\n";
+        return text;
+      };
+      std::string at = std::to_string(slot++);
+      out_ += "    if direct:\n";
+      out_ += "        run, grid, head = direct[1][" + at + "]\n";
+      out_ += "        run(*grid, direct[0], *head,\n" + args(true, "            ") + "        )\n";
+      out_ += "    else:\n";
+      out_ += "        plan.launch(" + at + ", " + kernel.name + ", (" + grid_text(kernel.grid) +
+              ",), (\n" + args(false, "            ") + "        ), " +
+              std::to_string(kernel.num_warps) + ", " + std::to_string(kernel.num_stages) + ")\n";
     }
     if (!atomic) // `out` shared memory with an input: the kernels wrote a new tensor
       out_ += "    return " + name + " if out is None or " + name + " is out else out.copy_(" +

@@ -19,7 +19,8 @@
 //   map split ID xi    xi_pid
 //   module-level       reference, make_inputs, SCHEDULE, pid, CudaGraph, and the runtime's
 //                      _dt_-, _DT_- and _Dt-prefixed names
-//   wrapper locals     key, plan, work, index, checked, dtype, device, out
+//   wrapper locals     key, plan, work, index, checked, direct, run, grid, head, dtype,
+//                      device, out
 //
 // A DT name that is a Python keyword or builtin, a module we import (tl, triton, torch, math), a
 // module-level name above, or that equals a name derived from another symbol, gets a trailing
