@@ -2,6 +2,7 @@
 (tl, torch, triton, os), module-level names of the module (reference, SCHEDULE, ...) or names the
 code generator derives (x_size, A_ptr, k_acc, dot_operand, ...) compile into a module that imports
 and computes the right values under the interpreter."""
+import inspect
 import resource
 import subprocess
 import textwrap
@@ -239,22 +240,25 @@ def test_dt_reserved_words_rejected(tmp_path, word):
 
 def test_names_of_the_wrappers_locals(tmp_path):
     """Symbols named like a wrapper's locals (its plan key, the plan, the temporaries' allocation,
-    the index type, a tensor's kept strides): a first call, and later ones from the plan, with
-    and without size keywords, compute the reference's values; `work` is a temporary of its own
-    kernel, so the wrapper's allocation of temporaries is in play."""
+    the index type, a tensor's kept strides, the direct launches): a first call, and later ones
+    from the plan, with and without size keywords, compute the reference's values; `work` is a
+    temporary of its own kernel, so the wrapper's allocation of temporaries is in play."""
     module = compile_dt(tmp_path, write(tmp_path, "wrapper_locals", """\
         Func plan, work;
-        In key, index, checked, key_strides;
+        In key, index, checked, key_strides, direct, run, grid, head;
         Var x, y;
         RVar k;
         work[x] = rsum(key[x, k] * index[x, k], k);
-        plan[x, y] = work[x] * checked[x, y] + key_strides[x, y];
+        plan[x, y] = work[x] * checked[x, y] + key_strides[x, y] + direct[x, y] * run[x, y]
+                     - grid[x, y] * head[x, y];
         work.block(x:2);
         work.tensorize(k:0);
         plan.compile();
         work.compile();
         """))
     assert module.COMPILED == ("plan_", "work_")
+    params = inspect.signature(module.plan_).parameters
+    assert {"direct_", "run_", "grid_", "head_"} <= set(params), params
     sizes = {"x": 5, "y": 6, "k": 7}
     for seed in range(3):
         args = module.make_inputs(sizes, seed=seed)
