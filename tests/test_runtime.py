@@ -124,6 +124,10 @@ def test_direct_launches_only_when_every_launch_is_direct_and_no_hook_is_install
     plan.launches[0] = ("run0", (1, 1, 1), ())
     assert plan.direct() is None
     plan.launches[1] = ("run1", (2, 1, 1), ())
+    # Not before the call that launched them all has finished: a first call that failed between
+    # two launches, or another thread's first call still launching, has slots not yet tried.
+    assert plan.direct() is None
+    plan.finish()
     direct = plan.direct()
     assert direct == (1234, plan.launches) and streams == [3]
     work, (a, b) = plan.temporaries(cpu, direct)

@@ -102,9 +102,11 @@ def _dt_out(out, shape, dtype, device, inputs=()):
     """The tensor the kernels write: `out` when the caller gives one (checked), else a new one.
     When `out` shares memory with one of the `inputs` it is a new one too: a kernel could
     overwrite an element of an input before it reads it (a transposed read, a reduction); the
-    wrapper then copies the result into `out`."""
+    wrapper then copies the result into `out`. A new tensor is allocated as the wrapper's later
+    calls allocate it: with the first input's new_empty, which gives the inputs' dtype and device
+    (and keeps a tensor subclass of the input, as later calls do)."""
     if out is None:
-        return torch.empty(shape, dtype=dtype, device=device)
+        return _dt_new(shape, dtype, device, inputs)
     if not isinstance(out, torch.Tensor):
         raise ValueError(f"out must be a torch.Tensor, got {type(out).__name__}")
     if tuple(out.shape) != tuple(shape):
@@ -122,8 +124,12 @@ def _dt_out(out, shape, dtype, device, inputs=()):
                              "view); pass a tensor whose elements are distinct")
         extent = stride * size
     if out.numel() and _dt_shares(out, inputs):
-        return torch.empty(shape, dtype=dtype, device=device)
+        return _dt_new(shape, dtype, device, inputs)
     return out
+
+
+def _dt_new(shape, dtype, device, inputs):
+    return inputs[0].new_empty(shape) if inputs else torch.empty(shape, dtype=dtype, device=device)
 
 
 # The kernels index in int32 where every index of a call fits: 32-bit address arithmetic is about
@@ -237,24 +243,33 @@ class _DtPlan:
     slot, how to call the compiled kernel directly; and where the call's float32 temporaries lie
     in the one allocation that holds them. Under the interpreter nothing is compiled, so
     launches go through Triton each time, but the checks are still skipped."""
-    __slots__ = ("values", "launches", "tried", "work_bytes", "offsets", "shapes", "stream",
-                 "device_index")
+    __slots__ = ("values", "launches", "tried", "complete", "work_bytes", "offsets", "shapes",
+                 "stream", "device_index")
 
     def __init__(self, values):
         self.values = values
         self.launches = {}  # slot -> direct launch (_dt_direct)
         self.tried = set()  # slots launched through Triton: a failed one has no direct launch
+        self.complete = False  # a call launched every kernel (finish())
         self.work_bytes, self.offsets, self.shapes = 0, (), ()
         self.stream = self.device_index = None  # the current stream's getter, and its device
 
     def direct(self):
-        """`(stream, launches)` when every kernel of a call launches directly: after a first call
-        in which each was compiled and launched, with no launch hook installed (a profiler's:
-        then Triton launches, which calls it). The wrapper then calls `run(*grid, stream, *head,
-        ...)` of `launches[slot]` itself, with tensors' addresses. Else None."""
-        if not self.launches or len(self.launches) != len(self.tried) or _dt_hooked():
+        """`(stream, launches)` when every kernel of a call launches directly: after a call that
+        launched them all (finish()), each compiled and launched, with no launch hook installed
+        (a profiler's: then Triton launches, which calls it). The wrapper then calls `run(*grid,
+        stream, *head, ...)` of `launches[slot]` itself, with tensors' addresses. Else None: a
+        first call that failed part-way (out of memory between two launches), or another thread
+        whose first call is still launching, leaves the plan incomplete, and Triton launches."""
+        if (not self.complete or not self.launches or len(self.launches) != len(self.tried)
+                or _dt_hooked()):
             return None
         return self.stream(self.device_index), self.launches
+
+    def finish(self):
+        """Called by the wrapper after a call that did not launch directly has launched every
+        kernel: later calls may then launch directly."""
+        self.complete = True
 
     def launch(self, slot, kernel, grid, args, num_warps, num_stages):
         direct = self.launches.get(slot)

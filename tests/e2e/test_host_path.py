@@ -183,3 +183,19 @@ def test_negative_views_are_refused_on_either_path(tmp_path):
     with pytest.raises(ValueError, match="out is a negative view"):
         module.f(A, B, 0.5, out=torch._neg_view(torch.empty(6, 6)))
     close(module.f(torch._neg_view(A).resolve_neg(), B, 0.5), oracle(-A, B, 0.5)[0])
+
+
+def test_the_output_is_allocated_alike_on_either_path(tmp_path):
+    """The full path and the lean one allocate the output the same way (the first input's
+    new_empty): the same type, dtype and device, contiguous, whatever the inputs' layout."""
+    module = build(tmp_path)
+
+    class Marked(torch.Tensor):
+        pass
+
+    A, B = torch.randn(5, 7).as_subclass(Marked), torch.randn(5, 7).t()
+    outputs = [module.f(A, B, 1.5) for _ in range(3)]
+    assert len(module._dt_plans_f) == 1
+    for out in outputs:
+        assert type(out) is type(outputs[0]) and out.dtype == A.dtype and out.is_contiguous()
+    close(outputs[-1].as_subclass(torch.Tensor), oracle(A.as_subclass(torch.Tensor), B, 1.5)[0])

@@ -113,6 +113,19 @@ PROGRAMS = {
         s.tensorize(x:0, k:0);
         s.compile();
         """, {"x": 5, "k": 13}),
+    # Names generated from a split reduction's partials (`s_partial_kernel`, `k_parts_size`).
+    "split_reduction_generated": ("""\
+        Func s, s_partial_kernel;
+        In A, s_partial_ptr, k_parts_size;
+        Var x;
+        RVar k;
+        s[x] = rsum(A[x, k] * s_partial_ptr[x, k] + k_parts_size[x, k], k);
+        s_partial_kernel[x] = s[x] * 2.0;
+        s.block(k:4);
+        s.tensorize(x:0, k:0);
+        s_partial_kernel.compile();
+        s.compile();
+        """, {"x": 5, "k": 13}),
     # The name of a fusion temporary (`tmp_fuse`: tmp fused at x, y not tensorized).
     "fusion_temporary": ("""\
         Func swish_out, tmp;

@@ -417,6 +417,9 @@ private:
               ",), (\n" + args(false, "            ") + "        ), " +
               std::to_string(kernel.num_warps) + ", " + std::to_string(kernel.num_stages) + ")\n";
     }
+    // Every kernel launched: later calls may launch directly (not before, so that a call that
+    // failed part-way, or another thread's first call, never finds a launch missing).
+    out_ += "    if direct is None:\n        plan.finish()\n";
     if (!atomic) // `out` shared memory with an input: the kernels wrote a new tensor
       out_ += "    return " + name + " if out is None or " + name + " is out else out.copy_(" +
               name + ")\n";

@@ -29,43 +29,47 @@ static const std::set<std::string>& reserved() {
   return words;
 }
 
-static std::set<std::string> derived_names(const ir::Program& program,
-                                           const std::map<const ir::Symbol*, std::string>& py) {
-  std::set<std::string> out;
+/// The names generated from a symbol of Python name `name` (the table in Names.h).
+static void add_derived(const std::string& name, ir::SymbolKind kind, std::set<std::string>& out) {
   static const char* label_suffixes[] = {
       "_size",    "_TILE",    "_block",    "_start",   "_end",      "_iter",
       "_idx",     "_mask",    "_arange",   "_acc",     "_pid",      "_blocks",
       "_range",   "_vec",     "_vec_mask", "_sum",     "_max",      "_min",
       "_dot",     "_parts",   "_red_iter", "_red_idx", "_red_mask", "_red_acc",
       "_red_sum", "_red_max", "_red_min",  "_red_dot", "_red_vec",  "_red_vec_mask"};
-  for (const ir::Symbol& s : program.symbols) {
-    const std::string& name = py.at(&s);
-    switch (s.kind) {
-    case ir::SymbolKind::In:
-    case ir::SymbolKind::Func:
-      out.insert(name + "_ptr");
-      out.insert(name + "_kernel");
-      out.insert(name + "_tile");
-      out.insert(name + "_fuse");
-      out.insert(name + "_partial");
-      out.insert("dot_" + name);
-      out.insert("reference_" + name);
-      out.insert("make_inputs_" + name);
-      out.insert("SIZE_KEYWORDS_" + name);
-      out.insert(name + "_strides");
-      out.insert(name + "_relayout");
-      for (int i = 0; i < 8; ++i)
-        out.insert(name + "_stride" + std::to_string(i));
-      break;
-    case ir::SymbolKind::Var:
-    case ir::SymbolKind::RVar:
-      for (const char* suffix : label_suffixes)
-        out.insert(name + suffix);
-      break;
-    default:
-      break;
-    }
+  switch (kind) {
+  case ir::SymbolKind::In:
+  case ir::SymbolKind::Func:
+    out.insert(name + "_ptr");
+    out.insert(name + "_kernel");
+    out.insert(name + "_tile");
+    out.insert(name + "_fuse");
+    out.insert(name + "_partial");
+    out.insert("dot_" + name);
+    out.insert("reference_" + name);
+    out.insert("make_inputs_" + name);
+    out.insert("SIZE_KEYWORDS_" + name);
+    out.insert(name + "_strides");
+    out.insert(name + "_relayout");
+    for (int i = 0; i < 8; ++i)
+      out.insert(name + "_stride" + std::to_string(i));
+    break;
+  case ir::SymbolKind::Var:
+  case ir::SymbolKind::RVar:
+    for (const char* suffix : label_suffixes)
+      out.insert(name + suffix);
+    break;
+  default:
+    break;
   }
+}
+
+/// The names generated from the named symbols of `program`.
+static std::set<std::string> derived_names(const ir::Program& program,
+                                           const std::map<const ir::Symbol*, std::string>& py) {
+  std::set<std::string> out;
+  for (const ir::Symbol& s : program.symbols)
+    if (auto it = py.find(&s); it != py.end()) add_derived(it->second, s.kind, out);
   return out;
 }
 
@@ -104,6 +108,17 @@ const std::string& PythonNames::operator()(const ir::Symbol* s) const {
 void PythonNames::add(const ir::Symbol* s) {
   DTC_ASSERT(!taken(s->name), "Python name " + s->name + " is taken");
   names_[s] = s->name;
+}
+
+bool PythonNames::available(const std::string& name, ir::SymbolKind kind) const {
+  // Its own name is one of the names derived from the symbol it is made for (`f_partial` of f,
+  // `k_parts` of k), which no user symbol has kept.
+  if (reserved().count(name) || taken(name)) return false;
+  std::set<std::string> own;
+  add_derived(name, kind, own);
+  for (const auto& [s, n] : names_)
+    if (own.count(n)) return false; // `f_partial_kernel` named by the user: f_partial's kernel
+  return true;
 }
 
 bool PythonNames::taken(const std::string& name) const {

@@ -42,8 +42,12 @@ public:
   /// The Python name of `s` (precondition: `s` was named).
   const std::string& operator()(const ir::Symbol* s) const;
   /// Names a symbol the compiler added after construction (SplitReductions.h) after its DT
-  /// name, which the caller chose so that `taken` is false for it.
+  /// name, which the caller chose so that `available` is true for it.
   void add(const ir::Symbol* s);
+  /// Whether a symbol of `kind` that the compiler adds may have the Python name `name` as it
+  /// is: no keyword, builtin or module-level name, no other symbol's name, and none of the names
+  /// generated from it (`f_partial_kernel`, `k_parts_size`) already a symbol's.
+  bool available(const std::string& name, ir::SymbolKind kind) const;
   /// Whether a symbol already has this Python name.
   bool taken(const std::string& name) const;
 

@@ -9,7 +9,7 @@ namespace dtc {
 
 static ir::Symbol* add_symbol(ir::Program& program, PythonNames& py, std::string base,
                               ir::SymbolKind kind, Loc loc) {
-  while (program.find(base) || py.taken(base))
+  while (program.find(base) || !py.available(base, kind))
     base += "_";
   ir::Symbol s;
   s.name = base;
