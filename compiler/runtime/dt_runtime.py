@@ -164,6 +164,21 @@ def _dt_index_type(slack, tensors, shapes):
     return tl.int32
 
 
+_DT_MAX_NUMEL = 2**20  # Triton's limit on one tensor's elements
+
+
+def _dt_check_numel(func, shapes):
+    """Refuses a call for which a kernel of `func` would compute a tensor of more elements than
+    Triton allows: the sizes decide it where a tile is as wide as a whole dimension."""
+    for shape in shapes:
+        numel = math.prod(shape)
+        if numel > _DT_MAX_NUMEL:
+            raise ValueError(
+                f"{func}: at these sizes its kernel would compute a tensor of {numel} elements "
+                f"({' x '.join(map(str, shape))}), more than the {_DT_MAX_NUMEL} Triton allows; "
+                "tensorize fewer labels whole, or give them tensor or block sizes")
+
+
 def _dt_check_launch(device):
     if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("the inputs are on the CPU: Triton kernels run on a GPU "

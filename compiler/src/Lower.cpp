@@ -5,7 +5,7 @@
 //   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR) -> plan kernels
 //   -> lower each kernel (verify kernel) -> hoist loop invariants (verify kernel)
 //   -> common subexpressions (verify kernel) -> simplify masks (verify kernel)
-//   -> eliminate dead code (verify kernel) -> print module
+//   -> eliminate dead code (verify kernel) -> check tensor sizes -> print module
 #include "Pipeline.h"
 #include "codegen/PythonCodegen.h"
 #include "dtc/Compiler.h"
@@ -18,6 +18,7 @@
 #include "kir/HoistLoopInvariants.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
+#include "lower/CheckTensorSizes.h"
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
 #include "lower/Names.h"
@@ -115,6 +116,11 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
       verify_kernel(kernel, "mask simplification");
       eliminate_dead_code(kernel);
       verify_kernel(kernel, "dead code");
+      const FuncSchedule& fs = plan.of(k);
+      check_tensor_sizes(
+          kernel, k->name,
+          fs.where.count("tensorize") ? fs.where.at("tensorize") : program.def(k).loc, diags);
+      if (diags.has_errors()) return result;
       module.kernels.emplace(k, std::move(kernel));
     }
     module.compiled.push_back(std::move(c));

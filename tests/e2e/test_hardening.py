@@ -592,3 +592,20 @@ def test_reduction_of_a_materialized_producer_runs_once_per_row(tmp_path, schedu
         A = torch.randn(x, y) * 3
         close(module.o(A), torch.softmax(A.double(), dim=1))
         close(module.reference_o(A), torch.softmax(A.double(), dim=1))
+
+
+def test_sizes_that_make_a_whole_dimension_tile_too_large_are_refused(tmp_path):
+    """A tile as wide as a dimension takes its width from the call's sizes: at sizes for which a
+    kernel's tensor would pass Triton's 2^20 elements the wrapper refuses the call with a
+    ValueError saying what to change (dtfuzz found Triton's own error deep in its launch), and
+    smaller sizes still compute the right values."""
+    module = build(tmp_path, """Func f; In A, B; Var x, y; RVar k;
+        f[x, y] = rsum(A[x, k] * B[k, y], k) + A[x, y];
+        f.compile();""", "f.tensorize(x:0, y:0, k:4)")
+    assert '_dt_check_numel("f"' in (tmp_path / "prog.py").read_text()
+    A, B = torch.randn(1100, 1100), torch.randn(1100, 1100)
+    with pytest.raises(ValueError, match=r"f: at these sizes its kernel would compute a tensor "
+                                         r"of \d+ elements \(2048 x 2048.*tensorize fewer"):
+        module.f(A, B)
+    A, B = torch.randn(9, 9), torch.randn(9, 9)
+    close(module.f(A, B), A @ B + A)

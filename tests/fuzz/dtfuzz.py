@@ -58,6 +58,9 @@ MAKE_INPUTS = "make_inputs raises"
 SIZES = "disagreeing sizes accepted"  # labels that must be equal, given unequal: no ValueError
 REFERENCE = "reference disagrees"
 PROGRAM_REJECTED = "program rejected"  # a generated (legal) program rejected without schedule
+# How a wrapper refuses sizes for which its kernel's tensors would pass Triton's limit
+# (the runtime's _dt_check_numel): counted as a rejection.
+SIZES_REFUSED = "Triton allows; tensorize fewer labels whole"
 FAILURES = [DTC_CRASH, INTERNAL, IMPORT, RAISES, KERNEL_CRASH, WRONG, MAKE_INPUTS, REFERENCE,
             SIZES]
 
@@ -1398,7 +1401,12 @@ def run_case(case, workdir, timeout=120):
         if "make_inputs" in r:
             extra.append((MAKE_INPUTS, f"{f}: {r['make_inputs']}",
                           normalize_exception(r["make_inputs"])))
-        if "raises" in r:
+        if "raises" in r and SIZES_REFUSED in r["raises"]:
+            # The wrapper refuses sizes at which a tile as wide as a dimension would make a
+            # tensor larger than Triton allows: a rejection of the schedule at these sizes.
+            line = next(l for l in r["raises"].splitlines() if SIZES_REFUSED in l)
+            main = main or Result(REJECTED, f"{f}: {line}", normalize_message(line))
+        elif "raises" in r:
             main = main or Result(RAISES, f"{f}: {r['raises']}", normalize_exception(r["raises"]))
         else:
             want_dtype = case.dtype if any(

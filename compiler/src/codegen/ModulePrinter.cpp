@@ -298,6 +298,24 @@ private:
       out_ += "            if checked.numel() == 0:\n                return checked\n";
     }
     out_ += "        _dt_check_launch(device)\n";
+    // A tile as wide as a dimension makes tensors whose size the call's sizes decide.
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      const kir::Kernel& kernel = in_.kernels.at(k);
+      if (kernel.sized_shapes.empty()) continue;
+      std::vector<std::string> shapes;
+      for (const kir::Shape& shape : kernel.sized_shapes) {
+        std::vector<std::string> extents;
+        for (const kir::Extent& x : shape) {
+          std::string value = std::to_string(x.n);
+          for (const kir::LaunchArg& a : kernel.launch)
+            if (!x.param.empty() && a.param == x.param) value = launch_value(a, {}, false);
+          extents.push_back(value);
+        }
+        shapes.push_back(tuple_of(extents));
+      }
+      out_ += fill("        _dt_check_numel(" + quote(k->name) + ", (", shapes, "            ",
+                   shapes.size() == 1 ? ",))\n" : "))\n");
+    }
     if (uses_index) {
       std::vector<std::string> touched = tensor_inputs;
       if (!atomic)

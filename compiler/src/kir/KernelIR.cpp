@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <set>
 
 namespace dtc::kir {
 namespace {
@@ -460,6 +461,28 @@ StmtPtr Stmt::barrier() {
   auto s = std::make_unique<Stmt>();
   s->kind = StmtKind::Barrier;
   return s;
+}
+
+std::vector<Shape> shapes_of(const std::vector<StmtPtr>& stmts) {
+  std::vector<Shape> out;
+  std::set<const Expr*> seen; // values are shared: each is visited once
+  std::function<void(const ExprPtr&)> expr = [&](const ExprPtr& e) {
+    if (!e || !seen.insert(e.get()).second) return;
+    if (!e->type.shape.empty() && std::find(out.begin(), out.end(), e->type.shape) == out.end())
+      out.push_back(e->type.shape);
+    for (const ExprPtr& a : e->args)
+      expr(a);
+  };
+  std::function<void(const std::vector<StmtPtr>&)> block = [&](const std::vector<StmtPtr>& b) {
+    for (const StmtPtr& s : b) {
+      expr(s->a);
+      expr(s->b);
+      expr(s->c);
+      block(s->body);
+    }
+  };
+  block(stmts);
+  return out;
 }
 
 } // namespace dtc::kir

@@ -235,7 +235,17 @@ struct Kernel {
   /// program instances of a map split past the last block): the wrapper's bound for choosing
   /// int32 indices.
   long long index_slack = 1;
+  /// The shapes of the kernel's tensors whose size depends on a tile-width parameter, each
+  /// at most Triton's kMaxTensorNumel elements only for some sizes: the wrapper checks them
+  /// before the first launch (CheckTensorSizes.h).
+  std::vector<Shape> sized_shapes;
 };
+
+/// Triton's limit on the elements of one tensor (TRITON_MAX_TENSOR_NUMEL).
+inline constexpr long long kMaxTensorNumel = 1LL << 20;
+
+/// Every distinct shape of a value in `stmts` (nested bodies included), in first-use order.
+std::vector<Shape> shapes_of(const std::vector<StmtPtr>& stmts);
 
 /// Prints an expression as Python (for the printer, diagnostics and tests).
 std::string print(const Expr& e);
