@@ -21,13 +21,13 @@ Prints one table; exits non-zero if a result is wrong.
 import argparse
 import pathlib
 import sys
-import time
 
 import torch
 import triton
 import triton.testing
 
 from gpu_common import load
+from gpu_common import per_call_us as one_run
 
 
 def per_call_us(fn, calls):
@@ -35,14 +35,7 @@ def per_call_us(fn, calls):
     synchronization (so the GPU work is included where it is longer than the host's)."""
     fn()
     torch.cuda.synchronize()
-    runs = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        runs.append((time.perf_counter() - start) / calls * 1e6)
-    return sorted(runs)[2]
+    return sorted(one_run(fn, calls) for _ in range(5))[2]
 
 
 def close(got, want, dtype, module):

@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.testing
 
-from gpu_common import load
+from gpu_common import load, per_call_us
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -54,16 +54,10 @@ def compile_and_check(path, sizes, dtype_name):
 
 
 def host_us(fn, calls=2000):
+    """The median of three runs of µs per call back to back."""
     fn()
     torch.cuda.synchronize()
-    runs = []
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        runs.append((time.perf_counter() - start) / calls * 1e6)
-    return sorted(runs)[1]
+    return sorted(per_call_us(fn, calls) for _ in range(3))[1]
 
 
 def main():
