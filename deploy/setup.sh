@@ -10,7 +10,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libspdlog-dev libyaml-cpp-dev
   libboost-dev libboost-filesystem-dev libgtest-dev libgmock-dev libcli11-dev prometheus-cpp-dev
-  python3-venv clang-format wrk curl
+  python3-venv python3-dev clang-format wrk curl
   libjs-chart.js libjs-highlight.js chromium chromium-driver
 )
 

@@ -143,15 +143,15 @@ def test_direct_launches_only_when_every_launch_is_direct_and_no_hook_is_install
         knobs.launch_enter_hook.remove(hook)
 
 
-def test_a_direct_launch_passes_grid_stream_head_then_the_arguments():
+def test_a_direct_launch_passes_the_stream_then_what_varies():
     rt = load("runtime")
     plan = rt._DtPlan(())
     calls = []
     plan.stream, plan.device_index = {0: 77}.get, 0
-    plan.launches[4] = (lambda *args: calls.append(args), (8, 2, 1), ("fn", "meta"))
+    plan.launches[4] = lambda *args: calls.append(args)
     plan.tried.add(4)
-    plan.launch(4, None, None, ("A", 5, 1), 4, 3)
-    assert calls == [(8, 2, 1, 77, "fn", "meta", "A", 5, 1)]
+    plan.launch(4, None, None, ("A", 5, 1, "B", 0.5), 4, 3, (0, 3, 4))
+    assert calls == [(77, "A", "B", 0.5)]
 
 
 def test_generated_modules_lint_clean(tmp_path):

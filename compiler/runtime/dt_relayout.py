@@ -30,5 +30,5 @@ def _dt_k_contiguous(tensor, axis, plan=None, slot=None):
         if plan is None:
             _dt_transpose_kernel[grid](*args)
         else:
-            plan.launch(slot, _dt_transpose_kernel, grid, args, 4, 3)
+            plan.launch(slot, _dt_transpose_kernel, grid, args, 4, 3, (0, 1))
     return out

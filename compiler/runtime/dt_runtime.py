@@ -11,6 +11,10 @@ import torch
 import triton
 import triton.language as tl
 
+# A module defines this at its end, from the same file.
+with open(os.path.join(os.path.dirname(__file__), "dt_launch.c")) as _source:
+    _DT_LAUNCH_C = _source.read()
+
 # --- embedded below ---
 
 def _dt_check_tensor(name, value, rank):
@@ -188,8 +192,8 @@ def _dt_check_launch(device):
 # The lean host path. A wrapper's first call with given argument metadata takes the full path:
 # checks, size inference, Triton's launch (which specializes and compiles). What it worked out is
 # kept in a plan under a key of that metadata; a later call with the same key skips the checks
-# and calls each compiled kernel's launcher directly (_dt_direct), as Triton's launch does after
-# its own per-call work. Anything that could change a check's verdict, a size, a grid or Triton's
+# and launches each compiled kernel directly (_dt_direct): through a launch prepared once that
+# takes only what changes from call to call, the tensors' addresses and scalars. Anything that could change a check's verdict, a size, a grid or Triton's
 # specialization is in the key: each tensor's shape, strides, dtype, device and 16-byte alignment,
 # the size keywords with their types, and the same for `out`.
 
@@ -232,22 +236,83 @@ def _dt_launch(kernel, grid, args, num_warps, num_stages):
     return kernel[grid](*args, num_warps=num_warps, num_stages=num_stages)
 
 
-def _dt_direct(compiled, grid):
-    """How to launch `compiled` again without Triton's per-call work: `(run, grid, head)`, called
-    as `run(*grid, stream, *head, *args)`. `run` is its launcher's C entry point and `head` the
-    arguments Triton's CudaLauncher adds (when the kernel needs no scratch memory, which that
-    launcher would allocate per call), else the launcher itself. The entry takes a tensor
-    argument as a tensor or as its address."""
+# A launch prepared once (dt_launch.c, compiled on first use like Triton's own launchers and
+# cached with them): per Triton parameter type, its type character there.
+_DT_LAUNCH_TYPES = {"i1": "b", "i8": "b", "u1": "B", "u8": "B", "i16": "h", "u16": "H",
+                    "i32": "i", "u32": "I", "i64": "l", "u64": "L", "fp16": "e", "bf16": "E",
+                    "fp32": "f", "f32": "f", "fp64": "d"}
+_DT_LAUNCHER = []  # [the compiled module, or None where it cannot be built]
+
+
+def _dt_launcher():
+    """The `_dt_launch` module built from dt_launch.c, or None: a C compiler or Python's headers
+    missing (Triton's own launchers need them too), or DT_LAUNCHER=triton in the environment,
+    which keeps Triton's launcher entry (for comparison)."""
+    if not _DT_LAUNCHER:
+        module = None
+        if os.environ.get("DT_LAUNCHER", "") != "triton":
+            try:
+                from triton.runtime.build import compile_module_from_src
+                include = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "include")
+                module = compile_module_from_src(_DT_LAUNCH_C, "_dt_launch", include_dirs=[include])
+            except Exception as error:  # noqa: BLE001 (any build failure: Triton's entry remains)
+                import warnings
+                warnings.warn(f"generated wrappers launch through Triton's launcher entry: the "
+                              f"prepared launcher could not be built ({error})", RuntimeWarning)
+        _DT_LAUNCHER.append(module)
+    return _DT_LAUNCHER[0]
+
+
+def _dt_direct(compiled, grid, args, varying):
+    """How to launch `compiled` again without Triton's per-call work, as `launch(stream,
+    *values)`, where `values` are the arguments at positions `varying` of `args` (the first
+    call's, whose other values every later call of the plan repeats): a prepared `Launch`
+    (dt_launch.c) that packed the rest once; where it cannot serve (its module not built, a
+    parameter type or a launch attribute it does not know), Triton's launcher entry, called
+    with every argument. Tensors may be passed as tensors or as their addresses."""
     launcher = compiled.run
     grid = tuple(grid) + (1,) * (3 - len(grid))
+    signature = list(getattr(getattr(compiled, "src", None), "signature", {}).values())
+    num_warps, num_ctas, shared = compiled.packed_metadata
+    module = _dt_launcher()
+    if (module is not None and len(signature) == len(args) and num_ctas == 1
+            and getattr(launcher, "global_scratch_size", None) == 0
+            and getattr(launcher, "profile_scratch_size", None) == 0):
+        types, values, at = "", [], {}  # at: argument position -> parameter position
+        for i, (kind, value) in enumerate(zip(signature, args)):
+            if kind == "constexpr":
+                continue  # compiled into the kernel
+            code = "p" if kind.startswith("*") else _DT_LAUNCH_TYPES.get(kind)
+            if code is None:
+                break
+            at[i] = len(types)
+            types += code
+            values.append(value)
+        else:
+            if all(i in at for i in varying):
+                # Triton's kernels end with their global and profile scratch pointers: none here.
+                return module.Launch(compiled.function, grid, 32 * num_warps, shared,
+                                     bool(launcher.launch_cooperative_grid),
+                                     bool(launcher.launch_pdl), types + "pp",
+                                     (*values, 0, 0), tuple(at[i] for i in varying))
     entry = getattr(launcher, "launch", None)
     if (callable(entry) and getattr(launcher, "global_scratch_size", None) == 0
             and getattr(launcher, "profile_scratch_size", None) == 0
             and hasattr(launcher, "launch_cooperative_grid") and hasattr(launcher, "launch_pdl")):
-        head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
-                compiled.packed_metadata, None, None, None)
-        return entry, grid, head
-    return launcher, grid, (compiled.function, compiled.packed_metadata, None, None, None)
+        run, head = entry, (compiled.function, launcher.launch_cooperative_grid,
+                            launcher.launch_pdl, None, None, compiled.packed_metadata, None, None,
+                            None)
+    else:
+        run, head = launcher, (compiled.function, compiled.packed_metadata, None, None, None)
+    # The first call's tensors are not kept: their places are filled by each call.
+    fixed = [None if i in varying else value for i, value in enumerate(args)]
+
+    def launch(stream, *values):
+        full = list(fixed)
+        for i, value in zip(varying, values):
+            full[i] = value
+        run(*grid, stream, *head, *full)
+    return launch
 
 
 _DT_WORK_ALIGN = 256  # bytes from one temporary to the next: Triton assumes 16-byte alignment
@@ -272,8 +337,9 @@ class _DtPlan:
     def direct(self):
         """`(stream, launches)` when every kernel of a call launches directly: after a call that
         launched them all (finish()), each compiled and launched, with no launch hook installed
-        (a profiler's: then Triton launches, which calls it). The wrapper then calls `run(*grid,
-        stream, *head, ...)` of `launches[slot]` itself, with tensors' addresses. Else None: a
+        (a profiler's: then Triton launches, which calls it). The wrapper then calls
+        `launches[slot](stream, ...)` itself with what varies: tensors' addresses and scalars
+        (_dt_direct). Else None: a
         first call that failed part-way (out of memory between two launches), or another thread
         whose first call is still launching, leaves the plan incomplete, and Triton launches."""
         if (not self.complete or not self.launches or len(self.launches) != len(self.tried)
@@ -286,11 +352,14 @@ class _DtPlan:
         kernel: later calls may then launch directly."""
         self.complete = True
 
-    def launch(self, slot, kernel, grid, args, num_warps, num_stages):
+    def launch(self, slot, kernel, grid, args, num_warps, num_stages, varying):
+        """Launches `kernel` over `grid` with `args`, of which the positions `varying` (its
+        tensors and scalars) may change from call to call of this plan and the rest may not:
+        directly once this slot has a direct launch, else through Triton, which compiles it the
+        first time; the direct launch is then made (_dt_direct)."""
         direct = self.launches.get(slot)
         if direct is not None and not _dt_hooked():
-            run, grid3, head = direct
-            run(*grid3, self.stream(self.device_index), *head, *args)
+            direct(self.stream(self.device_index), *[args[i] for i in varying])
             return
         self.tried.add(slot)
         compiled = _dt_launch(kernel, grid, args, num_warps, num_stages)
@@ -299,7 +368,7 @@ class _DtPlan:
         if hasattr(compiled, "packed_metadata"):  # not the interpreter
             driver = triton.runtime.driver.active
             self.stream, self.device_index = driver.get_current_stream, driver.get_current_device()
-            self.launches[slot] = _dt_direct(compiled, grid)
+            self.launches[slot] = _dt_direct(compiled, grid, args, varying)
 
     def lay_out(self, device, shapes):
         """The full path's temporaries, contiguous float32 tensors of `shapes` in one new

@@ -271,7 +271,8 @@ def test_names_of_the_wrappers_locals(tmp_path):
         """))
     assert module.COMPILED == ("plan_", "work_")
     params = inspect.signature(module.plan_).parameters
-    assert {"direct_", "run_", "grid_", "head_"} <= set(params), params
+    # direct is a local, grid a module-level name; run and head are free to keep their names.
+    assert {"direct_", "grid_", "run", "head"} <= set(params), params
     sizes = {"x": 5, "y": 6, "k": 7}
     for seed in range(3):
         args = module.make_inputs(sizes, seed=seed)

@@ -5,10 +5,10 @@
 SIZES is label=size,... (e.g. .gpu/softmax_rows.py:x=4096,y=512). For each module's first
 compiled Func, in float32 and float16:
 
-- checks the lean host path: the second call (launched from the plan, each kernel through
-  CompiledKernel.run) against the reference, on new values, with `out=`, on a transposed input
-  (other metadata: the full path again) and from `CudaGraph`; and that the plan holds a direct
-  launch for every kernel;
+- checks the lean host path: the second call (launched from the plan, each kernel through its
+  prepared launch, dt_launch.c) against the reference, on new values, with `out=`, on a
+  transposed input (other metadata: the full path again) and from `CudaGraph`; and that the plan
+  holds a prepared launch for every kernel (Triton's entry under DT_LAUNCHER=triton);
 - times, side by side, µs per call back to back (calls queued without synchronizing, as a model
   makes them): the full path (the plan cache emptied before each call), the lean path, the lean
   path with `out=` given, a `CudaGraph` replay, and for scale torch's `x + 1` and `softmax` on a
@@ -19,6 +19,7 @@ compiled Func, in float32 and float16:
 Prints one table; exits non-zero if a result is wrong.
 """
 import argparse
+import os
 import pathlib
 import sys
 
@@ -58,9 +59,9 @@ def bare_launches(module, fn, inputs):
     plan_class = module._DtPlan
     original = plan_class.launch
 
-    def spy(self, slot_, kernel, grid, args, num_warps, num_stages):
+    def spy(self, slot_, kernel, grid, args, num_warps, num_stages, varying):
         seen[slot_] = (kernel, grid, args, num_warps, num_stages)
-        return original(self, slot_, kernel, grid, args, num_warps, num_stages)
+        return original(self, slot_, kernel, grid, args, num_warps, num_stages, varying)
 
     plan_class.launch = spy
     try:
@@ -156,6 +157,9 @@ def main():
             row += [f"{bench:.4f}", f"{gpu:.4f}", f"{graph_bench:.4f}"]
             if kernels == 0:
                 problems.append("no direct launch in the plan")
+            launchers = sorted({type(launch).__name__ for launch in plan.launches.values()})
+            if launchers != ["Launch"] and os.environ.get("DT_LAUNCHER") != "triton":
+                problems.append(f"launched through {launchers}, not the prepared launcher")
             if problems:
                 failures += 1
                 row.append("WRONG: " + ", ".join(problems))

@@ -4,8 +4,9 @@
 
 For the module's first compiled Func at SIZES (float32): times, µs per call back to back, the
 lean call and each piece of it on its own: the plan key, the plan lookup, the output's
-allocation, the stream lookup, the launch-hook check, and the last kernel's direct launch (its
-launcher's C entry) with tensors and with their addresses; beside them torch's `x + 1`. The
+allocation, the stream lookup, the launch-hook check, and the last kernel's launch: prepared
+(dt_launch.c, passed what changes per call) and through Triton's launcher entry with every
+argument, tensors or their addresses; beside them torch's `x + 1`. The
 pieces are timed in rounds, in a new random order each round, and the median of the rounds is
 printed, so that the machine's drift touches all alike.
 """
@@ -37,9 +38,9 @@ def main():
     seen = {}
     original = module._DtPlan.launch
 
-    def spy(self, slot, kernel, grid, launch_args, num_warps, num_stages):
-        seen[slot] = launch_args
-        return original(self, slot, kernel, grid, launch_args, num_warps, num_stages)
+    def spy(self, slot, kernel, grid, launch_args, num_warps, num_stages, varying):
+        seen[slot] = (kernel, grid, launch_args, num_warps, num_stages, varying)
+        return original(self, slot, kernel, grid, launch_args, num_warps, num_stages, varying)
 
     module._DtPlan.launch = spy
     plans.clear()  # the full path launches through the plan, with the arguments it passes
@@ -51,10 +52,17 @@ def main():
     key = next(iter(plans))
     plan = plans[key]
     slot = max(plan.launches)
-    entry, (g0, g1, g2), rest = plan.launches[slot]
+    prepared = plan.launches[slot]
     stream, device = plan.stream, plan.device_index
-    launch_args = seen[slot]
+    kernel, grid, launch_args, num_warps, num_stages, varying = seen[slot]
     addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in launch_args)
+    changing = tuple(addresses[i] for i in varying)
+    # Triton's launcher entry, called as it was before the prepared launch (every argument).
+    compiled = kernel[grid](*launch_args, num_warps=num_warps, num_stages=num_stages)
+    launcher = compiled.run
+    entry, (g0, g1, g2) = launcher.launch, tuple(grid) + (1,) * (3 - len(grid))
+    rest = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
+            compiled.packed_metadata, None, None, None)
     sizes_none = (None,) * len(module.SIZE_KEYWORDS)
     x = torch.randn(out.shape, device="cuda")
     a0 = tensors[0]
@@ -72,8 +80,11 @@ def main():
         "torch.empty_like(input)": lambda: torch.empty_like(a0),
         "stream lookup": lambda: stream(device),
         "_dt_hooked()": module._dt_hooked,
-        "direct launch, tensors": lambda: entry(g0, g1, g2, stream(device), *rest, *launch_args),
-        "direct launch, addresses": lambda: entry(g0, g1, g2, stream(device), *rest, *addresses),
+        "plan.direct()": plan.direct,
+        f"prepared launch ({type(prepared).__name__})": lambda: prepared(stream(device),
+                                                                         *changing),
+        "Triton's entry, tensors": lambda: entry(g0, g1, g2, stream(device), *rest, *launch_args),
+        "Triton's entry, addresses": lambda: entry(g0, g1, g2, stream(device), *rest, *addresses),
     }
     results = {name: [] for name in pieces}
     rng = random.Random(1)

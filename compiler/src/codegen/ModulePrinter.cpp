@@ -74,6 +74,10 @@ public:
       out_ += "make_inputs = make_inputs_" + first + "\n";
       out_ += "SIZE_KEYWORDS = SIZE_KEYWORDS_" + first + "\n";
     }
+    out_ +=
+        "\n\n# The prepared launcher's C source (compiler/runtime/dt_launch.c): wrappers build it "
+        "on\n# first use (_dt_launcher) and launch through it once a plan is made.\n";
+    out_ += std::string("_DT_LAUNCH_C = r\"\"\"") + kLaunchC + "\"\"\"\n";
     return out_;
   }
 
@@ -393,7 +397,7 @@ private:
       }
       // Launched directly with the tensors' addresses once the plan can (_DtPlan.direct), else
       // through the plan, which lets Triton compile and launch.
-      auto args = [&](bool addresses, const std::string& indent) {
+      auto args = [&](const std::string& indent) {
         std::string text, line;
         for (size_t i = 0; i < kernel.launch.size(); ++i) {
           const kir::LaunchArg& a = kernel.launch[i];
@@ -403,11 +407,6 @@ private:
           }
           bool is_kept = std::count(kept.begin(), kept.end(), a.name) > 0;
           std::string value = launch_value(a, work, is_kept);
-          // A temporary is an address already when the launch is direct.
-          if (addresses && a.kind == kir::LaunchArg::Kind::Tensor &&
-              std::none_of(work.begin(), work.end(),
-                           [&](const kir::Temporary& t) { return t.name == a.name; }))
-            value += ".data_ptr()";
           // A tensor's strides in order, all of them: one call (Tensor.stride() costs about what
           // Tensor.stride(i) does), or the plan's tuple.
           if (a.kind == kir::LaunchArg::Kind::Stride && a.axis == 0 &&
@@ -426,14 +425,29 @@ private:
         if (!line.empty()) text += indent + line + "\n";
         return text;
       };
+      // Only tensors and scalars change from call to call of one plan: a direct launch packed
+      // the rest (strides, sizes, tile widths, the index type) when it was prepared.
+      std::vector<std::string> varying, positions;
+      for (size_t i = 0; i < kernel.launch.size(); ++i) {
+        const kir::LaunchArg& a = kernel.launch[i];
+        if (a.kind != kir::LaunchArg::Kind::Tensor && a.kind != kir::LaunchArg::Kind::Scalar)
+          continue;
+        bool temporary = std::any_of(work.begin(), work.end(),
+                                     [&](const kir::Temporary& t) { return t.name == a.name; });
+        // A temporary is an address already when the launch is direct.
+        varying.push_back(
+            launch_value(a, work, false) +
+            (a.kind == kir::LaunchArg::Kind::Tensor && !temporary ? ".data_ptr()" : ""));
+        positions.push_back(std::to_string(i));
+      }
       std::string at = std::to_string(slot++);
       out_ += "    if direct:\n";
-      out_ += "        run, grid, head = direct[1][" + at + "]\n";
-      out_ += "        run(*grid, direct[0], *head,\n" + args(true, "            ") + "        )\n";
+      out_ += fill("        direct[1][" + at + "](direct[0]" + (varying.empty() ? "" : ", "),
+                   varying, "            ", ")\n");
       out_ += "    else:\n";
       out_ += "        plan.launch(" + at + ", " + kernel.name + ", (" + grid_text(kernel.grid) +
-              ",), (\n" + args(false, "            ") + "        ), " +
-              std::to_string(kernel.num_warps) + ", " + std::to_string(kernel.num_stages) + ")\n";
+              ",), (\n" + args("            ") + "        ), " + std::to_string(kernel.num_warps) +
+              ", " + std::to_string(kernel.num_stages) + ", " + tuple_of(positions) + ")\n";
     }
     // Every kernel launched: later calls may launch directly (not before, so that a call that
     // failed part-way, or another thread's first call, never finds a launch missing).

@@ -25,7 +25,7 @@ static const std::set<std::string>& reserved() {
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
       "SIZE_KEYWORDS", "DOT_PRECISION", "out", "numbers", "CudaGraph",
       // the wrappers' locals
-      "key", "plan", "work", "index", "checked", "direct", "run", "head"};
+      "key", "plan", "work", "index", "checked", "direct"};
   return words;
 }
 
