@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sysconfig
 import types
+import warnings
 
 import pytest
 import torch
@@ -118,7 +119,9 @@ def test_malformed_launches_are_refused(rt):
 def test_a_launch_without_a_usable_driver_raises(rt):
     launch = rt._dt_launcher().Launch(0, (1, 1, 1), 32, 0, False, False, "i", (1,), (0,))
     # No GPU: libcuda.so.1 is missing; with one, a null function is refused by the driver.
-    with pytest.raises(RuntimeError, match="libcuda.so.1|cuLaunchKernelEx failed"):
+    # Without a context current (nothing initialized CUDA) the driver says so.
+    with pytest.raises(RuntimeError,
+                       match="libcuda.so.1|cuLaunchKernelEx failed|cuCtxGetCurrent|no CUDA context"):
         launch(0, 5)
 
 
@@ -159,28 +162,56 @@ def test_direct_launches_pack_the_parameters_and_renumber_what_varies(rt):
     assert launch.pack(16, 32, 2.0) == (16, 7, 32, low("f", 2.0), 2**40, 0, 0)
 
 
-@pytest.mark.parametrize("why", ["tensor descriptor", "scratch memory", "clusters",
-                                 "constexpr varying"])
+@pytest.mark.parametrize("why", ["tensor descriptor", "scratch memory", "clusters"])
 def test_what_the_prepared_launch_cannot_serve_goes_through_triton(rt, why):
     signature = {"A_ptr": "*fp32", "n": "i32", "d": "constexpr"}
-    metadata, scratch, varying = (4, 1, 0), 0, (0,)
+    metadata, scratch = (4, 1, 0), 0
     if why == "tensor descriptor":
         signature["A_ptr"] = "nvTmaDesc"
     elif why == "scratch memory":
         scratch = 64
-    elif why == "clusters":
-        metadata = (4, 2, 0)
     else:
-        varying = (0, 2)
+        metadata = (4, 2, 0)
     kernel, calls = compiled(signature, metadata, scratch)
     a = torch.zeros(2)
-    launch = rt._dt_direct(kernel, (3,), (a, 9, 1), varying)
+    launch = rt._dt_direct(kernel, (3,), (a, 9, 1), (0,))
     assert not isinstance(launch, rt._dt_launcher().Launch)
-    launch(77, *[100 + i for i in range(len(varying))])
-    tail = (100, 9, 1) if len(varying) == 1 else (100, 9, 101)
+    with pytest.raises(ValueError):  # as many values as varying positions, as a Launch takes
+        launch(77, 100, 101)
+    assert calls == []
+    launch(77, 100)
+    tail = (100, 9, 1)
     [(how, args)] = calls
     if why == "scratch memory":  # the launcher itself, which allocates the scratch memory
         assert how == "launcher" and args == (3, 1, 1, 77, 0, metadata, None, None, None, *tail)
     else:
         assert how == "entry" and args[:4] == (3, 1, 1, 77) and args[9] == metadata
         assert args[13:] == tail
+
+
+def test_a_varying_argument_compiled_into_the_kernel_has_no_direct_launch(rt):
+    """Triton made the argument at a varying position a constexpr: only Triton, specializing
+    each call, launches it right."""
+    kernel, calls = compiled({"A_ptr": "*fp32", "s": "constexpr"})
+    assert rt._dt_direct(kernel, (1,), (torch.zeros(1), 1), (0, 1)) is None
+
+
+def test_a_launcher_that_does_not_build_warns_once_and_triton_launches(monkeypatch):
+    """Even where warnings are errors, the failed build is remembered: the first plan's call
+    raises the warning, later ones launch through Triton's entry."""
+    import triton.runtime.build as build
+    module = load("runtime")
+
+    def fail(*args, **kwargs):
+        raise OSError("no C compiler")
+
+    monkeypatch.setattr(build, "compile_module_from_src", fail)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(RuntimeWarning, match="could not be built .no C compiler."):
+            module._dt_launcher()
+        assert module._dt_launcher() is None
+    kernel, calls = compiled({"A_ptr": "*fp32"})
+    launch = module._dt_direct(kernel, (1,), (torch.zeros(1),), (0,))
+    launch(5, 64)
+    assert calls[0][0] == "entry" and calls[0][1][-1] == 64

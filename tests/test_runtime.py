@@ -2,7 +2,6 @@
 follows its marker line is exactly what generated modules carry, and its helpers behave (run
 under the Triton interpreter, against torch)."""
 import importlib.util
-import pathlib
 import subprocess
 import sys
 
@@ -141,6 +140,23 @@ def test_direct_launches_only_when_every_launch_is_direct_and_no_hook_is_install
         assert plan.direct() is None
     finally:
         knobs.launch_enter_hook.remove(hook)
+
+
+def test_a_plan_is_kept_once_its_first_call_has_launched_every_kernel():
+    """Not before: another thread's call with the key would find it half made."""
+    rt = load("runtime")
+    plans = {}
+    plan = rt._dt_plan(plans, "k", ())
+    assert plans == {}
+    plan.finish()
+    assert plans == {"k": plan}
+    plan.finish()  # a later call that launched through Triton (a hook installed): kept once
+    assert plans == {"k": plan}
+    rt._dt_plan(plans, None, ()).finish()  # no key: never kept
+    assert plans == {"k": plan}
+    for i in range(rt._DT_PLANS_MAX):
+        rt._dt_plan(plans, i, ()).finish()
+    assert len(plans) == 1 and i in plans  # full: the cache started again
 
 
 def test_a_direct_launch_passes_the_stream_then_what_varies():

@@ -185,7 +185,7 @@ static int store(const Launch* self, uint64_t* slots, Py_ssize_t i, PyObject* va
   default:
     break;
   }
-  PyErr_Format(PyExc_ValueError, "unknown parameter type '%c'", self->types[i]);
+  PyErr_Format(PyExc_ValueError, "unknown parameter type '%c'", (unsigned char)self->types[i]);
   return -1;
 }
 
@@ -249,11 +249,11 @@ static PyObject* Launch_call(PyObject* self_, PyObject* const* args, size_t narg
 
 /* Launches with `params` on `stream`. */
 static PyObject* launch(const Launch* self, unsigned long long stream, void** params) {
+  if (self->grid[0] == 0 || self->grid[1] == 0 || self->grid[2] == 0) Py_RETURN_NONE;
   if (!load_cuda()) {
     PyErr_SetString(PyExc_RuntimeError, "cannot launch: libcuda.so.1 is not loadable");
     return NULL;
   }
-  if ((unsigned long long)self->grid[0] * self->grid[1] * self->grid[2] == 0) Py_RETURN_NONE;
   CUcontext current = NULL;
   CUresult code = cu_ctx_get_current(&current);
   if (code != CUDA_SUCCESS) return cuda_failed(code, "cuCtxGetCurrent"), NULL;
@@ -284,7 +284,10 @@ static PyObject* launch(const Launch* self, unsigned long long stream, void** pa
     attrs[config.numAttrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attrs[config.numAttrs++].value.cooperative = 1;
   }
+  /* A full launch queue blocks here: other threads run meanwhile. */
+  PyThreadState* saved = PyEval_SaveThread();
   code = cu_launch_kernel_ex(&config, self->function, params, NULL);
+  PyEval_RestoreThread(saved);
   if (code != CUDA_SUCCESS) return cuda_failed(code, "cuLaunchKernelEx"), NULL;
   Py_RETURN_NONE;
 }
@@ -342,15 +345,16 @@ static PyObject* Launch_new(PyTypeObject* type, PyObject* args, PyObject* kwargs
     Py_DECREF(self);
     return PyErr_NoMemory();
   }
-  memcpy(self->types, types, count + 1);
+  memcpy(self->types, types, count);
+  self->types[count] = 0;
   for (int axis = 0; axis < 3; ++axis)
     if (unsigned_of(PyTuple_GET_ITEM(grid, axis), &self->grid[axis], "grid") < 0) goto fail;
   if (unsigned_of(block, &self->block, "block") < 0 ||
       unsigned_of(shared, &self->shared, "shared") < 0)
     goto fail;
   for (Py_ssize_t i = 0; i < count; ++i) {
-    if (!strchr("pbBhHiIlLeEfd", types[i])) {
-      PyErr_Format(PyExc_ValueError, "unknown parameter type '%c'", types[i]);
+    if (!types[i] || !strchr("pbBhHiIlLeEfd", types[i])) {
+      PyErr_Format(PyExc_ValueError, "unknown parameter type '%c'", (unsigned char)types[i]);
       goto fail;
     }
     if (store(self, self->slots, i, PyTuple_GET_ITEM(values, i)) < 0) goto fail;

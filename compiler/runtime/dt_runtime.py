@@ -249,17 +249,20 @@ def _dt_launcher():
     missing (Triton's own launchers need them too), or DT_LAUNCHER=triton in the environment,
     which keeps Triton's launcher entry (for comparison)."""
     if not _DT_LAUNCHER:
-        module = None
+        module = error = None
         if os.environ.get("DT_LAUNCHER", "") != "triton":
             try:
                 from triton.runtime.build import compile_module_from_src
                 include = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "include")
                 module = compile_module_from_src(_DT_LAUNCH_C, "_dt_launch", include_dirs=[include])
-            except Exception as error:  # noqa: BLE001 (any build failure: Triton's entry remains)
-                import warnings
-                warnings.warn(f"generated wrappers launch through Triton's launcher entry: the "
-                              f"prepared launcher could not be built ({error})", RuntimeWarning)
-        _DT_LAUNCHER.append(module)
+            except Exception as e:  # noqa: BLE001 (any build failure: Triton's entry remains)
+                error = e
+        _DT_LAUNCHER.append(module)  # before warning: warnings may be errors
+        if error is not None:
+            import warnings
+            warnings.warn(f"generated wrappers launch through Triton's launcher entry: the "
+                          f"prepared launcher could not be built ({error})", RuntimeWarning,
+                          stacklevel=4)
     return _DT_LAUNCHER[0]
 
 
@@ -269,10 +272,14 @@ def _dt_direct(compiled, grid, args, varying):
     call's, whose other values every later call of the plan repeats): a prepared `Launch`
     (dt_launch.c) that packed the rest once; where it cannot serve (its module not built, a
     parameter type or a launch attribute it does not know), Triton's launcher entry, called
-    with every argument. Tensors may be passed as tensors or as their addresses."""
+    with every argument. Tensors may be passed as tensors or as their addresses. None when
+    Triton compiled a varying argument into the kernel (a constexpr): each call must then go
+    through Triton, which specializes it."""
     launcher = compiled.run
     grid = tuple(grid) + (1,) * (3 - len(grid))
     signature = list(getattr(getattr(compiled, "src", None), "signature", {}).values())
+    if any(i < len(signature) and signature[i] == "constexpr" for i in varying):
+        return None
     num_warps, num_ctas, shared = compiled.packed_metadata
     module = _dt_launcher()
     if (module is not None and len(signature) == len(args) and num_ctas == 1
@@ -282,6 +289,8 @@ def _dt_direct(compiled, grid, args, varying):
         for i, (kind, value) in enumerate(zip(signature, args)):
             if kind == "constexpr":
                 continue  # compiled into the kernel
+            if not isinstance(kind, str):  # a tuple argument
+                break
             code = "p" if kind.startswith("*") else _DT_LAUNCH_TYPES.get(kind)
             if code is None:
                 break
@@ -309,7 +318,7 @@ def _dt_direct(compiled, grid, args, varying):
 
     def launch(stream, *values):
         full = list(fixed)
-        for i, value in zip(varying, values):
+        for i, value in zip(varying, values, strict=True):
             full[i] = value
         run(*grid, stream, *head, *full)
     return launch
@@ -324,10 +333,11 @@ class _DtPlan:
     in the one allocation that holds them. Under the interpreter nothing is compiled, so
     launches go through Triton each time, but the checks are still skipped."""
     __slots__ = ("values", "launches", "tried", "complete", "work_bytes", "offsets", "shapes",
-                 "stream", "device_index")
+                 "stream", "device_index", "plans", "key")
 
-    def __init__(self, values):
+    def __init__(self, values, plans=None, key=None):
         self.values = values
+        self.plans, self.key = plans, key  # where finish() keeps it
         self.launches = {}  # slot -> direct launch (_dt_direct)
         self.tried = set()  # slots launched through Triton: a failed one has no direct launch
         self.complete = False  # a call launched every kernel (finish())
@@ -349,8 +359,14 @@ class _DtPlan:
 
     def finish(self):
         """Called by the wrapper after a call that did not launch directly has launched every
-        kernel: later calls may then launch directly."""
+        kernel: later calls may then launch directly, and a new plan is kept under its key
+        (not before: another thread's call with that key would find it half made, and a first
+        call that failed part-way leaves none)."""
         self.complete = True
+        if self.key is not None and self.plans.get(self.key) is not self:
+            if len(self.plans) >= _DT_PLANS_MAX:
+                self.plans.clear()
+            self.plans[self.key] = self
 
     def launch(self, slot, kernel, grid, args, num_warps, num_stages, varying):
         """Launches `kernel` over `grid` with `args`, of which the positions `varying` (its
@@ -368,7 +384,9 @@ class _DtPlan:
         if hasattr(compiled, "packed_metadata"):  # not the interpreter
             driver = triton.runtime.driver.active
             self.stream, self.device_index = driver.get_current_stream, driver.get_current_device()
-            self.launches[slot] = _dt_direct(compiled, grid, args, varying)
+            direct = _dt_direct(compiled, grid, args, varying)
+            if direct is not None:  # else this slot, so the plan, keeps launching through Triton
+                self.launches[slot] = direct
 
     def lay_out(self, device, shapes):
         """The full path's temporaries, contiguous float32 tensors of `shapes` in one new
@@ -405,13 +423,9 @@ def _dt_tile(size, least):
 
 
 def _dt_plan(plans, key, values):
-    """A new plan for `key`, kept in `plans` unless the key is None."""
-    plan = _DtPlan(values)
-    if key is not None:
-        if len(plans) >= _DT_PLANS_MAX:
-            plans.clear()
-        plans[key] = plan
-    return plan
+    """A new plan for `key`, which its first call's finish() keeps in `plans` unless the key is
+    None."""
+    return _DtPlan(values, plans, key)
 
 
 class CudaGraph:
