@@ -62,6 +62,16 @@ def test_k_contiguous_copies_into_the_layout_asked_for(axis, shape):
     assert out.stride(axis) == 1
 
 
+def test_k_contiguous_launches_directly_with_the_two_addresses():
+    rl = load("relayout")
+    a = torch.randn(5, 7)
+    calls = []
+    direct = (99, {3: lambda *args: calls.append(args)})
+    out = rl._dt_k_contiguous(a, 0, None, 3, direct)
+    assert out.shape == a.shape and out.stride() == (1, 5) and out.dtype == a.dtype
+    assert calls == [(99, a.data_ptr(), out.data_ptr())]
+
+
 def test_index_type_is_int32_only_where_every_index_fits():
     # Meta tensors: shapes and strides without memory, so spans past 2**31 cost nothing.
     import triton.language as tl

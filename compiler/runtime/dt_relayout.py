@@ -1,7 +1,6 @@
 """Copies a 2-D tensor into a layout whose `axis` is contiguous, through tiles that Triton
 transposes in shared memory: reads and writes both coalesced, unlike a strided copy. Printed
 into a module whose tl.dot operands need it (what follows the marker line, as dt_runtime.py)."""
-import torch
 import triton
 import triton.language as tl
 
@@ -18,13 +17,17 @@ def _dt_transpose_kernel(src_ptr, dst_ptr, rows, cols, src_stride0, src_stride1,
     tl.store(dst_ptr + row * dst_stride0 + col * dst_stride1, tile, mask=mask)
 
 
-def _dt_k_contiguous(tensor, axis, plan=None, slot=None):
+def _dt_k_contiguous(tensor, axis, plan=None, slot=None, direct=None):
     """`tensor` (2-D) copied to a layout in which dimension `axis` is contiguous; launched through
-    the wrapper's `plan` (dt_runtime.py) under `slot` when given."""
+    the wrapper's `plan` (dt_runtime.py) under `slot` when given, and directly when `direct`
+    (the plan's direct launches, _DtPlan.direct()) is."""
     rows, cols = tensor.shape
     strides = (1, rows) if axis == 0 else (cols, 1)
-    out = torch.empty_strided((rows, cols), strides, dtype=tensor.dtype, device=tensor.device)
+    out = tensor.new_empty_strided((rows, cols), strides)
     if out.numel():
+        if direct:  # what varies: the two addresses (the plan's key fixes the rest)
+            direct[1][slot](direct[0], tensor.data_ptr(), out.data_ptr())
+            return out
         grid = ((rows + 63) // 64, (cols + 63) // 64)  # triton.cdiv costs microseconds a call
         args = (tensor, out, rows, cols, *tensor.stride(), *out.stride(), 64)
         if plan is None:

@@ -393,7 +393,7 @@ private:
         r->done = true;
         out_ += "    if " + condition + ":\n";
         out_ += "        " + tensor + " = _dt_k_contiguous(" + tensor + ", " +
-                std::to_string(axis) + ", plan, " + std::to_string(slot++) + ")\n";
+                std::to_string(axis) + ", plan, " + std::to_string(slot++) + ", direct)\n";
       }
       // Launched directly with the tensors' addresses once the plan can (_DtPlan.direct), else
       // through the plan, which lets Triton compile and launch.
