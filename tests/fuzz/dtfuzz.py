@@ -505,9 +505,10 @@ class Evaluator:
 
     TIE = 1e-4
 
-    def __init__(self, prog, sizes, inputs, scalars, dtype=torch.float64):
+    def __init__(self, prog, sizes, inputs, scalars, dtype=torch.float64, dot_dtype=None):
         self.prog, self.sizes, self.inputs, self.scalars = prog, sizes, inputs, scalars
         self.dtype = dtype
+        self.dot_dtype = dot_dtype  # rdot's operands rounded to it, as tl.dot's in the kernel
         self.values = {}
         self.uncertain = {}
         self.max_abs = 0.0
@@ -619,6 +620,8 @@ class Evaluator:
                 op = e[1]
             else:
                 (a, b, ua, ub), labs = _align2([self.ev(e[1]), self.ev(e[2])])
+                if self.dot_dtype is not None:
+                    a, b = a.to(self.dot_dtype).to(a.dtype), b.to(self.dot_dtype).to(b.dtype)
                 t, u, op = a * b, ua | ub, "rsum"
             if k not in labs:
                 raise EvalError(f"reduction over {k} of a value that does not vary along it")
@@ -662,9 +665,11 @@ def make_case_inputs(case):
     return inputs, scalars
 
 
-def evaluate(case, funcs=None, perturb=None, dtype=torch.float64):
+def evaluate(case, funcs=None, perturb=None, dtype=torch.float64, dot_dtype=None):
     """Expected values of `funcs` (default: the compiled Funcs) in float64, and the evaluator.
-    With dtype=torch.float32 every intermediate is rounded as a float32 kernel would."""
+    With dtype=torch.float32 every intermediate is rounded as a float32 kernel would; with
+    dot_dtype, rdot's operands are rounded to it first (a float16 or bfloat16 kernel's tl.dot
+    takes operands computed in the kernel in the inputs' dtype: docs/language.md)."""
     inputs, scalars = make_case_inputs(case)
     inputs = {n: t.to(dtype) for n, t in inputs.items()}
     if perturb is not None:
@@ -673,7 +678,7 @@ def evaluate(case, funcs=None, perturb=None, dtype=torch.float64):
                   for n, t in inputs.items()}
         scalars = {s: v * (1 + 1e-6 * float(torch.randn((), generator=g)))
                    for s, v in scalars.items()}
-    ev = Evaluator(case.program, case.sizes, inputs, scalars, dtype)
+    ev = Evaluator(case.program, case.sizes, inputs, scalars, dtype, dot_dtype)
     out = {f: ev.func(f).double() for f in (funcs or case.program.compiled)}
     return out, ev
 
@@ -1315,14 +1320,21 @@ def tolerances(case):
     return (1e-4, 1e-5) if case.dtype == "float32" else (2e-3, 2e-3)
 
 
-def compare(case, f, got, expected, uncertain=None):
-    """None when `got` matches `expected`, else a description with the largest error."""
+# Float32 rounding of the largest intermediate, times this, is allowed on any element: a sum
+# that cancels (an antisymmetric one is exactly 0) keeps the rounding of its terms.
+ROUNDING_SLACK = 16 * torch.finfo(torch.float32).eps
+
+
+def compare(case, f, got, expected, uncertain=None, max_abs=0.0):
+    """None when `got` matches `expected`, else a description with the largest error.
+    `max_abs`: the largest finite intermediate magnitude of the evaluation (Evaluator)."""
     got = torch.as_tensor(got, dtype=torch.float64)
     if tuple(got.shape) != tuple(expected.shape):
         return f"shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
     rtol, atol = tolerances(case)
+    floor = ROUNDING_SLACK * max_abs
     exp_r = expected.to(DTYPES[case.dtype]).double()       # the output is rounded once
-    bad = _mismatch(got, exp_r, rtol, atol, None)
+    bad = _mismatch(got, exp_r, rtol, atol, None, floor)
     if uncertain is not None:
         bad &= ~uncertain
     if not bool(bad.any()):
@@ -1333,7 +1345,7 @@ def compare(case, f, got, expected, uncertain=None):
         pert, _ = evaluate(case, [f], perturb=seed)
         d = (pert[f].to(DTYPES[case.dtype]).double() - exp_r).abs()
         sens = torch.maximum(sens, torch.nan_to_num(d, nan=float("inf"), posinf=float("inf")))
-    bad = _mismatch(got, exp_r, rtol, atol, sens)
+    bad = _mismatch(got, exp_r, rtol, atol, sens, floor)
     if uncertain is not None:
         bad &= ~uncertain
     if not bool(bad.any()):
@@ -1342,7 +1354,12 @@ def compare(case, f, got, expected, uncertain=None):
     # 1.0 in float32): also accept, element by element, the evaluator run in float32.
     try:
         f32, _ = evaluate(case, [f], dtype=torch.float32)
-        bad &= _mismatch(got, f32[f].to(DTYPES[case.dtype]).double(), rtol, atol, None)
+        bad &= _mismatch(got, f32[f].to(DTYPES[case.dtype]).double(), rtol, atol, None, floor)
+        if case.dtype != "float32" and bool(bad.any()):
+            # tl.dot operands computed in the kernel are rounded to the inputs' dtype.
+            low, _ = evaluate(case, [f], dtype=torch.float32, dot_dtype=DTYPES[case.dtype])
+            bad &= _mismatch(got, low[f].to(DTYPES[case.dtype]).double(), rtol, atol, None,
+                             floor)
     except Exception:  # noqa: BLE001
         pass
     if not bool(bad.any()):
@@ -1357,11 +1374,11 @@ def compare(case, f, got, expected, uncertain=None):
             f"{got[tuple(idx)].item():.6g}, expected {exp_r[tuple(idx)].item():.6g}")
 
 
-def _mismatch(got, exp, rtol, atol, sens):
+def _mismatch(got, exp, rtol, atol, sens, floor=0.0):
     scale = exp.abs()
     finite = torch.isfinite(exp)
     mag = max(1.0, float(scale[finite].max())) if bool(finite.any()) else 1.0
-    tol = atol * mag + rtol * torch.nan_to_num(scale, posinf=0.0)
+    tol = atol * mag + rtol * torch.nan_to_num(scale, posinf=0.0) + floor
     if sens is not None:
         tol = tol + 10 * sens
     same_special = (torch.isnan(got) & torch.isnan(exp)) | (got == exp)
@@ -1413,7 +1430,7 @@ def run_case(case, workdir, timeout=120):
                 n in case.program.inputs for n in used_inputs(case.program, [f])) else "float32"
             if r["got_dtype"] != want_dtype:
                 main = main or Result(WRONG, f"{f}: dtype {r['got_dtype']}", "dtype")
-            msg = compare(case, f, r["got"], expected[f], ev.uncertain[f])
+            msg = compare(case, f, r["got"], expected[f], ev.uncertain[f], ev.max_abs)
             if msg:
                 main = main or Result(WRONG, f"{f}: {msg}", "wrong")
         if r.get("sizes"):
@@ -1422,7 +1439,7 @@ def run_case(case, workdir, timeout=120):
             extra.append((REFERENCE, f"{f}: reference raises: {r['ref_raises']}",
                           "raises " + normalize_exception(r["ref_raises"])))
         elif "ref" in r:
-            msg = compare(case, f, r["ref"], expected[f], ev.uncertain[f])
+            msg = compare(case, f, r["ref"], expected[f], ev.uncertain[f], ev.max_abs)
             if msg:
                 extra.append((REFERENCE, f"{f}: {msg}", "wrong"))
     main = main or Result(OK)

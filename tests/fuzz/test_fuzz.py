@@ -123,6 +123,43 @@ def test_evaluator_builtins_against_torch():
     assert dtfuzz._bf("pow", [torch.tensor(-2.0), torch.tensor(3.0)]).item() == -8.0
 
 
+def test_compare_allows_the_rounding_of_a_sum_that_cancels():
+    """f[v] = rsum(A[v, u] - A[u, v], u) summed over v is exactly 0: a float32 kernel keeps the
+    rounding of its terms, which the output's own magnitude cannot bound; an error the size of
+    the terms is still wrong."""
+    labels = {"v": "RVar", "u": "RVar", "k": "Var"}
+    funcs = [["f", ["k"], ["red", "rsum", ["bin", "*", ["len", "k"], ["red", "rsum", [
+        "bin", "-", A_("u", "v"), A_("v", "u")], "u"]], "v"]]]
+    prog = Program(labels, {"A": ["u", "v"]}, [], funcs, ["f"])
+    case = Case(prog, [], {"v": 13, "u": 13, "k": 7}, "float32", 5)
+    expected, ev = dtfuzz.evaluate(case)
+    assert float(expected["f"].abs().max()) == 0.0 and ev.max_abs > 10
+    rounding = torch.full_like(expected["f"], 2e-5)
+    assert dtfuzz.compare(case, "f", rounding, expected["f"], max_abs=ev.max_abs) is None
+    assert "wrong" in dtfuzz.compare(case, "f", rounding * 1e4, expected["f"],
+                                     max_abs=ev.max_abs)
+
+
+def test_compare_accepts_dot_operands_in_the_inputs_dtype():
+    """In float16 a tl.dot operand computed in the kernel (A[m, k] + A[m, k] * 0.3) is rounded
+    to float16 first (docs/language.md): that result matches, a wrong product does not."""
+    labels = {"m": "Var", "n": "Var", "k": "RVar"}
+    operand = ["bin", "+", A_("m", "k"), ["bin", "*", A_("m", "k"), ["num", "0.3"]]]
+    funcs = [["c", ["m", "n"], ["call", "sin", [["bin", "*", ["dot", operand, B_("k", "n"), "k"],
+                                                       ["num", "3"]]]]]]
+    prog = Program(labels, {"A": ["m", "k"], "B": ["k", "n"]}, [], funcs, ["c"])
+    for seed in range(20):
+        case = Case(prog, [], {"m": 8, "n": 8, "k": 16}, "float16", seed)
+        expected, ev = dtfuzz.evaluate(case)
+        kernel, _ = dtfuzz.evaluate(case, dtype=torch.float32, dot_dtype=torch.float16)
+        got = kernel["c"].to(torch.float16)
+        assert dtfuzz.compare(case, "c", got, expected["c"], max_abs=ev.max_abs) is None
+        wrong = got.double().clone()
+        wrong[0, 0] += 0.05
+        assert "1 of 64 elements wrong" in dtfuzz.compare(case, "c", wrong, expected["c"],
+                                                           max_abs=ev.max_abs)
+
+
 def test_printed_programs_parse_back_as_written():
     """Minimal parentheses keep the tree: `a - (b - c)`, `(a < b) < c`, `-(a + b)`."""
     e = ["bin", "-", A_("x"), ["bin", "-", B_("x"), ["num", "1"]]]
