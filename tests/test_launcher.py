@@ -120,8 +120,8 @@ def test_a_launch_without_a_usable_driver_raises(rt):
     launch = rt._dt_launcher().Launch(0, (1, 1, 1), 32, 0, False, False, "i", (1,), (0,))
     # No GPU: libcuda.so.1 is missing; with one, a null function is refused by the driver.
     # Without a context current (nothing initialized CUDA) the driver says so.
-    with pytest.raises(RuntimeError,
-                       match="libcuda.so.1|cuLaunchKernelEx failed|cuCtxGetCurrent|no CUDA context"):
+    errors = "libcuda.so.1|cuLaunchKernelEx failed|cuCtxGetCurrent|no CUDA context"
+    with pytest.raises(RuntimeError, match=errors):
         launch(0, 5)
 
 

@@ -193,9 +193,10 @@ def _dt_check_launch(device):
 # checks, size inference, Triton's launch (which specializes and compiles). What it worked out is
 # kept in a plan under a key of that metadata; a later call with the same key skips the checks
 # and launches each compiled kernel directly (_dt_direct): through a launch prepared once that
-# takes only what changes from call to call, the tensors' addresses and scalars. Anything that could change a check's verdict, a size, a grid or Triton's
-# specialization is in the key: each tensor's shape, strides, dtype, device and 16-byte alignment,
-# the size keywords with their types, and the same for `out`.
+# takes only what changes from call to call, the tensors' addresses and scalars. Anything that
+# could change a check's verdict, a size, a grid or Triton's specialization is in the key: each
+# tensor's shape, strides, dtype, device and 16-byte alignment, the size keywords with their
+# types, and the same for `out`.
 
 _DT_PLANS_MAX = 256  # keys kept per wrapper; past that the cache starts again
 
@@ -281,10 +282,11 @@ def _dt_direct(compiled, grid, args, varying):
     if any(i < len(signature) and signature[i] == "constexpr" for i in varying):
         return None
     num_warps, num_ctas, shared = compiled.packed_metadata
+    # Scratch memory, which Triton's CudaLauncher allocates per call, rules out both direct ways.
+    no_scratch = (getattr(launcher, "global_scratch_size", None) == 0
+                  and getattr(launcher, "profile_scratch_size", None) == 0)
     module = _dt_launcher()
-    if (module is not None and len(signature) == len(args) and num_ctas == 1
-            and getattr(launcher, "global_scratch_size", None) == 0
-            and getattr(launcher, "profile_scratch_size", None) == 0):
+    if module is not None and no_scratch and len(signature) == len(args) and num_ctas == 1:
         types, values, at = "", [], {}  # at: argument position -> parameter position
         for i, (kind, value) in enumerate(zip(signature, args)):
             if kind == "constexpr":
@@ -305,9 +307,8 @@ def _dt_direct(compiled, grid, args, varying):
                                      bool(launcher.launch_pdl), types + "pp",
                                      (*values, 0, 0), tuple(at[i] for i in varying))
     entry = getattr(launcher, "launch", None)
-    if (callable(entry) and getattr(launcher, "global_scratch_size", None) == 0
-            and getattr(launcher, "profile_scratch_size", None) == 0
-            and hasattr(launcher, "launch_cooperative_grid") and hasattr(launcher, "launch_pdl")):
+    if (callable(entry) and no_scratch and hasattr(launcher, "launch_cooperative_grid")
+            and hasattr(launcher, "launch_pdl")):
         run, head = entry, (compiled.function, launcher.launch_cooperative_grid,
                             launcher.launch_pdl, None, None, compiled.packed_metadata, None, None,
                             None)
