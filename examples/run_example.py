@@ -110,22 +110,26 @@ def main(argv=None):
         print(f"run_example: {args.module} compiles no Func (add `f.compile();` to the .dt file)",
               file=sys.stderr)
         return 2
-    name = module.COMPILED[0]
-    kernel = getattr(module, name)
-    unknown = sorted(set(sizes) - set(module.SIZE_KEYWORDS))
+    name = module.COMPILED[0]  # its DT name; PYTHON_NAMES gives the wrapper's Python name
+    python = module.PYTHON_NAMES[name]
+    kernel = getattr(module, python)
+    keywords = getattr(module, f"SIZE_KEYWORDS_{python}")
+    unknown = sorted(set(sizes) - set(keywords))
     if unknown:
         print(f"run_example: {name} has no dimension {', '.join(unknown)} "
-              f"(its labels: {', '.join(module.SIZE_KEYWORDS)})", file=sys.stderr)
+              f"(its labels: {', '.join(keywords)})", file=sys.stderr)
         return 2
 
     dtype = DTYPES[args.dtype]
     device = "cuda" if HAS_GPU else "cpu"
     # Sizes go to the wrapper as keywords (renamed where a label clashes with a Python name).
-    kwargs = {module.SIZE_KEYWORDS[label]: size for label, size in sizes.items()}
+    kwargs = {keywords[label]: size for label, size in sizes.items()}
     try:
-        inputs = module.make_inputs(sizes, dtype=dtype, device=device, seed=args.seed)
+        inputs = getattr(module, f"make_inputs_{python}")(sizes, dtype=dtype, device=device,
+                                                          seed=args.seed)
+        reference = getattr(module, f"reference_{python}")
         got = kernel(*inputs, **kwargs)
-        want = module.reference(*inputs, **kwargs)
+        want = reference(*inputs, **kwargs)
     except ValueError as e:
         print(f"run_example: {e}", file=sys.stderr)
         return 2
@@ -144,7 +148,7 @@ def main(argv=None):
 
     if HAS_GPU:
         kernel_ms = triton.testing.do_bench(lambda: kernel(*inputs, **kwargs), return_mode="median")
-        reference_ms = triton.testing.do_bench(lambda: module.reference(*inputs, **kwargs),
+        reference_ms = triton.testing.do_bench(lambda: reference(*inputs, **kwargs),
                                                return_mode="median")
         print(f"{'':10} {'kernel':>10} {'reference':>10}")
         print(f"{'median ms':10} {kernel_ms:10.4f} {reference_ms:10.4f}   "

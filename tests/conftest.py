@@ -96,16 +96,29 @@ def assert_matches_oracle(got, oracle_value, module, dtype, what="kernel"):
         raise AssertionError(f"{what} disagrees with the hand-written oracle: {e}") from None
 
 
+def compiled_funcs(module):
+    """Each compiled Func's DT name -> (wrapper, reference, make_inputs, SIZE_KEYWORDS), found
+    through the module's PYTHON_NAMES table, which holds every name."""
+    funcs = {}
+    for dt, python in module.PYTHON_NAMES.items():
+        funcs[dt] = tuple(getattr(module, prefix + python)
+                          for prefix in ("", "reference_", "make_inputs_", "SIZE_KEYWORDS_"))
+    assert tuple(funcs) == module.COMPILED
+    return funcs
+
+
 def check_module(module, sizes, dtype, seed=0, oracle=None):
     """Runs the module's first compiled Func on random inputs and compares with its reference and,
     when given, with `oracle` (a hand-written function of tests/oracles.py: (args, sizes) ->
     float64 output), which also checks the reference."""
     import torch
-    args = module.make_inputs(sizes, dtype=dtype, seed=seed)
-    kwargs = {module.SIZE_KEYWORDS[k]: v for k, v in sizes.items() if k in module.SIZE_KEYWORDS}
+    funcs = compiled_funcs(module)
+    fn, reference, make_inputs, keywords = funcs[module.COMPILED[0]]
+    args = make_inputs(sizes, dtype=dtype, seed=seed)
+    kwargs = {keywords[k]: v for k, v in sizes.items() if k in keywords}
     expected = oracle(args, sizes) if oracle is not None else None  # before the kernel runs
-    got = module.COMPILED and getattr(module, module.COMPILED[0])(*args, **kwargs)
-    want = module.reference(*args, **kwargs)
+    got = fn(*args, **kwargs)
+    want = reference(*args, **kwargs)
     assert got.dtype == dtype and want.dtype == dtype
     assert got.shape == want.shape
     rtol, atol = tolerance(dtype)

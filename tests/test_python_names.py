@@ -37,5 +37,7 @@ def test_module_is_valid_python(clashing_module):
 
 
 def test_renamed_module_matches_reference(clashing_module):
-    assert clashing_module.COMPILED == ("range_",)
+    assert clashing_module.COMPILED == ("range",)
+    assert clashing_module.PYTHON_NAMES == {"range": "range_"}
+    assert clashing_module.range is clashing_module.range_
     check_module(clashing_module, {"x": 3, "y": 5}, torch.float32)

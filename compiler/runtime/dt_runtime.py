@@ -15,6 +15,9 @@ import triton.language as tl
 with open(os.path.join(os.path.dirname(__file__), "dt_launch.c")) as _source:
     _DT_LAUNCH_C = _source.read()
 
+# A module defines this before the runtime: renamed compiled Funcs' DT names -> Python names.
+_DT_ALIASES = {}
+
 # --- embedded below ---
 
 def _dt_check_tensor(name, value, rank):
@@ -516,3 +519,18 @@ def _dt_randn(shape, generator, dtype, device):
 
 def _dt_rand_scalar(generator):
     return 0.5 + float(torch.rand((), generator=generator))
+
+
+def __getattr__(name):
+    """A compiled Func whose Python name differs from its DT name (a keyword, a builtin, a name
+    the module's own code uses) under its DT name, with its reference_, make_inputs_ and
+    SIZE_KEYWORDS_ (PEP 562: consulted only for names the module does not define, so the
+    module's own code never sees these names)."""
+    python = _DT_ALIASES.get(name)
+    if python is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return globals()[python]
+
+
+def __dir__():
+    return sorted({*globals(), *_DT_ALIASES})

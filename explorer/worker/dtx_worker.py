@@ -252,14 +252,14 @@ def inputs_key(module, source):
     """
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
-    compiled = getattr(module, "COMPILED", None)
-    if not isinstance(compiled, tuple):
+    if not isinstance(getattr(module, "COMPILED", None), tuple):
         return None
+    compiled = tuple(python_names(module).values())
     lines = source.splitlines(keepends=True)
     path = getattr(module, "__file__", None)
     skip = [False] * len(lines)
     # What the check runs is never left out, whatever COMPILED says.
-    checked = {id(getattr(module, f"{what}_{f}", None)) for f in compiled if isinstance(f, str)
+    checked = {id(getattr(module, f"{what}_{f}", None)) for f in compiled
                for what in ("reference", "make_inputs")}
     for name, value in vars(module).items():
         kernel = isinstance(value, (JITFunction, InterpretedFunction))
@@ -387,12 +387,13 @@ class Modules:
         self.by_hash[actual] = module
         return module, seconds
 
-    def baseline(self, spec, module, func):
-        """The callable a `baseline` object names, taking the positional inputs."""
+    def baseline(self, spec, module, python):
+        """The callable a `baseline` object names, taking the positional inputs (`python`: the
+        Python name of the compiled Func)."""
         if not isinstance(spec, dict):
             raise Failure("runtime_error", "`baseline` must be an object")
         if spec.get("reference") is True:
-            reference = lookup(module, f"reference_{func}")
+            reference = lookup(module, f"reference_{python}")
             return reference, True
         path, function = spec.get("file"), spec.get("function")
         if not isinstance(path, str) or not isinstance(function, str):
@@ -437,6 +438,20 @@ def import_path(name, path, what):
         log(f"{what}:\n{traceback.format_exc()}")
         raise Failure("compile_error", f"{what}: {describe(e)}") from None
     return module
+
+
+def python_names(module):
+    """The module's compiled Funcs, DT name -> the Python name of the wrapper (whose reference
+    is `reference_<python name>`, and so on): its PYTHON_NAMES table, or, in a module printed
+    before there was one, its COMPILED names as they are."""
+    names = getattr(module, "PYTHON_NAMES", None)
+    compiled = getattr(module, "COMPILED", None)
+    if not isinstance(compiled, tuple):
+        return {}
+    if not isinstance(names, dict):
+        return {f: f for f in compiled if isinstance(f, str)}
+    return {f: names[f] for f in compiled
+            if isinstance(f, str) and isinstance(names.get(f), str)}
 
 
 def lookup(module, name):
@@ -779,14 +794,15 @@ class Worker:
         call.module, call.import_s = self.modules.get(request.get("module"))
         module = call.module
         func = call.func = request.get("func")
-        compiled = tuple(getattr(module, "COMPILED", ()) or ())
-        if not isinstance(func, str) or func not in compiled:
+        names = python_names(module)
+        if not isinstance(func, str) or func not in names:
             raise Failure("runtime_error", f"`func` {func!r} is not a compiled Func of the module "
-                                           f"(COMPILED: {', '.join(compiled) or 'none'})")
-        call.wrapper = lookup(module, func)
-        call.reference = lookup(module, f"reference_{func}")
-        make_inputs = lookup(module, f"make_inputs_{func}")
-        keywords = lookup(module, f"SIZE_KEYWORDS_{func}")
+                                           f"(COMPILED: {', '.join(names) or 'none'})")
+        python = call.python = names[func]  # the DT name's Python name
+        call.wrapper = lookup(module, python)
+        call.reference = lookup(module, f"reference_{python}")
+        make_inputs = lookup(module, f"make_inputs_{python}")
+        keywords = lookup(module, f"SIZE_KEYWORDS_{python}")
         sizes = request.get("sizes", {})
         if not isinstance(sizes, dict) or not all(
                 isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
@@ -871,7 +887,8 @@ class Worker:
         wanted = parse_times(request.get("times")) if kind != "compile" else {}
         baseline, is_reference = None, False
         if kind == "baseline":
-            baseline, is_reference = self.modules.baseline(request.get("baseline"), module, func)
+            baseline, is_reference = self.modules.baseline(request.get("baseline"), module,
+                                                           call.python)
         if kind == "compile" and CUDA:
             # A compile worker shares its GPU with a timing worker, whose times another
             # process's kernels would disturb: compile every kernel for the real arguments (the

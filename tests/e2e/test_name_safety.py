@@ -168,15 +168,20 @@ def test_program_with_tricky_names(tmp_path, name, dtype):
     check_module(module, sizes, dtype)
 
 
-def test_module_level_names_stay_generic(tmp_path):
-    """Funcs named `reference` or `make_inputs` do not shadow the module's generic names; every
-    compiled Func has a wrapper and its own reference."""
+def test_module_level_names_yield_to_funcs(tmp_path):
+    """A compiled Func named `reference` is `module.reference` (the generic alias yields to the
+    user's name); every compiled Func has a wrapper and its own reference."""
     text, sizes = PROGRAMS["module_names"]
     module = compile_dt(tmp_path, write(tmp_path, "module_names", text))
-    assert module.COMPILED == ("reference_", "SIZE_KEYWORDS_reference__")
+    assert module.COMPILED == ("reference", "SIZE_KEYWORDS_reference")
+    assert module.PYTHON_NAMES == {"reference": "reference_",
+                                   "SIZE_KEYWORDS_reference": "SIZE_KEYWORDS_reference__"}
     assert isinstance(module.SIZE_KEYWORDS, dict) and isinstance(module.SCHEDULE, str)
-    assert module.reference is module.reference_reference_
-    second = module.COMPILED[1]
+    assert module.reference is module.reference_
+    assert module.reference_reference is module.reference_reference_
+    # `SIZE_KEYWORDS_reference` is the Func, not the size keywords of the Func `reference`.
+    assert module.SIZE_KEYWORDS_reference is module.SIZE_KEYWORDS_reference__
+    second = module.PYTHON_NAMES[module.COMPILED[1]]
     args = getattr(module, "make_inputs_" + second)({"x_size": 4}, dtype=torch.float32, seed=1)
     torch.testing.assert_close(getattr(module, second)(*args),
                                getattr(module, "reference_" + second)(*args))
@@ -269,14 +274,15 @@ def test_names_of_the_wrappers_locals(tmp_path):
         plan.compile();
         work.compile();
         """))
-    assert module.COMPILED == ("plan_", "work_")
+    assert module.COMPILED == ("plan", "work")
+    assert module.PYTHON_NAMES == {"plan": "plan_", "work": "work_"}
     params = inspect.signature(module.plan_).parameters
     # direct is a local, grid a module-level name; run and head are free to keep their names.
     assert {"direct_", "grid_", "run", "head"} <= set(params), params
     sizes = {"x": 5, "y": 6, "k": 7}
     for seed in range(3):
-        args = module.make_inputs(sizes, seed=seed)
-        want = module.reference(*args)
+        args = module.make_inputs_plan_(sizes, seed=seed)
+        want = module.reference_plan_(*args)
         torch.testing.assert_close(module.plan_(*args), want)
         torch.testing.assert_close(module.plan_(*args, x=5), want)
 
@@ -312,8 +318,10 @@ def test_funcs_named_like_the_runtime(tmp_path, name):
         {name}[x, y] = t[x, y] + A[y, x];
         {name}.compile();
         """))
-    fn = getattr(module, module.COMPILED[0])
-    assert module.COMPILED[0] != name
+    assert module.COMPILED == (name,)
+    python = module.PYTHON_NAMES[name]
+    fn = getattr(module, python)
+    assert python != name
     A = torch.randn(3, 3)
     for _ in range(2):
         torch.testing.assert_close(fn(A, 1.5), A.exp() * 1.5 + A.t())

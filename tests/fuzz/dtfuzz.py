@@ -1215,7 +1215,7 @@ def _child(conn, module_path, case_json, funcs):
         inputs, scalars = make_case_inputs(case)
         for i, f in enumerate(funcs):
             r = {}
-            py = module.COMPILED[case.program.compiled.index(f)]
+            py = module.PYTHON_NAMES[f]
             wrapper = getattr(module, py)
             params = [p for p in inspect.signature(wrapper).parameters.values()
                       if p.kind == p.POSITIONAL_OR_KEYWORD]
@@ -1258,7 +1258,7 @@ def _check_disagreeing_sizes(case, module, py, args, kw_map):
     """Gives two labels that must have one size (same input axis, or a Func read with them)
     different sizes by keyword. Returns a description when a call accepts it. Only the Funcs
     that the compiled one needs tie labels."""
-    f = case.program.compiled[list(module.COMPILED).index(py)]
+    f = next(dt for dt, name in module.PYTHON_NAMES.items() if name == py)
     needed = {f, *func_deps(case.program, f)}
     find = size_classes(dataclasses.replace(
         case.program, funcs=[g for g in case.program.funcs if g[0] in needed]))

@@ -14,7 +14,7 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT, _scale, compile_dt, run_dtc, tolerance
+from conftest import ROOT, _scale, compile_dt, compiled_funcs, run_dtc, tolerance
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0")
 
@@ -218,9 +218,10 @@ def test_parser_agrees_with_pyyaml(path):
 def _check(module, template, sizes):
     """The module's first compiled Func against the hand-written baseline at `sizes`."""
     dtype = DTYPES[template["dtype"]]
-    args = module.make_inputs(sizes, dtype=dtype, seed=1)
-    kwargs = {module.SIZE_KEYWORDS[k]: v for k, v in sizes.items() if k in module.SIZE_KEYWORDS}
-    got = getattr(module, module.COMPILED[0])(*args, **kwargs)
+    fn, _, make_inputs, keywords = compiled_funcs(module)[module.COMPILED[0]]
+    args = make_inputs(sizes, dtype=dtype, seed=1)
+    kwargs = {keywords[k]: v for k, v in sizes.items() if k in keywords}
+    got = fn(*args, **kwargs)
     want = getattr(BASELINES, template["kernel"])(*args)
     assert got.dtype == want.dtype == dtype
     assert got.shape == want.shape

@@ -11,22 +11,45 @@ static const std::set<std::string>& reserved() {
       "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
       "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
       "while", "with", "yield", "match", "case", "type", "_",
-      // builtins the generated code or a reader could trip over
-      "abs", "all", "any", "bool", "dict", "divmod", "enumerate", "float", "getattr", "int",
-      "isinstance", "iter", "len", "list", "map", "max", "min", "next", "object", "pow", "print",
-      "range", "repr", "round", "set", "slice", "sorted", "str", "sum", "super", "tuple", "zip",
-      "id", "input", "open", "format", "hash", "filter", "reversed", "vars", "locals", "globals",
-      "exec", "eval", "compile", "callable", "chr", "ord", "hex", "bin", "oct", "complex", "bytes",
-      "bytearray", "memoryview", "frozenset", "property", "staticmethod", "classmethod",
-      "issubclass", "hasattr", "setattr", "delattr", "help", "dir", "exit", "quit",
-      "NotImplemented", "Ellipsis", "ValueError", "TypeError", "Exception",
+      // every builtin (Python 3.11 to 3.13): a module-level wrapper named like one would replace
+      // it for the module's own code (`except AttributeError:`, `max(...)`)
+      "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
+      "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",
+      "ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+      "DeprecationWarning", "EOFError", "Ellipsis", "EncodingWarning", "EnvironmentError",
+      "Exception", "ExceptionGroup", "FileExistsError", "FileNotFoundError", "FloatingPointError",
+      "FutureWarning", "GeneratorExit", "IOError", "ImportError", "ImportWarning",
+      "IndentationError", "IndexError", "InterruptedError", "IsADirectoryError", "KeyError",
+      "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError", "NameError",
+      "NotADirectoryError", "NotImplemented", "NotImplementedError", "OSError", "OverflowError",
+      "PendingDeprecationWarning", "PermissionError", "ProcessLookupError",
+      "PythonFinalizationError", "RecursionError", "ReferenceError", "ResourceWarning",
+      "RuntimeError", "RuntimeWarning", "StopAsyncIteration", "StopIteration", "SyntaxError",
+      "SyntaxWarning", "SystemError", "SystemExit", "TabError", "TimeoutError", "TypeError",
+      "UnboundLocalError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
+      "UnicodeTranslateError", "UnicodeWarning", "UserWarning", "ValueError", "Warning",
+      "ZeroDivisionError", "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool",
+      "breakpoint", "bytearray", "bytes", "callable", "chr", "classmethod", "compile", "complex",
+      "copyright", "credits", "delattr", "dict", "dir", "divmod", "enumerate", "eval", "exec",
+      "exit", "filter", "float", "format", "frozenset", "getattr", "globals", "hasattr", "hash",
+      "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len", "license",
+      "list", "locals", "map", "max", "memoryview", "min", "next", "object", "oct", "open", "ord",
+      "pow", "print", "property", "quit", "range", "repr", "reversed", "round", "set", "setattr",
+      "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "vars", "zip",
       // modules and module-level names of the generated code
       "tl", "triton", "torch", "math", "reference", "make_inputs", "SCHEDULE", "pid", "grid",
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
-      "SIZE_KEYWORDS", "DOT_PRECISION", "out", "numbers", "CudaGraph",
+      "SIZE_KEYWORDS", "DOT_PRECISION", "PYTHON_NAMES", "out", "numbers", "CudaGraph",
       // the wrappers' locals
       "key", "plan", "work", "index", "checked", "direct"};
   return words;
+}
+
+/// `__name__`, `__getattr__`, `__file__`: Python's own module attributes and protocols, which a
+/// module-level wrapper must not replace.
+static bool is_dunder(const std::string& name) {
+  return name.size() >= 4 && name.rfind("__", 0) == 0 &&
+         name.compare(name.size() - 2, 2, "__") == 0;
 }
 
 /// The names generated from a symbol of Python name `name` (the table in Names.h).
@@ -89,6 +112,11 @@ PythonNames::PythonNames(const ir::Program& program) {
           name = "user" + name;
           changed = true;
         }
+      // Appending `_` keeps a dunder one, so it gets the prefix too.
+      if (is_dunder(name)) {
+        name = "user" + name;
+        changed = true;
+      }
       while (reserved().count(name) || derived.count(name) || taken.count(name)) {
         name += "_";
         changed = true;
@@ -113,7 +141,7 @@ void PythonNames::add(const ir::Symbol* s) {
 bool PythonNames::available(const std::string& name, ir::SymbolKind kind) const {
   // Its own name is one of the names derived from the symbol it is made for (`f_partial` of f,
   // `k_parts` of k), which no user symbol has kept.
-  if (reserved().count(name) || taken(name)) return false;
+  if (reserved().count(name) || is_dunder(name) || taken(name)) return false;
   std::set<std::string> own;
   add_derived(name, kind, own);
   for (const auto& [s, n] : names_)
