@@ -5,6 +5,7 @@
 #include "dtx/Protocol.h"
 #include "dtx/Strategy.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -89,6 +90,85 @@ struct Inbox {
     items.pop_front();
     return item;
   }
+};
+
+/// What the baselines and candidates measured so far ended with, to tell an exploration that
+/// cannot succeed: the first few candidates and every baseline failing for one reason (a module
+/// the workers cannot use, a wrong device, a Func the module lacks), or a whole search in which
+/// no candidate passed.
+class Outcomes {
+public:
+  /// Candidates that must all have failed, with the baselines, for one reason before the search
+  /// stops early.
+  static constexpr std::uint64_t kFailFast = 4;
+
+  void baseline(const std::string& status, const std::string& message) {
+    ++baselines_;
+    if (status == "ok")
+      ++baselines_ok_;
+    else
+      note(status, message);
+  }
+  void candidate(const std::string& status, const std::string& message) {
+    ++candidates_;
+    if (status == "ok")
+      ++candidates_ok_;
+    else
+      note(status, message);
+  }
+
+  /// Whether the baselines and the first kFailFast candidates all failed, for one reason.
+  bool hopeless() const {
+    return baselines_ > 0 && baselines_ok_ == 0 && candidates_ >= kFailFast &&
+           candidates_ok_ == 0 && reasons_.size() == 1;
+  }
+
+  /// Why the exploration failed, or "" when it did not: it stopped early (hopeless), or it
+  /// measured candidates and none passed, or no candidate of the space passed the checks.
+  std::string failure(std::uint64_t proposed,
+                      const std::map<std::string, std::uint64_t>& rejected) const {
+    if (hopeless())
+      return "stopped early: every baseline (" + std::to_string(baselines_) + ") and the first " +
+             std::to_string(candidates_) + " candidates failed with " + reasons_.begin()->first;
+    if (candidates_ > 0 && candidates_ok_ == 0) {
+      std::string why = "all " + std::to_string(candidates_) + " candidates measured failed:";
+      for (const auto& [reason, n] : counted())
+        why += "\n  " + std::to_string(n) + " x " + reason;
+      return why;
+    }
+    if (candidates_ == 0 && proposed > 0) {
+      std::string why = "no schedule of the space passed its checks (" + std::to_string(proposed) +
+                        " proposed, all rejected):";
+      for (const auto& [reason, n] : rejected)
+        why += "\n  " + std::to_string(n) + " x " + reason;
+      return why;
+    }
+    return "";
+  }
+
+private:
+  /// Counted by status and the message's first line, at most 300 bytes of it (cut between
+  /// UTF-8 characters): enough to tell reasons apart, short enough to list.
+  void note(const std::string& status, const std::string& message) {
+    std::string line = message.substr(0, message.find('\n'));
+    if (line.size() > 300) {
+      std::size_t cut = 300;
+      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80)
+        --cut; // not inside a character
+      line = line.substr(0, cut) + "...";
+    }
+    ++reasons_[status + ": " + line];
+  }
+  /// The reasons, most frequent first.
+  std::vector<std::pair<std::string, std::uint64_t>> counted() const {
+    std::vector<std::pair<std::string, std::uint64_t>> out(reasons_.begin(), reasons_.end());
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    return out;
+  }
+
+  std::uint64_t baselines_ = 0, baselines_ok_ = 0, candidates_ = 0, candidates_ok_ = 0;
+  std::map<std::string, std::uint64_t> reasons_; // "status: message" -> how many
 };
 
 } // namespace
@@ -311,9 +391,11 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   }
   std::map<std::string, double> baseline_screen;
   std::set<std::string> screened_before; // resumed: baselines already screened
+  Outcomes outcomes;
   for (const results::BaselineRecord& b : store.baselines(id))
     if (b.measurement.protocol == "screen") {
       screened_before.insert(b.name);
+      outcomes.baseline(b.measurement.status, b.measurement.message);
       if (b.measurement.time_ms &&
           (!prog.best_baseline_ms || *b.measurement.time_ms < *prog.best_baseline_ms)) {
         prog.best_baseline_ms = b.measurement.time_ms;
@@ -336,6 +418,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     for (auto& [name, f] : pending) {
       Result r = f.get();
       store.add_baseline(id, name, record_of(r, "", shape, tf.dtype, "screen", env));
+      outcomes.baseline(std::string(status_name(r.status)), r.message);
       if (r.status == Status::Ok && r.bench) {
         baseline_screen[name] = r.bench->median_ms;
         if (!prog.best_baseline_ms || r.bench->median_ms < *prog.best_baseline_ms) {
@@ -364,7 +447,9 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   bool exhausted = false;
   std::vector<std::pair<double, std::string>> ok_times; // (screen ms, canonical)
 
-  auto resolve = [&](Known& k, std::optional<double> cost, const std::string& canonical) {
+  auto resolve = [&](Known& k, std::optional<double> cost, const std::string& canonical,
+                     const std::string& status, const std::string& message) {
+    outcomes.candidate(status, message);
     k.cost = cost;
     k.resolved = true;
     for (const Point& p : k.waiting)
@@ -387,7 +472,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   report("search");
   while (true) {
     // Propose while there is room in flight and budget left.
-    while (!exhausted && !cancelled() && !out_of_time() && budget_left() &&
+    while (!exhausted && !cancelled() && !outcomes.hopeless() && !out_of_time() && budget_left() &&
            tickets.size() < (set.in_flight_share
                                  ? std::max<std::size_t>(1, set.in_flight_share->load())
                                  : set.in_flight)) {
@@ -443,7 +528,8 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
       }
       if (stored) {
         ++prog.reused;
-        resolve(k, stored->status == "ok" ? stored->time_ms : std::nullopt, c.canonical);
+        resolve(k, stored->status == "ok" ? stored->time_ms : std::nullopt, c.canonical,
+                stored->status, stored->message);
         report("search");
         continue;
       }
@@ -454,9 +540,9 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
       backend.submit(std::move(r),
                      [inbox, ticket](const Result& res) { inbox->push(ticket, res); });
     }
-    // Cancelled: the requests in flight are abandoned (their results are not stored), so that
-    // the exploration stops at once.
-    if (tickets.empty() || cancelled()) break;
+    // Cancelled, or failing for one reason: the requests in flight are abandoned (their results
+    // are not stored), so that the exploration stops at once.
+    if (tickets.empty() || cancelled() || outcomes.hopeless()) break;
     auto item = inbox->pop(1.0);
     if (!item) continue;
     auto t = tickets.find(item->first);
@@ -470,13 +556,17 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
       store.set_device(id, env.device_name);
     }
     store.add_measurement(k.schedule_id, m);
-    resolve(k, m.status == "ok" ? m.time_ms : std::nullopt, canonical);
+    resolve(k, m.status == "ok" ? m.time_ms : std::nullopt, canonical, m.status, m.message);
     report("search");
   }
   store.set_rejections(
       id, std::map<std::string, std::int64_t>(summary.rejected.begin(), summary.rejected.end()));
   store.set_space(id, static_cast<std::int64_t>(space->size()),
                   static_cast<std::int64_t>(known.size()));
+  if (!cancelled()) {
+    if (std::string why = outcomes.failure(prog.proposed, summary.rejected); !why.empty())
+      fail(why);
+  }
 
   // --- 4. the best few and the baselines with the full protocol
   if (!cancelled() && set.top > 0 && !ok_times.empty()) {

@@ -80,7 +80,9 @@ void Scheduler::run_one(std::int64_t id) {
   log_->info("exploration {} ({} at {}, {}) starts", id, x->spec.kernel, x->spec.shape,
              x->spec.strategy);
   std::uint64_t seen_done = 0, seen_failed = 0;
+  ExploreProgress last; // what a failure publishes: the counts so far
   auto progress = [&](const ExploreProgress& p) {
+    last = p;
     if (p.done > seen_done) {
       std::uint64_t failed = p.failed - std::min(p.failed, seen_failed);
       std::uint64_t all = p.done - seen_done;
@@ -112,9 +114,8 @@ void Scheduler::run_one(std::int64_t id) {
   } catch (const std::exception& e) {
     log_->error("exploration {} failed: {}", id, e.what());
     metrics_.exploration_finished("failed");
-    ExploreProgress p;
-    p.phase = "failed";
-    publish(id, p, true);
+    last.phase = "failed";
+    publish(id, last, true);
   }
 }
 

@@ -406,3 +406,21 @@ def test_shared_urls_and_errors_in_place(browser):
     assert sources and all(s.startswith(browser.base) for s in sources), sources
     assert browser.execute_script("return typeof Chart") == "function"
     assert browser.execute_script("return typeof hljs") == "object"
+
+
+def test_a_failed_exploration_shows_why(browser, web_daemon):
+    """An exploration that cannot succeed (the reference of an algorithm reading program_id
+    cannot run, so every check fails alike) ends failed, and its page says why."""
+    status, created = web_daemon.post("/v1/explorations", {
+        "kernel": "pid_page", "strategy": "exhaustive", "dtype": "float32",
+        "algorithm": "Func f;\nIn A;\nVar x, y;\nf[x, y] = A[x, y] + program_id(0);\n"
+                     "f.compile();\n",
+        "schedule": "f.block(x:{1, 2, 4}, y:{8, 16, 32, 64});\n",
+        "shapes": [{"x": 4, "y": 64}], "baselines": ["reference"],
+        "screen_warmup_ms": 1, "screen_rep_ms": 2, "top": 1})
+    assert status == 202, created
+    browser.get(browser.base + f"/explorations/{created['id']}")
+    wait(browser, 600).until(lambda d: find(d, ".badge").text == "failed")
+    box = wait(browser).until(lambda d: find(d, "p.error-box"))
+    assert "stopped early" in box.text and "cannot evaluate program_id" in box.text
+    browser.shot("failed")

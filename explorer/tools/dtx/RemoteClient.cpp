@@ -156,6 +156,7 @@ int remote_explore(const Remote& r, const TemplateFile& tf, const std::vector<Sh
   Answer created = call(r, "POST", "/v1/explorations", body);
   if (created.status != 202) return report(created);
   nlohmann::json out = nlohmann::json::array();
+  int rc = 0;
   for (const auto& e : created.body["explorations"]) {
     std::int64_t id = e["id"];
     std::cerr << "dtx: exploration " << id << " at " << r.url << e["url"].get<std::string>()
@@ -183,6 +184,10 @@ int remote_explore(const Remote& r, const TemplateFile& tf, const std::vector<Sh
     Answer x = call(r, "GET", "/v1/explorations/" + std::to_string(id));
     Answer page = call(r, "GET", "/v1/explorations/" + std::to_string(id) + "/schedules?limit=10");
     if (x.status != 200 || page.status != 200) return report(x.status != 200 ? x : page);
+    if (x.body.value("state", "") == "failed") { // as a local exploration: its reason, status 1
+      std::cerr << "dtx: exploration " << id << " failed: " << x.body.value("message", "") << "\n";
+      rc = 1;
+    }
     if (json) {
       out.push_back({{"exploration", x.body}, {"top", page.body}});
       continue;
@@ -194,7 +199,7 @@ int remote_explore(const Remote& r, const TemplateFile& tf, const std::vector<Sh
     print_ranked(page.body);
   }
   if (json) std::cout << out.dump(2) << "\n";
-  return 0;
+  return rc;
 }
 
 int remote_results(const Remote& r, std::int64_t id, const std::string& kernel,
