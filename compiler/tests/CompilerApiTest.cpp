@@ -163,7 +163,10 @@ TEST(CompilerApi, PythonNameClashesAreRenamed) {
   // The scalar input and Var x's size parameter are both kernel parameters: distinct names.
   EXPECT_TRUE(contains(m, "tl__ptr, tl__stride0, tl__stride1, x_size_,")) << m;
   EXPECT_TRUE(contains(m, "x_size, y_size,")) << m;
-  EXPECT_TRUE(contains(m, "COMPILED = (\"range_\",)")) << m;
+  // COMPILED lists DT names; PYTHON_NAMES and the module's __getattr__ reach the wrapper.
+  EXPECT_TRUE(contains(m, "COMPILED = (\"range\",)")) << m;
+  EXPECT_TRUE(contains(m, "PYTHON_NAMES = {\"range\": \"range_\"}")) << m;
+  EXPECT_TRUE(contains(m, "\"reference_range\": \"reference_range_\"")) << m;
 
   // The algorithm IR knows DT names only: the Python ones are the code generator's.
   dtc::CompileResult ir = compile_as(source, dtc::Emit::Ir);
