@@ -38,11 +38,11 @@ def check_against_openapi(method, path, status, body, content_type):
                                    components=OPENAPI["components"]))
 
 class Daemon:
-    def __init__(self, data_dir, *args):
+    def __init__(self, data_dir, *args, binary=None, cwd=None, env=None):
         self.data_dir = data_dir
         self.proc = subprocess.Popen(
-            [str(DTXD), "--port", "0", "--data-dir", str(data_dir), "--no-example", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [str(binary or DTXD), "--port", "0", "--data-dir", str(data_dir), "--no-example",
+             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
         line = self.proc.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         assert m, f"dtxd did not start: {line}{self.proc.stderr.read()}"

@@ -1,6 +1,7 @@
 #include "dtx/RayBackend.h"
 
 #include "WorkerProcess.h"
+#include "dtx/Files.h"
 #include "dtx/Protocol.h"
 #include "dtx/WorkerPool.h"
 
@@ -22,7 +23,7 @@ using detail::WorkerProcess;
 
 std::filesystem::path default_ray_driver() {
   if (const char* p = std::getenv("DTX_RAY_DRIVER"); p && *p) return p;
-  return std::filesystem::path(DTX_SOURCE_DIR) / "explorer" / "ray" / "dtx_ray_pool.py";
+  return dtx_file(std::filesystem::path("explorer") / "ray" / "dtx_ray_pool.py");
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "dtx/WorkerPool.h"
 
 #include "WorkerProcess.h"
+#include "dtx/Files.h"
 #include "dtx/Protocol.h"
 
 #include <algorithm>
@@ -21,7 +22,10 @@ using detail::WorkerProcess;
 
 std::filesystem::path default_worker_python() {
   if (const char* p = std::getenv("DTX_WORKER_PYTHON"); p && *p) return p;
-  return std::filesystem::path(DTX_SOURCE_DIR) / ".venv" / "bin" / "python";
+  // A source tree has the project's virtual environment (deploy/setup.sh); an installed tree
+  // uses the python3 on PATH unless told otherwise (`--python`, the `python` key).
+  if (!files_root().installed) return dtx_file(std::filesystem::path(".venv") / "bin" / "python");
+  return find_program("python3");
 }
 
 std::filesystem::path search_path(const std::string& name) {
@@ -46,7 +50,7 @@ std::filesystem::path find_program(const std::filesystem::path& program) {
 
 std::filesystem::path default_worker_script() {
   if (const char* p = std::getenv("DTX_WORKER_SCRIPT"); p && *p) return p;
-  return std::filesystem::path(DTX_SOURCE_DIR) / "explorer" / "worker" / "dtx_worker.py";
+  return dtx_file(std::filesystem::path("explorer") / "worker" / "dtx_worker.py");
 }
 
 std::vector<int> visible_gpus() {

@@ -3,6 +3,7 @@
 
 #include "Api.h"
 
+#include "dtx/Files.h"
 #include "dtx/RayBackend.h"
 #include "dtx/WorkerPool.h"
 
@@ -41,9 +42,9 @@ Server::~Server() {
 void Server::start() {
   Impl& s = *impl_;
   Config& c = s.config;
-  if (c.templates_dir.empty())
-    c.templates_dir = std::filesystem::path(DTX_SOURCE_DIR) / "templates";
-  if (c.web_dir.empty()) c.web_dir = std::filesystem::path(DTX_SOURCE_DIR) / "web";
+  if (c.templates_dir.empty()) c.templates_dir = dtx_file("templates");
+  if (c.web_dir.empty()) c.web_dir = dtx_file("web");
+  s.log->info("dtx's files: {} ({})", files_root().dir.string(), files_root().how);
   std::filesystem::create_directories(c.data_dir);
   s.store = results::Store::open(c.db_path());
   s.log->info("results store {} (schema {})", c.db_path().string(), s.store->version());

@@ -152,6 +152,14 @@ SPACE_SAMPLES = {
         "sigmoid_mm.block(m:64, n:32); sigmoid_mm.tensorize(m:0, n:0, k:32); "
         "sigmoid_mm.map(n:ni/8, m, ni); mm.fuse_at(sigmoid_mm, n); sigmoid_mm.num_stages(5)",
     ],
+    "gemm_gelu": [
+        "out.block(m:32, n:64); out.tensorize(m:0, n:0, k:32); out.map(m, n); "
+        "mm.fuse_at(out, n); out.num_warps(4); out.num_stages(2)",
+        "out.block(m:128, n:256); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
+        "mm.fuse_at(out, n); out.num_warps(8); out.num_stages(4)",
+        "out.block(m:64, n:32); out.tensorize(m:0, n:0, k:32); out.map(n:ni/8, m, ni); "
+        "mm.fuse_at(out, n); out.num_stages(5)",
+    ],
     "2mm": [
         "_2mm.block(m:16); _2mm.tensorize(m:0, n:32, k:16, l:16); mm.fuse_at(_2mm, m); "
         "_2mm.num_warps(2); _2mm.num_stages(1)",
@@ -183,7 +191,7 @@ def _ids(paths):
 
 def test_every_kernel_has_a_template():
     assert {p.stem for p in FILES} == {"geglu", "dyt", "swiglu", "softmax", "rmsnorm", "sum",
-                                       "matmul", "sigmoid_mm", "2mm", "attention"}
+                                       "matmul", "sigmoid_mm", "gemm_gelu", "2mm", "attention"}
     assert set(SPACE_SAMPLES) == {p.stem for p in FILES}
 
 

@@ -1,6 +1,7 @@
 // GET /healthz (with the number of GPUs timing kernels: 0 is the Triton interpreter),
 // GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look, or the page).
 #include "../Api.h"
+#include "dtx/Files.h"
 
 #include <fstream>
 #include <sstream>
@@ -24,8 +25,10 @@ void register_system(Api& api) {
           });
   api.get("/v1/openapi.json", "/v1/openapi.json",
           [](const httplib::Request&, httplib::Response& res, Context&) {
-            std::ifstream in(std::string(DTX_SOURCE_DIR) + "/server/openapi.json");
-            if (!in) throw ApiError(500, "internal", "server/openapi.json is missing");
+            std::ifstream in(dtx_file(std::filesystem::path("server") / "openapi.json"));
+            if (!in)
+              throw ApiError(500, "internal",
+                             "server/openapi.json is missing under " + files_root().dir.string());
             std::stringstream ss;
             ss << in.rdbuf();
             res.set_content(ss.str(), "application/json");
