@@ -63,6 +63,7 @@ struct TExpr {
   std::string func, prim, label, op;
   TExprPtr a, b;
   TemplateLoc loc;
+  int depth = 1; // levels of the tree below and including this node (at most 200)
 };
 
 // ---- statements and choices

@@ -1,6 +1,7 @@
 // Lazy expansion of a schedule template (see Space.h).
 #include "dtx/Space.h"
 
+#include <climits>
 #include <condition_variable>
 #include <functional>
 #include <set>
@@ -17,7 +18,9 @@ struct Space::Rendered {
 
 namespace {
 
+/// The smallest power of two at least `v`, or `v` itself past 2^62 (no overflow).
 long long next_power_of_two(long long v) {
+  if (v > (1LL << 62)) return v;
   long long p = 1;
   while (p < v)
     p *= 2;
@@ -172,6 +175,10 @@ std::optional<long long> Space::eval(const TExpr& e, const std::vector<int>& cho
   case K::Unary: {
     auto a = eval(*e.a, choices, r, error);
     if (!a) return a;
+    if (e.op == "-" && *a == LLONG_MIN) {
+      error = "-(" + std::to_string(*a) + ") overflows a 64-bit integer";
+      return std::nullopt;
+    }
     return e.op == "not" ? static_cast<long long>(*a == 0) : -*a;
   }
   case K::Binary: {
@@ -182,12 +189,25 @@ std::optional<long long> Space::eval(const TExpr& e, const std::vector<int>& cho
     auto b = eval(*e.b, choices, r, error);
     if (!b) return b;
     const std::string& op = e.op;
-    if (op == "+") return *a + *b;
-    if (op == "-") return *a - *b;
-    if (op == "*") return *a * *b;
+    if (op == "+" || op == "-" || op == "*") {
+      long long v = 0;
+      bool overflow = op == "+"   ? __builtin_add_overflow(*a, *b, &v)
+                      : op == "-" ? __builtin_sub_overflow(*a, *b, &v)
+                                  : __builtin_mul_overflow(*a, *b, &v);
+      if (overflow) {
+        error = std::to_string(*a) + " " + op + " " + std::to_string(*b) +
+                " overflows a 64-bit integer";
+        return std::nullopt;
+      }
+      return v;
+    }
     if (op == "/" || op == "%") {
       if (*b == 0) {
         error = "division by zero";
+        return std::nullopt;
+      }
+      if (*a == LLONG_MIN && *b == -1) {
+        error = std::to_string(*a) + " " + op + " -1 overflows a 64-bit integer";
         return std::nullopt;
       }
       return op == "/" ? *a / *b : *a % *b;

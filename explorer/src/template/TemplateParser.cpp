@@ -14,7 +14,9 @@
 //                 < <= > >= == !=, 'and', 'or'
 #include "dtx/Template.h"
 
+#include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 
 namespace dtx {
@@ -122,6 +124,12 @@ private:
 
 struct Bail {}; // abandons the current item after an error; parsing resumes at the next one
 
+/// How deep choices and expressions may nest, as in DT programs: the parser and the evaluator
+/// recurse once per level, and a request must not exhaust the stack.
+constexpr int kMaxNesting = 200;
+/// How many values one range may list.
+constexpr long long kMaxRange = 100000;
+
 class Parser {
 public:
   Parser(std::vector<Token> tokens, Template& out, std::vector<TemplateError>& errors)
@@ -216,6 +224,7 @@ private:
       Pieces alt = pieces({";"}, /*in_choice=*/false);
       int v = new_variable(Variable::Kind::Tie, "$" + name.text, name.loc);
       t_.variables[v].alternatives.push_back(alt);
+      settle(v, name);
       ties_[name.text] = v;
     } else {
       int v = choice(Variable::Kind::Tie, "$" + name.text);
@@ -266,11 +275,36 @@ private:
     v.loc = loc;
     if (kind == Variable::Kind::Optional) v.alternatives = {{}, {}}; // absent, present
     t_.variables.push_back(std::move(v));
+    var_depth_.push_back(1);
     return static_cast<int>(t_.variables.size()) - 1;
+  }
+
+  /// Records how deep variable `v` renders: a choice or tie whose alternatives use ties renders
+  /// them recursively (`$C = {$B}` with `$B = {$A}`), so chains of ties are bounded too.
+  void settle(int v, const Token& at) {
+    std::function<int(const TExpr&)> in_expr = [&](const TExpr& e) {
+      int d = e.kind == TExpr::Kind::Tie ? var_depth_[static_cast<size_t>(e.var)] : 0;
+      if (e.a) d = std::max(d, in_expr(*e.a));
+      if (e.b) d = std::max(d, in_expr(*e.b));
+      return d;
+    };
+    int depth = 0;
+    for (const Pieces& alt : t_.variables[static_cast<size_t>(v)].alternatives)
+      for (const Piece& p : alt) {
+        if (p.kind == Piece::Kind::Choice)
+          depth = std::max(depth, var_depth_[static_cast<size_t>(p.var)]);
+        if (p.kind == Piece::Kind::Int && p.expr) depth = std::max(depth, in_expr(*p.expr));
+      }
+    var_depth_.resize(t_.variables.size(), 1);
+    var_depth_[static_cast<size_t>(v)] = depth + 1;
+    if (depth + 1 > kMaxNesting)
+      fail(at, "ties and choices refer to one another more than " + std::to_string(kMaxNesting) +
+                   " levels deep");
   }
 
   /// `{...}` at the current token: a new variable of `kind`; returns its index.
   int choice(Variable::Kind kind, const std::string& name) {
+    Nest nest(*this, peek());
     Token open = expect("{", "to start a choice");
     int v = new_variable(kind,
                          name.empty() ? current_ + "@" + std::to_string(open.loc.line) + ":" +
@@ -296,19 +330,26 @@ private:
       if (hi.value < lo.value)
         fail(lo, "empty range {" + lo.text + ".." + hi.text + "}: the lower bound is larger");
       std::vector<long long> values;
+      // Counted before it is listed: {1..1000000000000:+1} is refused at once, not after
+      // listing it, and no bound near 2^63 can overflow.
       if (step > 0) {
-        for (long long x = lo.value; x <= hi.value; x += step)
+        if ((hi.value - lo.value) / step >= kMaxRange)
+          fail(lo, "a range of more than " + std::to_string(kMaxRange) + " values");
+        for (long long x = lo.value; x <= hi.value; x += step) {
           values.push_back(x);
+          if (hi.value - x < step) break;
+        }
       } else {
         if (lo.value <= 0 || (lo.value & (lo.value - 1)) || (hi.value & (hi.value - 1)))
           fail(lo, "{" + lo.text + ".." + hi.text +
                        "} lists powers of two, so both bounds must be powers of two; for every "
                        "value use a step, as in {" +
                        lo.text + ".." + hi.text + ":+1}");
-        for (long long x = lo.value; x <= hi.value; x *= 2)
+        for (long long x = lo.value; x <= hi.value; x *= 2) {
           values.push_back(x);
+          if (x > hi.value / 2) break;
+        }
       }
-      if (values.size() > 100000) fail(lo, "a range of more than 100000 values");
       for (long long x : values)
         t_.variables[v].alternatives.push_back(
             {{Piece::Kind::Text, std::to_string(x), -1, nullptr}});
@@ -325,6 +366,7 @@ private:
       expect("}", "to close the choice");
       break;
     }
+    settle(v, open);
     return v;
   }
 
@@ -405,8 +447,15 @@ private:
   }
 
   // ---- expressions
-  TExprPtr make(TExpr e) { return std::make_shared<const TExpr>(std::move(e)); }
+  TExprPtr make(TExpr e) {
+    e.depth = 1 + std::max(e.a ? e.a->depth : 0, e.b ? e.b->depth : 0);
+    return std::make_shared<const TExpr>(std::move(e));
+  }
   TExprPtr binary(const Token& op, TExprPtr a, TExprPtr b) {
+    // A long chain (`1 + 1 + ...`) is as deep as it is long: evaluating it recurses.
+    if (std::max(a->depth, b->depth) >= kMaxNesting)
+      fail(op, "an expression nested more than " + std::to_string(kMaxNesting) +
+                   " levels deep (a chain of operators counts one level each); split it");
     TExpr e;
     e.kind = TExpr::Kind::Binary;
     e.op = op.text;
@@ -432,6 +481,7 @@ private:
     return a;
   }
   TExprPtr negation() {
+    Nest nest(*this, peek());
     if (peek().kind == T::Ident && peek().text == "not") {
       Token op = next();
       TExpr e;
@@ -469,6 +519,7 @@ private:
     return a;
   }
   TExprPtr unary() {
+    Nest nest(*this, peek());
     if (is("-")) {
       Token op = next();
       TExpr e;
@@ -501,6 +552,7 @@ private:
       return make(std::move(e));
     }
     if (t.kind == T::Punct && t.text == "(") {
+      Nest nest(*this, t);
       TExprPtr inner = expr();
       expect(")", "to close the parenthesis");
       return inner;
@@ -551,6 +603,22 @@ private:
                 show(t));
   }
 
+  /// One level of recursion of the parser, refused past kMaxNesting.
+  struct Nest {
+    Parser& p;
+    Nest(Parser& parser, const Token& at) : p(parser) {
+      if (p.nesting_ >= kMaxNesting)
+        p.fail(at, "the template nests choices, parentheses or operators more than " +
+                       std::to_string(kMaxNesting) + " levels deep");
+      ++p.nesting_;
+    }
+    ~Nest() { --p.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+  };
+
+  int nesting_ = 0;
+  std::vector<int> var_depth_; // by variable: how deep it renders (settle)
   std::vector<Token> toks_;
   size_t pos_ = 0;
   Template& t_;

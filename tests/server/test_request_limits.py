@@ -1,0 +1,86 @@
+"""Single requests that used to crash or wedge dtxd, sent to the built daemon: templates nested
+deeper than the parser and evaluator may recurse, chains of ties, ranges too long to list, sizes
+whose arithmetic overflowed. Each gets an answer naming the limit, promptly, and the daemon
+keeps serving."""
+import time
+
+import pytest
+
+from conftest import ROOT
+from dtxd import DTXD, Daemon
+
+GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    if not DTXD.exists():
+        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
+    d = Daemon(tmp_path_factory.mktemp("limits"))
+    yield d
+    assert d.proc.poll() is None, "dtxd died"
+    d.stop()
+
+
+def expand(daemon, schedule, shape=None, **extra):
+    start = time.monotonic()
+    status, body = daemon.post("/v1/expand", {"algorithm": GEGLU, "schedule": schedule,
+                                              "shape": shape or {"x": 4, "y": 64}, **extra})
+    assert time.monotonic() - start < 30, "the answer took too long"
+    assert daemon.proc.poll() is None, "dtxd died"
+    status_h, _ = daemon.get("/healthz")
+    assert status_h == 200
+    return status, body
+
+
+def messages(body):
+    return " ".join(d.get("message", "") for d in body["error"].get("details", [])) + \
+        body["error"]["message"]
+
+
+NESTED_CHOICES = "geglu.num_warps(" + "{(" * 20000 + "4" + ")}" * 20000 + ");\n"
+NESTED_WHERE = "geglu.num_warps({4, 8});\nwhere " + "(" * 100000 + "1" + ")" * 100000 + ";\n"
+NOT_CHAIN = "geglu.num_warps({4, 8});\nwhere " + "not " * 100000 + "1;\n"
+LONG_SUM = "geglu.num_warps({4, 8});\nwhere " + " + ".join(["1"] * 100000) + " > 0;\n"
+TIE_CHAIN = "$T0 = {4, 8};\n" + "".join(f"$T{i} = {{$T{i - 1}}};\n" for i in range(1, 5000)) + \
+    "geglu.num_warps($T4999);\n"
+
+
+@pytest.mark.parametrize("schedule", [NESTED_CHOICES, NESTED_WHERE, NOT_CHAIN, LONG_SUM,
+                                      TIE_CHAIN],
+                         ids=["choices", "parentheses", "not", "sum", "ties"])
+def test_deep_templates_are_refused_with_the_limit(daemon, schedule):
+    status, body = expand(daemon, schedule)
+    assert status == 422, body
+    assert "200 levels deep" in messages(body), body
+    status, body = daemon.post("/v1/explorations", {
+        "kernel": "deep", "algorithm": GEGLU, "schedule": schedule,
+        "shapes": [{"x": 4, "y": 64}]})
+    assert status == 422 and "200 levels deep" in messages(body), body
+
+
+def test_a_range_too_long_to_list_is_refused_at_once(daemon):
+    status, body = expand(daemon, "geglu.num_warps({1..1000000000000000:+1});\n")
+    assert status == 422 and "more than 100000 values" in messages(body), body
+    status, body = expand(daemon, "geglu.block(y:{1..576460752303423488});\n")
+    assert status == 200 and body["space_size"] == 60, body  # 2^0 .. 2^59, listed once each
+
+
+def test_arithmetic_that_overflows_is_an_error_not_a_wrap(daemon):
+    status, body = expand(daemon, "geglu.num_warps({4, 8});\n"
+                                  "where 576460752303423488 * 64 > 0;\n")
+    assert status == 200, body
+    assert body["distinct"] == 0 and sum(body["rejected"].values()) == 2, body
+
+
+def test_within_the_limits_still_works(daemon):
+    schedule = "geglu.num_warps(" + "{(" * 50 + "4" + ")}" * 50 + ");\nwhere " + \
+        " + ".join(["1"] * 150) + " > 0;\n"
+    status, body = expand(daemon, schedule)
+    assert status == 200 and body["distinct"] == 1, body
+
+
+@pytest.mark.parametrize("size", [2**62 + 1, 2**63 - 1])
+def test_sizes_near_the_top_of_int64_answer_promptly(daemon, size):
+    status, body = expand(daemon, "geglu.block(y:{64..1024});\n", shape={"x": 4, "y": size})
+    assert status in (200, 400), body
