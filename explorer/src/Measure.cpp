@@ -10,7 +10,6 @@
 #include <mutex>
 #include <numeric>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -41,14 +40,26 @@ Aggregate aggregate(std::vector<double> values) {
 }
 
 std::vector<std::string> compiled_funcs(const std::string& module_source) {
+  // The first line `COMPILED = ("f", "g")`, as dtc prints it (DT names are identifiers: no
+  // quotes or parentheses inside), found by a scan rather than a regex over the module's text.
   std::vector<std::string> out;
-  static const std::regex line(R"(^COMPILED = \(([^)]*)\))", std::regex::multiline);
-  std::smatch m;
-  if (!std::regex_search(module_source, m, line)) return out;
-  static const std::regex name(R"re("([^"]+)")re");
-  std::string inner = m[1].str();
-  for (std::sregex_iterator it(inner.begin(), inner.end(), name), end; it != end; ++it)
-    out.push_back((*it)[1].str());
+  const std::string head = "COMPILED = (";
+  std::size_t at = 0;
+  while (at < module_source.size() && module_source.compare(at, head.size(), head) != 0) {
+    at = module_source.find('\n', at);
+    if (at == std::string::npos) return out;
+    ++at;
+  }
+  std::size_t end = module_source.find_first_of(")\n", at + head.size());
+  if (at >= module_source.size() || end == std::string::npos || module_source[end] != ')')
+    return out;
+  std::string inner = module_source.substr(at + head.size(), end - at - head.size());
+  for (std::size_t q = inner.find('"'); q != std::string::npos; q = inner.find('"', q)) {
+    std::size_t close = inner.find('"', q + 1);
+    if (close == std::string::npos) break;
+    if (close > q + 1) out.push_back(inner.substr(q + 1, close - q - 1));
+    q = close + 1;
+  }
   return out;
 }
 

@@ -1,3 +1,4 @@
+#include "dtx/Measure.h"
 #include "dtx/Protocol.h"
 
 #include <gtest/gtest.h>
@@ -124,4 +125,18 @@ TEST(ParseHello, CpuInterpreter) {
 TEST(CudaError, Recognized) {
   EXPECT_TRUE(is_cuda_error("RuntimeError: CUDA error: an illegal memory access was encountered"));
   EXPECT_FALSE(is_cuda_error("ValueError: shapes do not match"));
+}
+
+// The compiled Funcs of a module: its first `COMPILED = (...)` line, by a linear scan.
+TEST(CompiledFuncs, ReadsTheFirstCompiledLine) {
+  EXPECT_EQ(dtx::compiled_funcs("\"\"\"doc\"\"\"\nSCHEDULE = \"\"\nCOMPILED = (\"out\", \"sum\")\n"
+                                "COMPILED = (\"late\",)\n"),
+            (std::vector<std::string>{"out", "sum"}));
+  EXPECT_EQ(dtx::compiled_funcs("COMPILED = (\"f\",)\n"), (std::vector<std::string>{"f"}));
+  EXPECT_TRUE(dtx::compiled_funcs("x = 1\nCOMPILED = ()\n").empty());
+  EXPECT_TRUE(dtx::compiled_funcs("NOT_COMPILED = (\"f\",)\n").empty());
+  EXPECT_TRUE(dtx::compiled_funcs("COMPILED = (\"f\",\n").empty()); // not closed on its line
+  // A million characters of one line cost a scan, not a recursion per character.
+  std::string long_line = "COMPILED = (\"" + std::string(1000000, 'a') + "\",)\n";
+  EXPECT_EQ(dtx::compiled_funcs(long_line).at(0).size(), 1000000u);
 }

@@ -84,3 +84,21 @@ def test_within_the_limits_still_works(daemon):
 def test_sizes_near_the_top_of_int64_answer_promptly(daemon, size):
     status, body = expand(daemon, "geglu.block(y:{64..1024});\n", shape={"x": 4, "y": size})
     assert status in (200, 400), body
+
+
+def test_a_schedule_of_an_algorithm_with_a_huge_line_can_be_viewed(daemon):
+    """The schedule view prints the algorithm with the schedule: it used to run a regex whose
+    executor recursed once per character, and a line of 200,000 spaces killed dtxd."""
+    status, created = daemon.post("/v1/explorations", {
+        "kernel": "wide_line", "algorithm": GEGLU + "\n" + " " * 200000 + "\n",
+        "schedule": "geglu.block(x:1, y:64);\ngeglu.tensorize(x:0, y:0);\n",
+        "shapes": [{"x": 4, "y": 64}], "strategy": "exhaustive", "baselines": [],
+        "screen_warmup_ms": 1, "screen_rep_ms": 2, "top": 0})
+    assert status == 202, created
+    x = daemon.wait_done(created["id"])
+    assert x["state"] == "done", x
+    status, page = daemon.get(f"/v1/explorations/{created['id']}/schedules")
+    (schedule,) = page["schedules"]
+    status, one = daemon.get(schedule["url"])
+    assert status == 200 and "geglu.block(x:1,y:64);" in one["program"], one
+    assert daemon.proc.poll() is None
