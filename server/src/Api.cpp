@@ -1,6 +1,8 @@
 // The HTTP layer of dtxd (see Api.h).
 #include "Api.h"
 
+#include "Guard.h"
+
 #include <chrono>
 #include <regex>
 
@@ -34,14 +36,15 @@ httplib::Server::Handler Api::wrap(const std::string& method, const std::string&
       // The page itself is no secret: a browser cannot send a token when it opens a URL, and
       // the page asks for one before it reads anything.
       bool page = route == "/" && req.method == "GET" && wants_html(req);
-      bool guarded = write || (ctx_.config.protect_reads && route != "/healthz" &&
-                               route != "/metrics" && !page);
+      if (req.method == "POST")
+        if (auto refused = refuse_content(req)) throw *refused;
+      // Every POST needs the token (a compile or an expansion costs the server's time too).
+      bool guarded =
+          write || req.method == "POST" ||
+          (ctx_.config.protect_reads && route != "/healthz" && route != "/metrics" && !page);
       if (guarded && !ctx_.config.tokens.empty()) {
         std::string auth = req.get_header_value("Authorization");
-        bool ok = false;
-        for (const std::string& t : ctx_.config.tokens)
-          ok |= auth == "Bearer " + t;
-        if (!ok)
+        if (!token_accepted(auth, ctx_.config.tokens))
           throw ApiError(401, "unauthorized",
                          auth.empty()
                              ? "this server needs a token: send `Authorization: Bearer TOKEN`"

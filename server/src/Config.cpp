@@ -38,13 +38,29 @@ Config load_config(const std::filesystem::path& path) {
   Config c;
   if (root.IsNull()) return c;
   if (!root.IsMap()) throw ConfigError(path.string() + ": error: the configuration is a YAML map");
-  static const std::set<std::string> keys = {
-      "bind",          "port",         "data_dir",        "db",
-      "templates_dir", "web_dir",      "compile_workers", "gpus",
-      "python",        "worker",       "max_running",     "max_body",
-      "tokens",        "log_format",   "log_level",       "example",
-      "explore",       "http_threads", "protect_reads",   "vendor_dir",
-      "backend",       "ray"};
+  static const std::set<std::string> keys = {"bind",
+                                             "port",
+                                             "data_dir",
+                                             "db",
+                                             "templates_dir",
+                                             "web_dir",
+                                             "compile_workers",
+                                             "gpus",
+                                             "python",
+                                             "worker",
+                                             "max_running",
+                                             "max_body",
+                                             "tokens",
+                                             "log_format",
+                                             "log_level",
+                                             "example",
+                                             "explore",
+                                             "http_threads",
+                                             "protect_reads",
+                                             "vendor_dir",
+                                             "backend",
+                                             "ray",
+                                             "hosts"};
   for (const auto& kv : root) {
     std::string k = kv.first.as<std::string>();
     if (!keys.count(k)) fail(path, kv.first, "unknown setting `" + k + "`");
@@ -68,6 +84,7 @@ Config load_config(const std::filesystem::path& path) {
     if (k == "protect_reads") c.protect_reads = get<bool>(path, v, "protect_reads");
     if (k == "http_threads") c.http_threads = get<std::size_t>(path, v, "http_threads");
     if (k == "tokens") c.tokens = get<std::vector<std::string>>(path, v, "tokens");
+    if (k == "hosts") c.hosts = get<std::vector<std::string>>(path, v, "hosts");
     if (k == "log_format") c.log_format = get<std::string>(path, v, "log_format");
     if (k == "log_level") c.log_level = get<std::string>(path, v, "log_level");
     if (k == "example") c.example = get<bool>(path, v, "example");

@@ -2,6 +2,7 @@
 #include "dtx/server/Server.h"
 
 #include "Api.h"
+#include "Guard.h"
 
 #include "dtx/Files.h"
 #include "dtx/RayBackend.h"
@@ -124,6 +125,15 @@ void Server::start() {
   const std::size_t threads = c.http_threads;
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.http.set_read_timeout(30, 0);
+  // Before any route, a page or a static file: the request's Host and Origin.
+  s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    auto refused = refuse_origin(req, s.config, s.port);
+    if (!refused) return httplib::Server::HandlerResponse::Unhandled;
+    send_json(res, {{"error", {{"code", refused->code}, {"message", refused->what()}}}},
+              refused->status);
+    s.log->debug("{} {} refused: {}", req.method, req.path, refused->what());
+    return httplib::Server::HandlerResponse::Handled;
+  });
   s.api = std::make_unique<Api>(s.http, *s.context);
   register_system(*s.api);
   register_compile(*s.api);

@@ -25,6 +25,8 @@ export function setToken(t) {
 
 async function request(method, path, body, signal) {
   const headers = { Accept: "application/json" };
+  // dtxd takes a POST only as JSON (a cross-site page cannot send that without a preflight).
+  if (method === "POST" && body === undefined) body = {};
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (token()) headers.Authorization = `Bearer ${token()}`;
   let res;

@@ -17,6 +17,9 @@ public:
 
 struct Config {
   std::string bind = "127.0.0.1";
+  // Host names this server answers to besides loopback and `bind` (a request whose Host or
+  // Origin names another is refused: DNS rebinding, cross-site pages).
+  std::vector<std::string> hosts;
   int port = 8080;
   std::filesystem::path data_dir = "data"; // the database and the Triton cache live here
   std::filesystem::path db;                // default: data_dir/dtx.db
