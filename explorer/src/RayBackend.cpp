@@ -4,6 +4,7 @@
 #include "dtx/Files.h"
 #include "dtx/Protocol.h"
 #include "dtx/WorkerPool.h"
+#include "dtx/results/Utf8.h"
 
 #include <algorithm>
 #include <atomic>
@@ -53,7 +54,7 @@ std::string explanation(const std::string& tail) {
   while (std::getline(in, line))
     if (line.rfind("dtx-ray: ", 0) == 0) said += (said.empty() ? "" : "\n") + line.substr(9);
   if (!said.empty()) return said;
-  return tail.size() > 1500 ? tail.substr(tail.size() - 1500) : tail;
+  return utf8_tail(tail, 1500);
 }
 
 } // namespace
@@ -108,7 +109,7 @@ struct RayBackend::Impl {
     j["timeout_s"] = job.request.timeout_s;
     j["compile_first"] = job.request.compile_first;
     j["device"] = job.request.device;
-    return j.dump() + "\n";
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
 
   bool start_driver(std::string& error) {

@@ -248,7 +248,8 @@ struct WorkerPool::Impl {
         sent["prefetch"] = request_json(next->request, next->id);
         limit_s += std::min(next->request.timeout_s, 2 * next->ahead_compile_s.value_or(0) + 1);
       }
-    const std::string line = sent.dump() + "\n";
+    const std::string line =
+        sent.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     Result result;
     for (int attempt = 0;; ++attempt) {
       if (proc && !proc->running()) {

@@ -1,6 +1,7 @@
 #include "WorkerProcess.h"
 
 #include "dtx/Protocol.h"
+#include "dtx/results/Utf8.h"
 
 #include <boost/process/extend.hpp>
 
@@ -126,8 +127,7 @@ bool WorkerProcess::start(Clock::time_point deadline, const std::function<bool()
 
 void WorkerProcess::on_stderr(const char* data, std::size_t size) {
   tail_.append(data, size);
-  if (tail_.size() > spec_.stderr_tail_bytes)
-    tail_.erase(0, tail_.size() - spec_.stderr_tail_bytes);
+  if (tail_.size() > spec_.stderr_tail_bytes) tail_ = utf8_tail(tail_, spec_.stderr_tail_bytes);
   if (!spec_.log) return;
   err_line_.append(data, size);
   std::size_t start = 0, nl;

@@ -1,5 +1,7 @@
 #include "Database.h"
 
+#include "dtx/results/Utf8.h"
+
 #include <sqlite3.h>
 
 namespace dtx::results::detail {
@@ -70,8 +72,10 @@ Statement& Statement::bind(int index, double value) {
 }
 
 Statement& Statement::bind(int index, std::string_view value) {
-  if (sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
-                          SQLITE_UTF8) != SQLITE_OK)
+  // Stored text is valid UTF-8: invalid bytes are replaced, never the row dropped.
+  std::string text = valid_utf8(value);
+  if (sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8) !=
+      SQLITE_OK)
     db_.fail();
   return *this;
 }

@@ -8,9 +8,15 @@
 
 namespace dtx::server {
 
+std::string json_text(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void send_json(httplib::Response& res, const nlohmann::json& body, int status) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Text from a worker, a stored row or a diagnostic quoting a stray byte may not be UTF-8:
+  // replaced (U+FFFD), so that no answer fails to print.
+  res.set_content(json_text(body), "application/json");
 }
 
 nlohmann::json body_json(const httplib::Request& req) {

@@ -68,6 +68,8 @@ private:
 };
 
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
+/// `body` as JSON text, invalid UTF-8 in its strings replaced by U+FFFD (never a throw).
+std::string json_text(const nlohmann::json& body);
 /// The request body as a JSON object (ApiError 400 when it is not).
 nlohmann::json body_json(const httplib::Request& req);
 std::int64_t path_id(const httplib::Request& req, int group = 1);

@@ -83,6 +83,15 @@ std::string DiagnosticEngine::render() const {
     if (static_cast<int>(shown.size()) > kWidth) {
       int start = std::max(0, col - 1 - kWidth / 2);
       int end = std::min<int>(shown.size(), start + kWidth);
+      // Cut between characters, not inside a UTF-8 sequence (the window is shown as text).
+      auto continuation = [&](int i) {
+        return i < static_cast<int>(shown.size()) &&
+               (static_cast<unsigned char>(shown[static_cast<size_t>(i)]) & 0xC0) == 0x80;
+      };
+      for (int k = 0; k < 3 && start > 0 && continuation(start); ++k)
+        --start;
+      for (int k = 0; k < 3 && end > start && continuation(end); ++k)
+        --end;
       std::string window = shown.substr(start, end - start);
       if (start > 0) window = "..." + window;
       if (end < static_cast<int>(shown.size())) window += "...";

@@ -68,7 +68,7 @@ int best_cmd(const BestArgs& a) {
                         {"triton", m.env.triton}};
     if (m.time_ms) j["time_ms"] = *m.time_ms;
     if (!a.out.empty()) j["module"] = a.out;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << best->canonical << "\n";
     std::cerr << "dtx: " << (m.time_ms ? fmt_ms(*m.time_ms) + " ms" : m.status) << " ("

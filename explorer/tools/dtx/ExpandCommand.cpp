@@ -107,7 +107,10 @@ int expand(const ExpandArgs& a) {
         << " points/s)\n";
     }
   }
-  if (a.json) std::cout << (out.size() == 1 ? out[0] : out).dump(2) << "\n";
+  if (a.json)
+    std::cout << (out.size() == 1 ? out[0] : out)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   return 0;
 }
 

@@ -275,7 +275,8 @@ int explore_cmd(const ExploreArgs& a) {
     if (g_cancel) break;
   }
   pool.shutdown();
-  if (a.json) std::cout << out.dump(2) << "\n";
+  if (a.json)
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return g_cancel ? 130 : rc;
 }
 

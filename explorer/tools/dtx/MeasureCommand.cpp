@@ -156,7 +156,8 @@ int measure(const std::string& file, const std::string& shape, const std::string
     if (e.status == "rejected")
       std::cerr << "dtx: schedule `" << e.label << "` rejected:\n" << e.message;
   if (json)
-    std::cout << dtx::to_json(report).dump(2) << "\n";
+    std::cout << dtx::to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   else
     std::cout << dtx::format_table(report);
   return 0;

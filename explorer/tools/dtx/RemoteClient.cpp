@@ -59,7 +59,11 @@ Answer call(const Remote& r, const std::string& method, const std::string& path,
   httplib::Client c = client(r);
   httplib::Result res =
       method == "POST"
-          ? c.Post(path, body.is_null() ? std::string("{}") : body.dump(), "application/json")
+          ? c.Post(path,
+                   body.is_null()
+                       ? std::string("{}")
+                       : body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                   "application/json")
           : c.Get(path);
   if (!res)
     throw std::runtime_error("cannot reach dtxd at " + r.url + ": " +
@@ -198,7 +202,7 @@ int remote_explore(const Remote& r, const TemplateFile& tf, const std::vector<Sh
               << "\n";
     print_ranked(page.body);
   }
-  if (json) std::cout << out.dump(2) << "\n";
+  if (json) std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return rc;
 }
 
@@ -211,7 +215,9 @@ int remote_results(const Remote& r, std::int64_t id, const std::string& kernel,
     Answer a = call(r, "GET", q);
     if (a.status != 200) return report(a);
     if (json) {
-      std::cout << a.body["explorations"].dump(2) << "\n";
+      std::cout << a.body["explorations"].dump(2, ' ', false,
+                                               nlohmann::json::error_handler_t::replace)
+                << "\n";
       return 0;
     }
     for (const auto& x : a.body["explorations"])
@@ -228,7 +234,7 @@ int remote_results(const Remote& r, std::int64_t id, const std::string& kernel,
            "/v1/explorations/" + std::to_string(id) + "/schedules?limit=" + std::to_string(limit));
   if (a.status != 200) return report(a);
   if (json)
-    std::cout << a.body.dump(2) << "\n";
+    std::cout << a.body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     print_ranked(a.body);
   return 0;
@@ -252,7 +258,7 @@ int remote_best(const Remote& r, const std::string& kernel, const std::string& s
   if (json) {
     nlohmann::json j = a.body;
     j.erase("module");
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << a.body.value("canonical", "") << "\n";
   }

@@ -73,7 +73,7 @@ int results_cmd(const ResultsArgs& a) {
         if (x.best_baseline_ms) j["best_baseline_ms"] = *x.best_baseline_ms;
         out.push_back(j);
       }
-      std::cout << out.dump(2) << "\n";
+      std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return 0;
     }
     std::cout << "   id  kernel        shape                 dtype     strategy    state      "
@@ -121,7 +121,7 @@ int results_cmd(const ResultsArgs& a) {
     }
     for (const auto& b : baselines)
       out["baselines"].push_back({{"name", b.name}, {"measurement", record_json(b.measurement)}});
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "exploration " << x->id << ": " << x->spec.kernel << " at " << x->spec.shape << " "

@@ -346,7 +346,7 @@ void register_explorations(Api& api) {
                   auto finished_event = [&] {
                     auto now = c->store.exploration(id);
                     nlohmann::json j = now ? to_json(*now, *c) : nlohmann::json::object();
-                    std::string msg = "event: done\ndata: " + j.dump() + "\n\n";
+                    std::string msg = "event: done\ndata: " + json_text(j) + "\n\n";
                     *ended = true;
                     return sink.write(msg.data(), msg.size());
                   };
@@ -367,7 +367,7 @@ void register_explorations(Api& api) {
                   *last = e->seq;
                   if (e->finished) return finished_event();
                   std::string msg = "event: progress\nid: " + std::to_string(e->seq) +
-                                    "\ndata: " + to_json(e->progress).dump() + "\n\n";
+                                    "\ndata: " + json_text(to_json(e->progress)) + "\n\n";
                   return sink.write(msg.data(), msg.size());
                 });
           });

@@ -182,7 +182,7 @@ void register_schedules(Api& api) {
                                 results::shape_key(shape) + " in " + dtype +
                                 (device ? " on a device matching `" + *device + "`" : "") +
                                 "; POST /v1/explorations to explore it"}}}};
-          best_cache().put(key, 404, err.dump());
+          best_cache().put(key, 404, json_text(err));
           send_json(res, err, 404);
           return;
         }
@@ -194,7 +194,7 @@ void register_schedules(Api& api) {
                             {"code_hash", best->code_hash},
                             {"module", best->module_source},
                             {"measurement", to_json(best->measurement)}};
-        best_cache().put(key, 200, j.dump());
+        best_cache().put(key, 200, json_text(j));
         send_json(res, j);
       });
 }
