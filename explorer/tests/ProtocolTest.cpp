@@ -1,5 +1,5 @@
-#include "dtx/Measure.h"
 #include "dtx/Protocol.h"
+#include "dtx/Measure.h"
 
 #include <gtest/gtest.h>
 

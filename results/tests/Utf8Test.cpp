@@ -12,11 +12,15 @@ TEST(Utf8, ValidTextIsUnchanged) {
 
 TEST(Utf8, EveryInvalidByteBecomesOneReplacement) {
   const std::string r = "\xEF\xBF\xBD";
-  EXPECT_EQ(valid_utf8("a\xFF" "b"), "a" + r + "b");
-  EXPECT_EQ(valid_utf8("\xC3"), r);                       // cut after the lead byte
-  EXPECT_EQ(valid_utf8("\xA9" "x"), r + "x");               // a continuation byte alone
-  EXPECT_EQ(valid_utf8("\xC0\xAF"), r + r);               // overlong `/`
-  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), r + r + r);       // a surrogate
+  EXPECT_EQ(valid_utf8("a\xFF"
+                       "b"),
+            "a" + r + "b");
+  EXPECT_EQ(valid_utf8("\xC3"), r); // cut after the lead byte
+  EXPECT_EQ(valid_utf8("\xA9"
+                       "x"),
+            r + "x");                                       // a continuation byte alone
+  EXPECT_EQ(valid_utf8("\xC0\xAF"), r + r);                 // overlong `/`
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), r + r + r);         // a surrogate
   EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), r + r + r + r); // past U+10FFFF
   EXPECT_EQ(valid_utf8("\xE2\x82"), r + r);
 }
@@ -28,7 +32,7 @@ TEST(Utf8, CutsFallBetweenCharacters) {
   EXPECT_EQ(utf8_floor(s, 3), 3u);
   EXPECT_EQ(utf8_floor(s, 5), 3u); // inside €
   EXPECT_EQ(utf8_floor(s, 99), s.size());
-  EXPECT_EQ(utf8_tail(s, 2), "");        // only the last two bytes of €: no whole character
+  EXPECT_EQ(utf8_tail(s, 2), ""); // only the last two bytes of €: no whole character
   EXPECT_EQ(utf8_tail(s, 4), "\xE2\x82\xAC");
   EXPECT_EQ(utf8_tail(s, 5), "\xC3\xA9\xE2\x82\xAC");
   std::string many;
