@@ -52,7 +52,11 @@ ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
   if (name == "erfc") return kir::sub(kir::float_imm(1.0), kir::call("tl.erf", {a[0]}));
   if (name == "reciprocal") return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), a[0]);
   if (name == "square") return kir::mul(a[0], a[0]);
-  if (name == "relu") return kir::call("tl.maximum", {a[0], kir::float_imm(0.0)});
+  // NaN-propagating, as torch.maximum, torch.relu and torch.clamp are.
+  if (name == "maximum") return kir::maximum(a[0], a[1]);
+  if (name == "minimum") return kir::minimum(a[0], a[1]);
+  if (name == "relu") return kir::maximum(a[0], kir::float_imm(0.0));
+  if (name == "clamp") return kir::minimum(kir::maximum(a[0], a[1]), a[2]);
   if (name == "where") {
     ExprPtr cond = a[0]->type.scalar == kir::Scalar::I1
                        ? a[0]
