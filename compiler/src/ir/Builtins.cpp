@@ -90,21 +90,37 @@ std::string helper_source(std::string_view name) {
                    "    return 0.5 * (e + 1.0 / e)\n"},
       {"_dt_tan", "def _dt_tan(v):\n"
                   "    return tl.sin(v) / tl.cos(v)\n"},
-      {"_dt_pow",
-       "def _dt_pow(v, e):\n"
-       "    # pow as IEEE 754 and torch define it: |v|^e, negated for a negative base\n"
-       "    # raised to an odd integer, NaN for a negative base raised to a non-integer;\n"
-       "    # v^0 and 1^e are 1. (Nested where, not &: e may be a scalar.)\n"
-       "    magnitude = tl.exp2(e * tl.log2(tl.abs(v)))\n"
-       "    odd = tl.floor(e * 0.5) != e * 0.5\n"
-       "    signed = tl.where(odd, -magnitude, magnitude)\n"
-       "    negative = tl.where(tl.floor(e) == e, signed, float(\"nan\"))\n"
-       "    result = tl.where(v < 0, negative, magnitude)\n"
-       "    return tl.where(e == 0, 1.0, tl.where(v == 1.0, 1.0, result))\n"},
-      {"_dt_pow_frac",
-       "def _dt_pow_frac(v, e):\n"
-       "    # v^e for a non-integer constant e: NaN for a negative base (IEEE pow).\n"
-       "    return tl.where(v < 0, float(\"nan\"), tl.exp2(e * tl.log2(tl.abs(v))))\n"},
+      {"_dt_pow", R"py(def _dt_pow(v, e):
+    # pow as IEEE 754 (C99 F.10.4.4) and torch.pow define it. |v|^e is 2^(e log2|v|) in
+    # float64, right to the last float32 bit (in float32, log2's rounding would be multiplied
+    # by e log2|v|). The base's sign for an odd integer exponent (of -0 and -inf too), NaN for
+    # a finite negative base and a non-integer exponent; v^0, 1^e and (-1)^(+-inf) are 1,
+    # NaN or not.
+    # (Nested tl.where, not & and |: one of v and e may be a scalar, which the interpreter
+    # does not broadcast in & and |. -m is 0 - m in Triton, +0 for m = 0: m * -1.0 is -0.)
+    v = tl.cast(v, tl.float32)
+    e = tl.cast(e, tl.float32)
+    a = tl.abs(v)
+    m = tl.exp2(e.to(tl.float64) * tl.log2(a.to(tl.float64))).to(tl.float32)
+    integer = tl.floor(e) == e
+    odd = tl.where(integer, tl.floor(e * 0.5) != e * 0.5, False)
+    r = tl.where(v.to(tl.int32, bitcast=True) < 0, tl.where(odd, m * -1.0, m), m)
+    finite_negative = tl.where(v < 0.0, v > float("-inf"), False)
+    r = tl.where(finite_negative, tl.where(integer, r, float("nan")), r)
+    one = tl.where(a == 1.0, tl.abs(e) == float("inf"), False)
+    return tl.where(e == 0.0, 1.0, tl.where(v == 1.0, 1.0, tl.where(one, 1.0, r)))
+)py"},
+      {"_dt_pow_frac", R"py(def _dt_pow_frac(v, e):
+    # v^e for a finite non-integer constant e (IEEE 754): |v|^e in float64 as in _dt_pow, +0
+    # or +inf for -0 and -inf, NaN for a finite negative base.
+    v = tl.cast(v, tl.float32)
+    m = tl.exp2(e * tl.log2(tl.abs(v).to(tl.float64))).to(tl.float32)
+    return tl.where((v < 0.0) & (v > float("-inf")), float("nan"), m)
+)py"},
+      {"_dt_pow_half", R"py(def _dt_pow_half(v):
+    # v^0.5 as IEEE 754 defines it: sqrt v, but +0 for -0 and +inf for -inf.
+    return tl.where(v == float("-inf"), float("inf"), tl.sqrt(v) + 0.0)
+)py"},
       {"_dt_log1p",
        "def _dt_log1p(v):\n"
        "    # Series near 0, where log(1 + v) loses the low bits of v.\n"
