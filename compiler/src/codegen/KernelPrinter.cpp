@@ -275,6 +275,14 @@ void printer_helpers(const std::vector<kir::StmtPtr>& stmts, std::set<std::strin
 std::set<std::string> kernel_helpers(const kir::Kernel& kernel) {
   std::set<std::string> out = kernel.helpers;
   printer_helpers(kernel.body, out);
+  // And the helpers those call, transitively.
+  std::vector<std::string> work(out.begin(), out.end());
+  while (!work.empty()) {
+    std::string h = std::move(work.back());
+    work.pop_back();
+    for (const std::string& used : helper_uses(h))
+      if (out.insert(used).second) work.push_back(used);
+  }
   return out;
 }
 

@@ -31,7 +31,8 @@ struct ModuleInput {
 std::string print_kernel(const kir::Kernel& kernel);
 
 /// The `@triton.jit` helpers a printed kernel calls: the builtins' that lowering recorded and the
-/// printer's own (a NaN-propagating maximum or minimum, of a tile or atomic).
+/// printer's own (a NaN-propagating maximum or minimum, of a tile or atomic), and the helpers
+/// those call.
 std::set<std::string> kernel_helpers(const kir::Kernel& kernel);
 
 /// The source of a helper that kernel_helpers names, without its `@triton.jit` line.

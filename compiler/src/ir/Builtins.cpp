@@ -48,7 +48,8 @@ const std::vector<Builtin>& builtins() {
       {"expm1", 1, "_dt_expm1({0})", "torch.expm1({0})", "_dt_expm1",
        "exp(v) - 1, accurate near 0"},
       {"log10", 1, "_dt_log10({0})", "torch.log10({0})", "_dt_log10", "base-10 logarithm"},
-      {"erfc", 1, "(1.0 - tl.erf({0}))", "torch.erfc({0})", nullptr, "1 - erf(v)"},
+      {"erfc", 1, "_dt_erfc({0})", "torch.erfc({0})", "_dt_erfc",
+       "1 - erf(v), accurate for large v"},
       {"sign", 1, "_dt_sign({0})", "torch.sign({0})", "_dt_sign", "-1, 0 or 1"},
       {"reciprocal", 1, "(1.0 / {0})", "torch.reciprocal({0})", nullptr, "1 / v"},
       {"square", 1, "({0} * {0})", "torch.square({0})", nullptr, "v * v"},
@@ -71,26 +72,117 @@ const Builtin* find_builtin(std::string_view name) {
   return nullptr;
 }
 
-std::string helper_source(std::string_view name) {
-  struct Helper {
-    const char* name;
-    const char* source;
-  };
-  static const Helper helpers[] = {
-      {"_dt_tanh", "def _dt_tanh(v):\n"
-                   "    # 1 - 2 / (exp(2|v|) + 1), sign restored: no overflow for large |v|.\n"
-                   "    e = tl.exp(-2.0 * tl.abs(v))\n"
-                   "    t = (1.0 - e) / (1.0 + e)\n"
-                   "    return tl.where(v < 0, -t, t)\n"},
-      {"_dt_sinh", "def _dt_sinh(v):\n"
-                   "    e = tl.exp(v)\n"
-                   "    return 0.5 * (e - 1.0 / e)\n"},
-      {"_dt_cosh", "def _dt_cosh(v):\n"
-                   "    e = tl.exp(v)\n"
-                   "    return 0.5 * (e + 1.0 / e)\n"},
-      {"_dt_tan", "def _dt_tan(v):\n"
-                  "    return tl.sin(v) / tl.cos(v)\n"},
-      {"_dt_pow", R"py(def _dt_pow(v, e):
+namespace {
+
+struct Helper {
+  const char* name;
+  std::vector<const char*> uses; // the helpers its source calls
+  const char* source;
+};
+
+// The @triton.jit helpers, each accurate to a few float32 ulps over its whole domain, as a
+// float64 oracle computes it (tests/e2e/test_math_accuracy.py): no cancellation, no overflow
+// before the result overflows, and the exponential and logarithm they build on computed here
+// from + - * / and exact bit operations, so that their accuracy is that of the formulas, not
+// that of tl.exp and tl.log (MUFU approximations on the GPU, numpy's under the interpreter).
+// Every public helper starts with tl.cast: under the interpreter a scalar is a Python float.
+const std::vector<Helper>& helper_table() {
+  static const std::vector<Helper> helpers = {
+      {"_dt_exp_parts", {}, R"py(def _dt_exp_parts(a, b):
+    # e^(a + b), b small beside a, as (q, k) with e^(a + b) = (1 + q) 2^k: a + b = k ln2 + r
+    # with |r| <= ln2 / 2 (ln2 in two parts, k * 0.693145751953125 exact), q = e^r - 1 by its
+    # Taylor series to r^8 (the rest is below 2^-30 of q). a is clamped to [-150, 90], where
+    # e^a is 0 or inf in float32 anyway, so that k stays in _dt_ldexp's range.
+    a = tl.where(a > 90.0, 90.0, tl.where(a < -150.0, -150.0, a))
+    k = tl.floor((a + b) * 1.4426950408889634 + 0.5)
+    r = ((a - k * 0.693145751953125) + b) - k * 1.4286068203094173e-06
+    q = r + r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 + r * (
+        0.0013888889 + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))))
+    return q, k
+)py"},
+      {"_dt_ldexp", {}, R"py(def _dt_ldexp(x, k):
+    # x 2^k for an integral k in [-252, 252]: two exact powers of two, so that a result below
+    # the normal range is rounded once.
+    k1 = tl.floor(k * 0.5)
+    s1 = ((k1.to(tl.int32) + 127) << 23).to(tl.float32, bitcast=True)
+    s2 = (((k - k1).to(tl.int32) + 127) << 23).to(tl.float32, bitcast=True)
+    return x * s1 * s2
+)py"},
+      {"_dt_log1p_reduced", {}, R"py(def _dt_log1p_reduced(f):
+    # log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: with s = f / (2 + f), log(1 + f) is
+    # 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R)), R = 2s^2/3 + 2s^4/5 + ... (|s| < 0.172, Taylor
+    # to s^10: the rest is below 2^-35 of the result).
+    s = f / (2.0 + f)
+    z = s * s
+    r = z * (0.6666667 + z * (0.4 + z * (0.2857143 + z * (0.22222222 + z * 0.18181819))))
+    hfsq = 0.5 * f * f
+    return f - (hfsq - s * (hfsq + r))
+)py"},
+      {"_dt_erfcx_near", {}, R"py(def _dt_erfcx_near(t):
+    # e^(z^2) erfc(z) for z = t + 1.25 in [0.5, 2]: a polynomial fitted to within 3e-10.
+    p = -1.98582293e-05 * t + 6.40109647e-05
+    p = p * t - 0.000161764154
+    p = p * t + 0.000467524456
+    p = p * t - 0.00132593594
+    p = p * t + 0.00355499936
+    p = p * t - 0.00908165425
+    p = p * t + 0.0220111161
+    p = p * t - 0.0502182692
+    p = p * t + 0.106795587
+    p = p * t - 0.208821878
+    return 0.367822915 + (1.04625464e-09 + p * t)
+)py"},
+      {"_dt_erfcx_far", {}, R"py(def _dt_erfcx_far(s):
+    # z e^(z^2) erfc(z) for s = 1 / z^2, z >= 2: a polynomial fitted to within 8e-10.
+    p = -93.712883 * s + 137.899887
+    p = p * s - 92.8000565
+    p = p * s + 39.0826149
+    p = p * s - 12.2924967
+    p = p * s + 3.44091225
+    p = p * s - 1.04750621
+    p = p * s + 0.422896862
+    p = p * s - 0.282091796
+    return 0.564189553 + (1.62694036e-08 + p * s)
+)py"},
+      {"_dt_tanh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_tanh(v):
+    # tanh |v| = -m / (2 + m), m = e^(-2|v|) - 1 (as _dt_expm1), below 0.55, where
+    # 1 - 2 / (1 + e^(2|v|)) would cancel; above, that (an overflow of e^(2|v|) gives 1). The
+    # sign restored, zero's included.
+    v = tl.cast(v, tl.float32)
+    a = tl.abs(v)
+    q, k = _dt_exp_parts(-2.0 * a, 0.0)
+    k = tl.maximum(k, -30.0)
+    m = _dt_ldexp(q, k) + (_dt_ldexp(1.0, k) - 1.0)
+    q2, k2 = _dt_exp_parts(2.0 * a, 0.0)
+    t = tl.where(a < 0.55, -m / (2.0 + m), 1.0 - 2.0 / (1.0 + _dt_ldexp(1.0 + q2, k2)))
+    return tl.where(v < 0.0, -t, tl.where(v == 0.0, v, t))
+)py"},
+      {"_dt_sinh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_sinh(v):
+    # sinh |v| = (m + m / (1 + m)) / 2, m = e^|v| - 1 (as _dt_expm1): no cancellation near 0;
+    # from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so that sinh(89) does not
+    # overflow. The sign restored, zero's included.
+    v = tl.cast(v, tl.float32)
+    a = tl.abs(v)
+    q, k = _dt_exp_parts(a, 0.0)
+    kc = tl.minimum(k, 30.0)
+    m = _dt_ldexp(q, kc) + (_dt_ldexp(1.0, kc) - 1.0)
+    t = tl.where(a < 9.0, 0.5 * (m + m / (1.0 + m)), _dt_ldexp(1.0 + q, k - 1.0))
+    return tl.where(v < 0.0, -t, tl.where(v == 0.0, v, t))
+)py"},
+      {"_dt_cosh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_cosh(v):
+    # (e^|v| + e^-|v|) / 2; from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so
+    # that cosh(89) does not overflow.
+    v = tl.cast(v, tl.float32)
+    a = tl.abs(v)
+    q, k = _dt_exp_parts(a, 0.0)
+    e = _dt_ldexp(1.0 + q, tl.minimum(k, 30.0))
+    return tl.where(a < 9.0, 0.5 * e + 0.5 / e, _dt_ldexp(1.0 + q, k - 1.0))
+)py"},
+      {"_dt_tan", {}, R"py(def _dt_tan(v):
+    # sin v / cos v: their relative errors add (no cancellation, also next to a pole).
+    return tl.sin(v) / tl.cos(v)
+)py"},
+      {"_dt_pow", {}, R"py(def _dt_pow(v, e):
     # pow as IEEE 754 (C99 F.10.4.4) and torch.pow define it. |v|^e is 2^(e log2|v|) in
     # float64, right to the last float32 bit (in float32, log2's rounding would be multiplied
     # by e log2|v|). The base's sign for an odd integer exponent (of -0 and -inf too), NaN for
@@ -110,46 +202,141 @@ std::string helper_source(std::string_view name) {
     one = tl.where(a == 1.0, tl.abs(e) == float("inf"), False)
     return tl.where(e == 0.0, 1.0, tl.where(v == 1.0, 1.0, tl.where(one, 1.0, r)))
 )py"},
-      {"_dt_pow_frac", R"py(def _dt_pow_frac(v, e):
+      {"_dt_pow_frac", {}, R"py(def _dt_pow_frac(v, e):
     # v^e for a finite non-integer constant e (IEEE 754): |v|^e in float64 as in _dt_pow, +0
     # or +inf for -0 and -inf, NaN for a finite negative base.
     v = tl.cast(v, tl.float32)
     m = tl.exp2(e * tl.log2(tl.abs(v).to(tl.float64))).to(tl.float32)
     return tl.where((v < 0.0) & (v > float("-inf")), float("nan"), m)
 )py"},
-      {"_dt_pow_half", R"py(def _dt_pow_half(v):
+      {"_dt_pow_half", {}, R"py(def _dt_pow_half(v):
     # v^0.5 as IEEE 754 defines it: sqrt v, but +0 for -0 and +inf for -inf.
     return tl.where(v == float("-inf"), float("inf"), tl.sqrt(v) + 0.0)
 )py"},
-      {"_dt_log1p",
-       "def _dt_log1p(v):\n"
-       "    # Series near 0, where log(1 + v) loses the low bits of v.\n"
-       "    small = tl.abs(v) < 1e-4\n"
-       "    return tl.where(small, v * (1.0 - v * (0.5 - v / 3.0)), tl.log(1.0 + v))\n"},
-      {"_dt_expm1", "def _dt_expm1(v):\n"
-                    "    # Series near 0, where exp(v) - 1 cancels.\n"
-                    "    small = tl.abs(v) < 1e-5\n"
-                    "    return tl.where(small, v * (1.0 + v * 0.5), tl.exp(v) - 1.0)\n"},
-      {"_dt_log10", "def _dt_log10(v):\n"
-                    "    return tl.log2(v) * 0.30102999566398120\n"},
-      {"_dt_sign", "def _dt_sign(v):\n"
-                   "    return tl.where(v > 0, 1.0, tl.where(v < 0, -1.0, 0.0))\n"},
-      {"_dt_silu", "def _dt_silu(v):\n"
-                   "    return v * tl.sigmoid(v)\n"},
-      {"_dt_softplus", "def _dt_softplus(v):\n"
-                       "    # max(v, 0) + log(1 + exp(-|v|)): exact for large |v|.\n"
-                       "    return tl.maximum(v, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(v)))\n"},
-      {"_dt_gelu", "def _dt_gelu(v):\n"
-                   "    return 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))\n"},
-      {"_dt_gelu_tanh", "def _dt_gelu_tanh(v):\n"
-                        "    inner = 0.7978845608028654 * (v + 0.044715 * v * v * v)\n"
-                        "    e = tl.exp(-2.0 * tl.abs(inner))\n"
-                        "    t = (1.0 - e) / (1.0 + e)\n"
-                        "    return 0.5 * v * (1.0 + tl.where(inner < 0, -t, t))\n"},
+      {"_dt_log1p", {"_dt_log1p_reduced"}, R"py(def _dt_log1p(v):
+    # log(1 + v): _dt_log1p_reduced(v) for v near 0; otherwise u = 1 + v rounded,
+    # u = 2^k (1 + f) with f in [sqrt(1/2) - 1, sqrt(2) - 1] (exact), and u's rounding error
+    # c = v - (u - 1), or 1 - (u - v) for v > 1 (both exact), added as c / u.
+    v = tl.cast(v, tl.float32)
+    u = 1.0 + v
+    c = tl.where(v > 1.0, 1.0 - (u - v), v - (u - 1.0))
+    bits = u.to(tl.int32, bitcast=True) + (0x3F800000 - 0x3F3504F3)
+    k = ((bits >> 23) - 127).to(tl.float32)
+    f = ((bits & 0x007FFFFF) + 0x3F3504F3).to(tl.float32, bitcast=True) - 1.0
+    low = k * 1.4286068203094173e-06 + c / u
+    far = k * 0.693145751953125 + (_dt_log1p_reduced(f) + low)
+    out = tl.where((v > -0.29289323) & (v < 0.41421357), _dt_log1p_reduced(v), far)
+    out = tl.where(v == -1.0, float("-inf"), tl.where(v < -1.0, float("nan"), out))
+    return tl.where(v == float("inf"), v, out)
+)py"},
+      {"_dt_expm1", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_expm1(v):
+    # e^v - 1 = 2^k q + (2^k - 1) with q = e^r - 1 (_dt_exp_parts): no cancellation; past
+    # |v| = 17 it is e^v, or -1, in float32. Zero keeps its sign.
+    v = tl.cast(v, tl.float32)
+    q, k = _dt_exp_parts(v, 0.0)
+    kc = tl.minimum(tl.maximum(k, -30.0), 30.0)
+    mid = _dt_ldexp(q, kc) + (_dt_ldexp(1.0, kc) - 1.0)
+    out = tl.where(v > 17.0, _dt_ldexp(1.0 + q, k), tl.where(v < -17.0, -1.0, mid))
+    return tl.where(v == 0.0, v, out)
+)py"},
+      {"_dt_log10", {"_dt_log1p_reduced"}, R"py(def _dt_log10(v):
+    # log10 v = k log10(2) + log(1 + f) / ln 10 for v = 2^k (1 + f), f in
+    # [sqrt(1/2) - 1, sqrt(2) - 1] (exact), log10(2) in two parts (k * 0.30102920532 exact);
+    # a subnormal v is scaled by 2^25 first.
+    v = tl.cast(v, tl.float32)
+    tiny = v < 1.1754944e-38
+    bits = tl.where(tiny, v * 33554432.0, v).to(tl.int32, bitcast=True)
+    bits = bits + (0x3F800000 - 0x3F3504F3)
+    k = ((bits >> 23) - 127).to(tl.float32) - tl.where(tiny, 25.0, 0.0)
+    f = ((bits & 0x007FFFFF) + 0x3F3504F3).to(tl.float32, bitcast=True) - 1.0
+    low = k * 7.9034151668e-07 + _dt_log1p_reduced(f) * 0.4342944819032518
+    out = k * 0.30102920532226562 + low
+    out = tl.where(v == 0.0, float("-inf"), tl.where(v < 0.0, float("nan"), out))
+    return tl.where((v == float("inf")) | (v != v), v, out)
+)py"},
+      {"_dt_erfc",
+       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far"},
+       R"py(def _dt_erfc(v):
+    # 1 - erf v below 0.5 (at most 0.52 cancels); above, e^(-v^2) erfcx(v), with
+    # v^2 = hi^2 + lo (v + hi) exactly (hi = v to 12 bits) and erfcx(v) = e^(v^2) erfc(v)
+    # from _dt_erfcx_near/_dt_erfcx_far.
+    v = tl.cast(v, tl.float32)
+    hi = (v.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
+    lo = v - hi
+    q, k = _dt_exp_parts(-(hi * hi), -(lo * (v + hi)))
+    g = tl.where(v < 2.0, _dt_erfcx_near(v - 1.25), _dt_erfcx_far(1.0 / (v * v)) / v)
+    tail = _dt_ldexp(g + q * g, k)
+    return tl.where(v < 0.5, 1.0 - tl.erf(v), tl.where(v > 10.1, 0.0, tail))
+)py"},
+      {"_dt_sign", {}, R"py(def _dt_sign(v):
+    return tl.where(v > 0, 1.0, tl.where(v < 0, -1.0, 0.0))
+)py"},
+      {"_dt_silu", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_silu(v):
+    # v sigmoid(v) with t = e^-|v|: v / (1 + t) for v >= 0, v t / (1 + t) below, t's power of
+    # two applied last so that a tiny result is rounded once.
+    v = tl.cast(v, tl.float32)
+    q, k = _dt_exp_parts(-tl.abs(v), 0.0)
+    t = _dt_ldexp(1.0 + q, k)
+    neg = _dt_ldexp(v * (1.0 + q) / (1.0 + t), k)
+    return tl.where(v >= 0.0, v / (1.0 + t), tl.where(v < -120.0, v * 0.0, neg))
+)py"},
+      {"_dt_softplus", {"_dt_exp_parts", "_dt_ldexp", "_dt_log1p"}, R"py(def _dt_softplus(v):
+    # torch's softplus: v past 20; below, max(v, 0) + log(1 + e^-|v|), e^-|v| and the log1p
+    # accurate, so that a tiny e^v (subnormal too) is the result.
+    v = tl.cast(v, tl.float32)
+    q, k = _dt_exp_parts(-tl.abs(v), 0.0)
+    return tl.where(v > 20.0, v, tl.where(v > 0.0, v, 0.0) + _dt_log1p(_dt_ldexp(1.0 + q, k)))
+)py"},
+      {"_dt_gelu",
+       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far"},
+       R"py(def _dt_gelu(v):
+    # v Phi(v) = v (1 + erf(v / sqrt 2)) / 2 down to v = -1 / sqrt 2 (no cancellation); below,
+    # v erfc(z) / 2 with z = -v / sqrt 2: e^(-v^2 / 2) from v^2 = hi^2 + lo (v + hi) exactly,
+    # times v erfcx(z) / 2, which is -erfcx_far(2 / v^2) / sqrt 2 for z >= 2.
+    v = tl.cast(v, tl.float32)
+    hi = (v.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
+    lo = v - hi
+    q, k = _dt_exp_parts(-0.5 * (hi * hi), -0.5 * (lo * (v + hi)))
+    p = tl.where(v > -2.828427, 0.5 * v * _dt_erfcx_near(v * -0.70710677 - 1.25),
+                 -0.70710677 * _dt_erfcx_far(2.0 / (v * v)))
+    tail = _dt_ldexp(p + q * p, k)
+    near = 0.5 * v * (1.0 + tl.erf(v * 0.70710677))
+    return tl.where(v >= -0.70710677, near, tl.where(v < -20.0, v * 0.0, tail))
+)py"},
+      {"_dt_gelu_tanh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_gelu_tanh(v):
+    # v (1 + tanh u) / 2 = v / (1 + e^(-2u)), u = sqrt(2/pi) (v + 0.044715 v^3): no
+    # cancellation. 2u is computed in float64 and passed to _dt_exp_parts in two parts, since
+    # e^(2u) for large |u| needs more bits of it than float32 has; for v < 0, v t / (1 + t)
+    # with t = e^(2u), as in _dt_silu.
+    v = tl.cast(v, tl.float32)
+    x = v.to(tl.float64)
+    u2 = tl.maximum(-tl.abs(1.5957691216057308 * (x + 0.044715 * x * x * x)), -150.0)
+    hi = u2.to(tl.float32)
+    q, k = _dt_exp_parts(hi, (u2 - hi.to(tl.float64)).to(tl.float32))
+    t = _dt_ldexp(1.0 + q, k)
+    neg = _dt_ldexp(v * (1.0 + q) / (1.0 + t), k)
+    return tl.where(v >= 0.0, v / (1.0 + t), tl.where(v < -20.0, v * 0.0, neg))
+)py"},
   };
-  for (const Helper& h : helpers)
-    if (name == h.name) return h.source;
-  return {};
+  return helpers;
+}
+
+const Helper* find_helper(std::string_view name) {
+  for (const Helper& h : helper_table())
+    if (name == h.name) return &h;
+  return nullptr;
+}
+
+} // namespace
+
+std::string helper_source(std::string_view name) {
+  const Helper* h = find_helper(name);
+  return h ? h->source : std::string();
+}
+
+std::vector<std::string> helper_uses(std::string_view name) {
+  const Helper* h = find_helper(name);
+  return h ? std::vector<std::string>(h->uses.begin(), h->uses.end()) : std::vector<std::string>();
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {

@@ -50,7 +50,6 @@ kir::BinOp kernel_op(ir::BinOp op) {
 /// A builtin's Triton form as kernel IR. Most are one call `fn(args)`; the rest are spelled out.
 ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
   std::string_view name = b.name;
-  if (name == "erfc") return kir::sub(kir::float_imm(1.0), kir::call("tl.erf", {a[0]}));
   if (name == "reciprocal") return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), a[0]);
   if (name == "square") return kir::mul(a[0], a[0]);
   // NaN-propagating, as torch.maximum, torch.relu and torch.clamp are.
