@@ -214,43 +214,48 @@ struct PrinterHelper {
 };
 
 // The @triton.jit helpers that the printer's own spellings call: a maximum or minimum of a tile
-// and an atomic maximum or minimum, all NaN-propagating as torch.amax and torch.amin are.
+// and an atomic maximum or minimum, all NaN-propagating as torch.amax and torch.amin are. A
+// tile's costs no more than tl.max: one reduction of integer keys, not a second one of a flag.
 const PrinterHelper kPrinterHelpers[] = {
-    {"_dt_max",
-     "def _dt_max(v, axis: tl.constexpr):\n"
-     "    # torch.amax: NaN where the values hold one. tl.max skips NaN (maxnum).\n"
-     "    nan = tl.max((v != v).to(tl.int32), axis=axis, keep_dims=True)\n"
-     "    return tl.where(nan != 0, float(\"nan\"), tl.max(v, axis=axis, keep_dims=True))\n"},
-    {"_dt_min",
-     "def _dt_min(v, axis: tl.constexpr):\n"
-     "    # torch.amin: NaN where the values hold one. tl.min skips NaN (minnum).\n"
-     "    nan = tl.max((v != v).to(tl.int32), axis=axis, keep_dims=True)\n"
-     "    return tl.where(nan != 0, float(\"nan\"), tl.min(v, axis=axis, keep_dims=True))\n"},
-    {"_dt_atomic_max",
-     "def _dt_atomic_max(ptr, v, mask):\n"
-     "    # An atomic torch.amax into float32 memory. tl.atomic_max skips NaN, so the bit\n"
-     "    # patterns are combined with integer atomics: non-negative floats order as signed\n"
-     "    # integers, negative ones in reverse as unsigned integers, and every NaN, made the\n"
-     "    # positive quiet NaN 0x7FC00000, is above +inf in both orders: once stored it stays,\n"
-     "    # whatever the order of the program instances.\n"
-     "    bits = tl.where(v != v, 0x7FC00000, v.to(tl.int32, bitcast=True))\n"
-     "    up = (bits >= 0) & mask\n"
-     "    down = (bits < 0) & mask\n"
-     "    tl.atomic_max(ptr.to(tl.pointer_type(tl.int32), bitcast=True), bits, mask=up)\n"
-     "    tl.atomic_min(ptr.to(tl.pointer_type(tl.uint32), bitcast=True),\n"
-     "                  bits.to(tl.uint32, bitcast=True), mask=down)\n"},
-    {"_dt_atomic_min",
-     "def _dt_atomic_min(ptr, v, mask):\n"
-     "    # An atomic torch.amin into float32 memory, as _dt_atomic_max: non-negative floats\n"
-     "    # order as signed integers, negative ones in reverse as unsigned integers, and every\n"
-     "    # NaN, made the negative quiet NaN 0xFFC00000, is below every non-negative pattern as a\n"
-     "    # signed integer and above every negative one (-inf included) as an unsigned one.\n"
-     "    bits = tl.where(v != v, -4194304, v.to(tl.int32, bitcast=True))\n"
-     "    up = (bits >= 0) & mask\n"
-     "    down = (bits < 0) & mask\n"
-     "    tl.atomic_min(ptr.to(tl.pointer_type(tl.int32), bitcast=True), bits, mask=up)\n"
-     "    tl.atomic_max(ptr.to(tl.pointer_type(tl.uint32), bitcast=True),\n"
-     "                  bits.to(tl.uint32, bitcast=True), mask=down)\n"},
+    {"_dt_max", R"py(def _dt_max(v, axis: tl.constexpr):
+    # torch.amax: NaN where the values hold one; tl.max skips NaN (maxnum). One reduction, of
+    # integer keys ordered as the floats are (a negative float's bits with all but the sign
+    # flipped), every NaN made the positive quiet NaN, whose key is the largest.
+    bits = tl.where(v != v, 0x7FC00000, v.to(tl.int32, bitcast=True))
+    m = tl.max(bits ^ ((bits >> 31) & 0x7FFFFFFF), axis=axis, keep_dims=True)
+    return (m ^ ((m >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+)py"},
+    {"_dt_min", R"py(def _dt_min(v, axis: tl.constexpr):
+    # torch.amin, as _dt_max: every NaN made the negative quiet NaN, whose key is the smallest.
+    bits = tl.where(v != v, -4194304, v.to(tl.int32, bitcast=True))
+    m = tl.min(bits ^ ((bits >> 31) & 0x7FFFFFFF), axis=axis, keep_dims=True)
+    return (m ^ ((m >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+)py"},
+    {"_dt_atomic_max", R"py(def _dt_atomic_max(ptr, v, mask):
+    # An atomic torch.amax into float32 memory. tl.atomic_max skips NaN, so the bit patterns
+    # are combined with integer atomics: non-negative floats order as signed integers,
+    # negative ones in reverse as unsigned integers, and every NaN, made the positive quiet NaN
+    # 0x7FC00000, is above +inf in both orders: once stored it stays, whatever the order of
+    # the program instances.
+    bits = tl.where(v != v, 0x7FC00000, v.to(tl.int32, bitcast=True))
+    up = (bits >= 0) & mask
+    down = (bits < 0) & mask
+    tl.atomic_max(ptr.to(tl.pointer_type(tl.int32), bitcast=True), bits, mask=up)
+    tl.atomic_min(ptr.to(tl.pointer_type(tl.uint32), bitcast=True),
+                  bits.to(tl.uint32, bitcast=True), mask=down)
+)py"},
+    {"_dt_atomic_min", R"py(def _dt_atomic_min(ptr, v, mask):
+    # An atomic torch.amin into float32 memory, as _dt_atomic_max: non-negative floats order as
+    # signed integers, negative ones in reverse as unsigned integers, and every NaN, made the
+    # negative quiet NaN 0xFFC00000, is below every non-negative pattern as a signed integer
+    # and above every negative one (-inf included) as an unsigned one.
+    bits = tl.where(v != v, -4194304, v.to(tl.int32, bitcast=True))
+    up = (bits >= 0) & mask
+    down = (bits < 0) & mask
+    tl.atomic_min(ptr.to(tl.pointer_type(tl.int32), bitcast=True), bits, mask=up)
+    tl.atomic_max(ptr.to(tl.pointer_type(tl.uint32), bitcast=True),
+                  bits.to(tl.uint32, bitcast=True), mask=down)
+)py"},
 };
 
 void printer_helpers(const kir::Expr& e, std::set<std::string>& out) {
