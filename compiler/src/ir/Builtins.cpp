@@ -89,24 +89,27 @@ struct Helper {
 const std::vector<Helper>& helper_table() {
   static const std::vector<Helper> helpers = {
       {"_dt_exp_parts", {}, R"py(def _dt_exp_parts(a, b):
-    # e^(a + b), b small beside a, as (q, k) with e^(a + b) = (1 + q) 2^k: a + b = k ln2 + r
-    # with |r| <= ln2 / 2 (ln2 in two parts, k * 0.693145751953125 exact), q = e^r - 1 by its
-    # Taylor series to r^8 (the rest is below 2^-30 of q). a is clamped to [-150, 90], where
-    # e^a is 0 or inf in float32 anyway, so that k stays in _dt_ldexp's range.
-    a = tl.where(a > 90.0, 90.0, tl.where(a < -150.0, -150.0, a))
-    k = tl.floor((a + b) * 1.4426950408889634 + 0.5)
-    r = ((a - k * 0.693145751953125) + b) - k * 1.4286068203094173e-06
+    # e^(a + b), b small beside a, as (q, k) with e^(a + b) = (1 + q) 2^k: a + b = k ln2 + r,
+    # |r| <= ln2 / 2 (ln2 in two parts, k * 0.693145751953125 exact), q = e^r - 1 by its
+    # Taylor series to r^8 (the rest is below 2^-30 of q). k, an int32, is rounded by adding
+    # 1.5 * 2^23 and read from the sum's bits (no conversion). The caller keeps a + b within
+    # [-150, 90]: k is then within _dt_ldexp's range.
+    t = (a + b) * 1.4426950408889634 + 12582912.0
+    kf = t - 12582912.0
+    r = ((a - kf * 0.693145751953125) + b) - kf * 1.4286068203094173e-06
     q = r + r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 + r * (
         0.0013888889 + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))))
-    return q, k
+    return q, t.to(tl.int32, bitcast=True) - 0x4B400000
 )py"},
-      {"_dt_ldexp", {}, R"py(def _dt_ldexp(x, k):
-    # x 2^k for an integral k in [-252, 252]: two exact powers of two, so that a result below
-    # the normal range is rounded once.
-    k1 = tl.floor(k * 0.5)
-    s1 = ((k1.to(tl.int32) + 127) << 23).to(tl.float32, bitcast=True)
-    s2 = (((k - k1).to(tl.int32) + 127) << 23).to(tl.float32, bitcast=True)
-    return x * s1 * s2
+      {"_dt_ldexp", {"_dt_pow2"}, R"py(def _dt_ldexp(x, k):
+    # x 2^k for an int32 k in [-252, 254]: two exact powers of two, so that a result below the
+    # normal range is rounded once.
+    h = k >> 1
+    return x * _dt_pow2(h) * _dt_pow2(k - h)
+)py"},
+      {"_dt_pow2", {}, R"py(def _dt_pow2(k):
+    # 2^k for an int32 k in [-126, 127], from its bits.
+    return ((k + 127) << 23).to(tl.float32, bitcast=True)
 )py"},
       {"_dt_log1p_reduced", {}, R"py(def _dt_log1p_reduced(f):
     # log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: with s = f / (2 + f), log(1 + f) is
@@ -144,39 +147,49 @@ const std::vector<Helper>& helper_table() {
     p = p * s - 0.282091796
     return 0.564189553 + (1.62694036e-08 + p * s)
 )py"},
-      {"_dt_tanh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_tanh(v):
-    # tanh |v| = -m / (2 + m), m = e^(-2|v|) - 1 (as _dt_expm1), below 0.55, where
-    # 1 - 2 / (1 + e^(2|v|)) would cancel; above, that (an overflow of e^(2|v|) gives 1). The
-    # sign restored, zero's included.
+      {"_dt_erf_small", {}, R"py(def _dt_erf_small(x):
+    # erf x for |x| <= 0.5: its Taylor series, x (2/sqrt(pi)) (1 - x^2/3 + ...), to x^15.
+    z = x * x
+    p = -1.4925650e-05 * z + 0.00012055333
+    p = p * z - 0.0008548327
+    p = p * z + 0.0052239778
+    p = p * z - 0.026866172
+    p = p * z + 0.11283792
+    p = p * z - 0.37612638
+    return x * (p * z + 1.1283792)
+)py"},
+      {"_dt_tanh", {"_dt_exp_parts", "_dt_pow2"}, R"py(def _dt_tanh(v):
+    # tanh |v| = -m / (2 + m), m = e^(-2|v|) - 1 = 2^k q + (2^k - 1) (as in _dt_expm1): no
+    # cancellation near 0, none near 1 (2 + m is in [1, 2]), no overflow; |v| is clamped to
+    # 10, whose tanh is 1 in float32. The sign restored, zero's included.
     v = tl.cast(v, tl.float32)
     a = tl.abs(v)
-    q, k = _dt_exp_parts(-2.0 * a, 0.0)
-    k = tl.maximum(k, -30.0)
-    m = _dt_ldexp(q, k) + (_dt_ldexp(1.0, k) - 1.0)
-    q2, k2 = _dt_exp_parts(2.0 * a, 0.0)
-    t = tl.where(a < 0.55, -m / (2.0 + m), 1.0 - 2.0 / (1.0 + _dt_ldexp(1.0 + q2, k2)))
+    q, k = _dt_exp_parts(-2.0 * tl.where(a > 10.0, 10.0, a), 0.0)
+    s = _dt_pow2(k)
+    m = q * s + (s - 1.0)
+    t = -m / (2.0 + m)
     return tl.where(v < 0.0, -t, tl.where(v == 0.0, v, t))
 )py"},
-      {"_dt_sinh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_sinh(v):
-    # sinh |v| = (m + m / (1 + m)) / 2, m = e^|v| - 1 (as _dt_expm1): no cancellation near 0;
-    # from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so that sinh(89) does not
+      {"_dt_sinh", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp"}, R"py(def _dt_sinh(v):
+    # sinh |v| = (m + m / (1 + m)) / 2, m = e^|v| - 1 (as in _dt_expm1): no cancellation near
+    # 0; from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so that sinh(89) does not
     # overflow. The sign restored, zero's included.
     v = tl.cast(v, tl.float32)
     a = tl.abs(v)
-    q, k = _dt_exp_parts(a, 0.0)
-    kc = tl.minimum(k, 30.0)
-    m = _dt_ldexp(q, kc) + (_dt_ldexp(1.0, kc) - 1.0)
-    t = tl.where(a < 9.0, 0.5 * (m + m / (1.0 + m)), _dt_ldexp(1.0 + q, k - 1.0))
+    q, k = _dt_exp_parts(tl.where(a > 90.0, 90.0, a), 0.0)
+    s = _dt_pow2(tl.minimum(k, 30))
+    m = q * s + (s - 1.0)
+    t = tl.where(a < 9.0, 0.5 * (m + m / (1.0 + m)), _dt_ldexp(1.0 + q, k - 1))
     return tl.where(v < 0.0, -t, tl.where(v == 0.0, v, t))
 )py"},
-      {"_dt_cosh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_cosh(v):
+      {"_dt_cosh", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp"}, R"py(def _dt_cosh(v):
     # (e^|v| + e^-|v|) / 2; from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so
     # that cosh(89) does not overflow.
     v = tl.cast(v, tl.float32)
     a = tl.abs(v)
-    q, k = _dt_exp_parts(a, 0.0)
-    e = _dt_ldexp(1.0 + q, tl.minimum(k, 30.0))
-    return tl.where(a < 9.0, 0.5 * e + 0.5 / e, _dt_ldexp(1.0 + q, k - 1.0))
+    q, k = _dt_exp_parts(tl.where(a > 90.0, 90.0, a), 0.0)
+    e = (1.0 + q) * _dt_pow2(tl.minimum(k, 30))
+    return tl.where(a < 9.0, 0.5 * e + 0.5 / e, _dt_ldexp(1.0 + q, k - 1))
 )py"},
       {"_dt_tan", {}, R"py(def _dt_tan(v):
     # sin v / cos v: their relative errors add (no cancellation, also next to a pole).
@@ -214,9 +227,9 @@ const std::vector<Helper>& helper_table() {
     return tl.where(v == float("-inf"), float("inf"), tl.sqrt(v) + 0.0)
 )py"},
       {"_dt_log1p", {"_dt_log1p_reduced"}, R"py(def _dt_log1p(v):
-    # log(1 + v): _dt_log1p_reduced(v) for v near 0; otherwise u = 1 + v rounded,
-    # u = 2^k (1 + f) with f in [sqrt(1/2) - 1, sqrt(2) - 1] (exact), and u's rounding error
-    # c = v - (u - 1), or 1 - (u - v) for v > 1 (both exact), added as c / u.
+    # log(1 + v): u = 1 + v rounded, u = 2^k (1 + f) with f in [sqrt(1/2) - 1, sqrt(2) - 1]
+    # (exact), log(1 + f) by _dt_log1p_reduced, and u's rounding error c = v - (u - 1), or
+    # 1 - (u - v) for v > 1 (both exact), added as c / u: for a tiny v, u is 1 and c is v.
     v = tl.cast(v, tl.float32)
     u = 1.0 + v
     c = tl.where(v > 1.0, 1.0 - (u - v), v - (u - 1.0))
@@ -224,19 +237,17 @@ const std::vector<Helper>& helper_table() {
     k = ((bits >> 23) - 127).to(tl.float32)
     f = ((bits & 0x007FFFFF) + 0x3F3504F3).to(tl.float32, bitcast=True) - 1.0
     low = k * 1.4286068203094173e-06 + c / u
-    far = k * 0.693145751953125 + (_dt_log1p_reduced(f) + low)
-    out = tl.where((v > -0.29289323) & (v < 0.41421357), _dt_log1p_reduced(v), far)
+    out = k * 0.693145751953125 + (_dt_log1p_reduced(f) + low)
     out = tl.where(v == -1.0, float("-inf"), tl.where(v < -1.0, float("nan"), out))
-    return tl.where(v == float("inf"), v, out)
+    return tl.where((v == float("inf")) | (v == 0.0), v, out)
 )py"},
-      {"_dt_expm1", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_expm1(v):
+      {"_dt_expm1", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp"}, R"py(def _dt_expm1(v):
     # e^v - 1 = 2^k q + (2^k - 1) with q = e^r - 1 (_dt_exp_parts): no cancellation; past
     # |v| = 17 it is e^v, or -1, in float32. Zero keeps its sign.
     v = tl.cast(v, tl.float32)
-    q, k = _dt_exp_parts(v, 0.0)
-    kc = tl.minimum(tl.maximum(k, -30.0), 30.0)
-    mid = _dt_ldexp(q, kc) + (_dt_ldexp(1.0, kc) - 1.0)
-    out = tl.where(v > 17.0, _dt_ldexp(1.0 + q, k), tl.where(v < -17.0, -1.0, mid))
+    q, k = _dt_exp_parts(tl.where(v > 90.0, 90.0, tl.where(v < -20.0, -20.0, v)), 0.0)
+    s = _dt_pow2(tl.minimum(k, 30))
+    out = tl.where(v > 17.0, _dt_ldexp(1.0 + q, k), tl.where(v < -17.0, -1.0, q * s + (s - 1.0)))
     return tl.where(v == 0.0, v, out)
 )py"},
       {"_dt_log10", {"_dt_log1p_reduced"}, R"py(def _dt_log10(v):
@@ -255,53 +266,61 @@ const std::vector<Helper>& helper_table() {
     return tl.where((v == float("inf")) | (v != v), v, out)
 )py"},
       {"_dt_erfc",
-       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far"},
+       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_erf_small"},
        R"py(def _dt_erfc(v):
-    # 1 - erf v below 0.5 (at most 0.52 cancels); above, e^(-v^2) erfcx(v), with
-    # v^2 = hi^2 + lo (v + hi) exactly (hi = v to 12 bits) and erfcx(v) = e^(v^2) erfc(v)
-    # from _dt_erfcx_near/_dt_erfcx_far.
+    # 1 - erf v for |v| < 0.5 (erf by its series; no cancellation); above, with w = |v|,
+    # erfc w = e^(-w^2) erfcx(w), w^2 exact as hi^2 + lo (w + hi) (hi = w to 12 bits), erfcx
+    # from _dt_erfcx_near/_far, and erfc v = 2 - erfc w for v < 0.
     v = tl.cast(v, tl.float32)
-    hi = (v.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
-    lo = v - hi
-    q, k = _dt_exp_parts(-(hi * hi), -(lo * (v + hi)))
-    g = tl.where(v < 2.0, _dt_erfcx_near(v - 1.25), _dt_erfcx_far(1.0 / (v * v)) / v)
-    tail = _dt_ldexp(g + q * g, k)
-    return tl.where(v < 0.5, 1.0 - tl.erf(v), tl.where(v > 10.1, 0.0, tail))
+    w = tl.abs(v)
+    hi = (w.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
+    lo = w - hi
+    q, k = _dt_exp_parts(tl.maximum(-(hi * hi), -150.0), -(lo * (w + hi)))
+    r = 1.0 / w
+    g = tl.where(w < 2.0, _dt_erfcx_near(w - 1.25), _dt_erfcx_far(r * r) * r)
+    tail = tl.where(w > 10.1, 0.0, _dt_ldexp(g + q * g, k))
+    far = tl.where(v < 0.0, 2.0 - tail, tail)
+    return tl.where(w < 0.5, 1.0 - _dt_erf_small(v), far)
 )py"},
       {"_dt_sign", {}, R"py(def _dt_sign(v):
     return tl.where(v > 0, 1.0, tl.where(v < 0, -1.0, 0.0))
 )py"},
       {"_dt_silu", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_silu(v):
-    # v sigmoid(v) with t = e^-|v|: v / (1 + t) for v >= 0, v t / (1 + t) below, t's power of
-    # two applied last so that a tiny result is rounded once.
+    # v sigmoid(v) with t = e^-|v| = (1 + q) 2^k: v / (1 + t) for v >= 0, v t / (1 + t) below,
+    # 2^k applied last so that a tiny result is rounded once; one division.
     v = tl.cast(v, tl.float32)
-    q, k = _dt_exp_parts(-tl.abs(v), 0.0)
-    t = _dt_ldexp(1.0 + q, k)
-    neg = _dt_ldexp(v * (1.0 + q) / (1.0 + t), k)
-    return tl.where(v >= 0.0, v / (1.0 + t), tl.where(v < -120.0, v * 0.0, neg))
+    a = tl.abs(v)
+    q, k = _dt_exp_parts(-tl.where(a > 150.0, 150.0, a), 0.0)
+    y = tl.where(v >= 0.0, v, v * (1.0 + q)) / (1.0 + _dt_ldexp(1.0 + q, k))
+    return tl.where(v >= 0.0, y, tl.where(v < -120.0, v * 0.0, _dt_ldexp(y, k)))
 )py"},
       {"_dt_softplus", {"_dt_exp_parts", "_dt_ldexp", "_dt_log1p"}, R"py(def _dt_softplus(v):
     # torch's softplus: v past 20; below, max(v, 0) + log(1 + e^-|v|), e^-|v| and the log1p
     # accurate, so that a tiny e^v (subnormal too) is the result.
     v = tl.cast(v, tl.float32)
-    q, k = _dt_exp_parts(-tl.abs(v), 0.0)
+    a = tl.abs(v)
+    q, k = _dt_exp_parts(-tl.where(a > 150.0, 150.0, a), 0.0)
     return tl.where(v > 20.0, v, tl.where(v > 0.0, v, 0.0) + _dt_log1p(_dt_ldexp(1.0 + q, k)))
 )py"},
       {"_dt_gelu",
-       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far"},
+       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_erf_small"},
        R"py(def _dt_gelu(v):
-    # v Phi(v) = v (1 + erf(v / sqrt 2)) / 2 down to v = -1 / sqrt 2 (no cancellation); below,
-    # v erfc(z) / 2 with z = -v / sqrt 2: e^(-v^2 / 2) from v^2 = hi^2 + lo (v + hi) exactly,
-    # times v erfcx(z) / 2, which is -erfcx_far(2 / v^2) / sqrt 2 for z >= 2.
+    # v Phi(v), Phi(v) = (1 + erf(v / sqrt 2)) / 2: with z = |v| / sqrt 2, below 0.5 erf by
+    # its series; above, T = |v| erfc(z) / 2 = |v| Phi(-|v|) from e^(-v^2 / 2) (v^2 exact as
+    # in _dt_erfc) times |v| erfcx(z) / 2 (which is erfcx_far(2 / v^2) / sqrt 2 for z >= 2),
+    # and gelu(v) = -T for v < 0, v - T above (no cancellation: Phi(v) >= 0.69 there).
     v = tl.cast(v, tl.float32)
-    hi = (v.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
-    lo = v - hi
-    q, k = _dt_exp_parts(-0.5 * (hi * hi), -0.5 * (lo * (v + hi)))
-    p = tl.where(v > -2.828427, 0.5 * v * _dt_erfcx_near(v * -0.70710677 - 1.25),
-                 -0.70710677 * _dt_erfcx_far(2.0 / (v * v)))
+    w = tl.abs(v)
+    hi = (w.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
+    lo = w - hi
+    q, k = _dt_exp_parts(tl.maximum(-0.5 * (hi * hi), -150.0), -0.5 * (lo * (w + hi)))
+    z = w * 0.70710677
+    p = tl.where(z < 2.0, 0.5 * w * _dt_erfcx_near(z - 1.25),
+                 0.70710677 * _dt_erfcx_far(2.0 / (w * w)))
     tail = _dt_ldexp(p + q * p, k)
-    near = 0.5 * v * (1.0 + tl.erf(v * 0.70710677))
-    return tl.where(v >= -0.70710677, near, tl.where(v < -20.0, v * 0.0, tail))
+    far = tl.where(v < 0.0, tl.where(v < -20.0, v * 0.0, tail * -1.0),  # (-x is 0 - x: +0)
+                   tl.where(v > 10.0, v, v - tail))
+    return tl.where(z < 0.5, 0.5 * v * (1.0 + _dt_erf_small(v * 0.70710677)), far)
 )py"},
       {"_dt_gelu_tanh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_gelu_tanh(v):
     # v (1 + tanh u) / 2 = v / (1 + e^(-2u)), u = sqrt(2/pi) (v + 0.044715 v^3): no
@@ -310,12 +329,12 @@ const std::vector<Helper>& helper_table() {
     # with t = e^(2u), as in _dt_silu.
     v = tl.cast(v, tl.float32)
     x = v.to(tl.float64)
-    u2 = tl.maximum(-tl.abs(1.5957691216057308 * (x + 0.044715 * x * x * x)), -150.0)
+    u2 = -tl.abs(1.5957691216057308 * (x + 0.044715 * x * x * x))
+    u2 = tl.where(u2 < -150.0, -150.0, u2)
     hi = u2.to(tl.float32)
     q, k = _dt_exp_parts(hi, (u2 - hi.to(tl.float64)).to(tl.float32))
-    t = _dt_ldexp(1.0 + q, k)
-    neg = _dt_ldexp(v * (1.0 + q) / (1.0 + t), k)
-    return tl.where(v >= 0.0, v / (1.0 + t), tl.where(v < -20.0, v * 0.0, neg))
+    y = tl.where(v >= 0.0, v, v * (1.0 + q)) / (1.0 + _dt_ldexp(1.0 + q, k))
+    return tl.where(v >= 0.0, y, tl.where(v < -20.0, v * 0.0, _dt_ldexp(y, k)))
 )py"},
   };
   return helpers;
