@@ -192,8 +192,10 @@ const std::vector<Helper>& helper_table() {
     return tl.where(a < 9.0, 0.5 * e + 0.5 / e, _dt_ldexp(1.0 + q, k - 1))
 )py"},
       {"_dt_tan", {}, R"py(def _dt_tan(v):
-    # sin v / cos v: their relative errors add (no cancellation, also next to a pole).
-    return tl.sin(v) / tl.cos(v)
+    # sin v / cos v: their relative errors add (no cancellation, also next to a pole). Below
+    # 2^-12, v + v^3 / 3 (a GPU's sin flushes a tiny value to 0).
+    v = tl.cast(v, tl.float32)
+    return tl.where(tl.abs(v) < 0.000244140625, v + v * v * v * 0.33333334, tl.sin(v) / tl.cos(v))
 )py"},
       {"_dt_pow", {}, R"py(def _dt_pow(v, e):
     # pow as IEEE 754 (C99 F.10.4.4) and torch.pow define it. |v|^e is 2^(e log2|v|) in
@@ -223,8 +225,10 @@ const std::vector<Helper>& helper_table() {
     return tl.where((v < 0.0) & (v > float("-inf")), float("nan"), m)
 )py"},
       {"_dt_pow_half", {}, R"py(def _dt_pow_half(v):
-    # v^0.5 as IEEE 754 defines it: sqrt v, but +0 for -0 and +inf for -inf.
-    return tl.where(v == float("-inf"), float("inf"), tl.sqrt(v) + 0.0)
+    # v^0.5 as IEEE 754 defines it: sqrt v, correctly rounded (tl.sqrt is an approximation on
+    # the GPU, which flushes tiny values), but +0 for -0 and +inf for -inf.
+    v = tl.cast(v, tl.float32)
+    return tl.where(v == float("-inf"), float("inf"), tl.sqrt_rn(v) + 0.0)
 )py"},
       {"_dt_log1p", {"_dt_log1p_reduced"}, R"py(def _dt_log1p(v):
     # log(1 + v): u = 1 + v rounded, u = 2^k (1 + f) with f in [sqrt(1/2) - 1, sqrt(2) - 1]
