@@ -47,9 +47,24 @@ def test_check_tensor_names_what_is_wrong():
     rt = load("runtime")
     rt._dt_check_tensor("A", torch.zeros(2, 3), 2)
     for value, words in ((3, "must be a torch.Tensor"), (torch.zeros(2), "2 dimension(s)"),
-                         (torch.zeros(2, 3, dtype=torch.int32), "float32, float16 or bfloat16")):
+                         (torch.zeros(2, 3, dtype=torch.int32), "float32, float16 or bfloat16"),
+                         (torch.zeros(2, 3, device="meta"), "meta device, which holds no data")):
         with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
             rt._dt_check_tensor("A", value, 2)
+
+
+def test_a_wrapper_refuses_an_input_on_the_meta_device(tmp_path):
+    # A meta tensor has a shape but no data: the wrapper says so, Triton is never reached.
+    out = tmp_path / "m.py"
+    assert run_dtc(ROOT / "examples/geglu.dt", "-o", out).returncode == 0
+    spec = importlib.util.spec_from_file_location("dt_meta_module", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    A, B = torch.empty(4, 8, device="meta"), torch.empty(4, 8, device="meta")
+    with pytest.raises(ValueError, match="A is on the meta device"):
+        module.geglu(A, B)
+    with pytest.raises(ValueError, match="out is on meta"):
+        module.geglu(torch.ones(4, 8), torch.ones(4, 8), out=torch.empty(4, 8, device="meta"))
 
 
 @pytest.mark.parametrize("axis", [0, 1])

@@ -23,6 +23,9 @@ _DT_ALIASES = {}
 def _dt_check_tensor(name, value, rank):
     if not isinstance(value, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.is_meta:  # no data: Triton would fail reading it
+        raise ValueError(f"{name} is on the meta device, which holds no data; pass a tensor on "
+                         "a GPU (or on the CPU under TRITON_INTERPRET=1)")
     if value.dim() != rank:
         raise ValueError(f"{name} must have {rank} dimension(s), got shape {tuple(value.shape)}")
     if value.dtype not in (torch.float32, torch.float16, torch.bfloat16):

@@ -212,5 +212,27 @@ TEST(CompilerApi, EveryBuiltinLowersToKernelIR) {
     dtc::CompileResult r = compile_as(source, dtc::Emit::Python);
     EXPECT_TRUE(r.ok) << b.name << ": " << r.diagnostics;
     EXPECT_TRUE(contains(r.output, "def f_kernel(")) << b.name;
+    // The module defines every helper it calls, and the helpers those call.
+    if (b.helper) {
+      std::vector<std::string> work{b.helper};
+      while (!work.empty()) {
+        std::string h = work.back();
+        work.pop_back();
+        EXPECT_TRUE(contains(r.output, "@triton.jit\ndef " + h + "(")) << b.name << ": " << h;
+        for (const std::string& used : dtc::helper_uses(h))
+          work.push_back(used);
+      }
+    }
+  }
+  // softplus calls _dt_log1p, which calls _dt_log1p_reduced: defined once each.
+  dtc::CompileResult r =
+      compile_as("Func f;\nIn A;\nVar x;\nf[x] = softplus(A[x]) + log1p(A[x]);\nf.compile();",
+                 dtc::Emit::Python);
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  for (const char* h : {"_dt_softplus", "_dt_log1p", "_dt_log1p_reduced", "_dt_exp_parts"}) {
+    std::string def = std::string("def ") + h + "(";
+    size_t first = r.output.find(def);
+    EXPECT_NE(first, std::string::npos) << h;
+    EXPECT_EQ(r.output.find(def, first + 1), std::string::npos) << h;
   }
 }

@@ -114,7 +114,37 @@ TEST(KernelIRPrinter, ParenthesizesOnlyWherePrecedenceNeedsIt) {
   EXPECT_EQ(print(*expand(add(t, a), {true, false})), "(t + a)[:, None]");
   EXPECT_EQ(print(*float_imm(-std::numeric_limits<double>::infinity())), "float(\"-inf\")");
   EXPECT_EQ(print(*full({{4, ""}, {0, "n_TILE"}}, 0.0)), "tl.zeros([4, n_TILE], tl.float32)");
-  EXPECT_EQ(print(*reduce(ReduceOp::Max, t, 0)), "tl.max(t, axis=0, keep_dims=True)");
+  EXPECT_EQ(print(*reduce(ReduceOp::Sum, t, 0)), "tl.sum(t, axis=0, keep_dims=True)");
+}
+
+// tl.maximum, tl.max and tl.atomic_max skip NaN on the GPU; kernel IR's maxima and minima are
+// torch's, NaN where an operand is NaN, and print as such.
+TEST(KernelIRPrinter, MaximaAndMinimaPropagateNaN) {
+  ExprPtr a = var("a", scalar(Scalar::F32)), t = var("t", tile(Scalar::F32, {{4, ""}}));
+  EXPECT_EQ(print(*maximum(t, a)), "tl.maximum(t, a, propagate_nan=tl.PropagateNan.ALL)");
+  EXPECT_EQ(print(*minimum(a, float_imm(0.0))),
+            "tl.minimum(a, 0.0, propagate_nan=tl.PropagateNan.ALL)");
+  // Integers have no NaN: a block's end stays a plain tl.minimum.
+  ExprPtr i = var("i", scalar(Scalar::Int));
+  EXPECT_EQ(print(*minimum(add(i, int_imm(4)), i)), "tl.minimum(i + 4, i)");
+  EXPECT_THROW(maximum(lt(a, a), a), InternalError);
+  EXPECT_EQ(print(*reduce(ReduceOp::Max, t, 0)), "_dt_max(t, axis=0)");
+  EXPECT_EQ(print(*reduce(ReduceOp::Min, t, 0)), "_dt_min(t, axis=0)");
+
+  KernelBuilder b;
+  ExprPtr idx = b.let(b.k.body, "idx", cast(arange({8, ""}), Scalar::I64));
+  ExprPtr mask = b.let(b.k.body, "mask", lt(idx, b.p("n_size")));
+  ExprPtr v = b.let(b.k.body, "v", load(add(b.p("A_ptr"), idx), mask));
+  b.k.body.push_back(Stmt::assign("m", reduce(ReduceOp::Min, v, 0)));
+  StmtPtr store = Stmt::store(add(b.p("out_ptr"), idx), v, mask);
+  store->atomic = Atomic::Max;
+  b.k.body.push_back(std::move(store));
+  EXPECT_EQ(print(b.k.body).substr(print(b.k.body).rfind("_dt_atomic_max")),
+            "_dt_atomic_max(out_ptr + idx, v, mask)\n");
+  // The module carries the helpers that the printed kernel calls, and their source.
+  EXPECT_EQ(kernel_helpers(b.k), (std::set<std::string>{"_dt_atomic_max", "_dt_min"}));
+  EXPECT_NE(kernel_helper_source("_dt_atomic_max").find("def _dt_atomic_max(ptr, v, mask):"),
+            std::string::npos);
 }
 
 // ---- verifier -------------------------------------------------------------------------------

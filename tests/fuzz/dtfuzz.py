@@ -452,15 +452,15 @@ def _bf(name, args):
         return 1.0 / torch.sqrt(a[0])
     if name == "sigmoid":
         return 1.0 / (1.0 + torch.exp(-a[0]))
+    # Maxima and minima are NaN where an operand is NaN, as torch's (docs/language.md).
     if name == "maximum":
-        return torch.where(a[0] >= a[1], a[0], a[1])
+        return torch.maximum(a[0], a[1])
     if name == "minimum":
-        return torch.where(a[0] <= a[1], a[0], a[1])
+        return torch.minimum(a[0], a[1])
     if name in ("fdiv", "div_rn"):
         return a[0] / a[1]
     if name == "clamp":
-        lo = torch.where(a[0] >= a[1], a[0], a[1])
-        return torch.where(lo <= a[2], lo, a[2])
+        return torch.minimum(torch.maximum(a[0], a[1]), a[2])
     if name == "fma":
         return a[0] * a[1] + a[2]
     if name == "where":
@@ -482,7 +482,7 @@ def _bf(name, args):
     if name == "square":
         return a[0] * a[0]
     if name == "relu":
-        return torch.where(a[0] > 0, a[0], torch.zeros_like(a[0]))
+        return torch.maximum(a[0], torch.zeros_like(a[0]))
     if name == "silu":
         return a[0] / (1.0 + torch.exp(-a[0]))
     if name == "softplus":
@@ -498,9 +498,8 @@ def _bf(name, args):
 class Evaluator:
     """Evaluates a Program on float64 inputs. Every value is (tensor, labels, uncertain): the
     last a boolean tensor marking elements that depend on a near-tie (a comparison of nearly
-    equal values, floor/ceil/% near a step, sign near 0), which float32 may decide either way,
-    or on a NaN in a max or min (tl.maximum may return either operand); those elements are not
-    compared. `max_abs` is the largest finite intermediate magnitude and
+    equal values, floor/ceil/% near a step, sign near 0), which float32 may decide either way;
+    those elements are not compared. NaN is compared exactly: maxima and minima propagate it. `max_abs` is the largest finite intermediate magnitude and
     `nonfinite` says whether any intermediate is not finite."""
 
     TIE = 1e-4
@@ -608,10 +607,6 @@ class Evaluator:
                 u = u | (v.abs() <= 1e-5)
             elif e[1] == "where":
                 u = u | (v.abs() <= 1e-6) & (v != 0)
-            elif e[1] in ("maximum", "minimum", "clamp", "relu"):
-                # NaN in a max or min: tl.maximum may return either operand; undecided.
-                for x in args:
-                    u = u | torch.isnan(x)
             return t.expand(shape), layout, u.expand(shape)
         if kind in ("red", "dot"):
             k = e[-1]
@@ -629,8 +624,6 @@ class Evaluator:
             shape = [self.sizes[l] for l in labs]
             t, u = (t.expand(shape), u.expand(shape)) if labs else (t, u)
             rest = [l for l in labs if l != k]
-            if op != "rsum":
-                u = u | torch.isnan(t)          # likewise a NaN in rmax / rmin
             ur = u.any(axis)
             if op == "rsum":
                 return t.sum(axis), rest, ur

@@ -123,6 +123,39 @@ def test_evaluator_builtins_against_torch():
     assert dtfuzz._bf("pow", [torch.tensor(-2.0), torch.tensor(3.0)]).item() == -8.0
 
 
+def test_evaluator_maxima_and_minima_propagate_nan():
+    """NaN in maximum, minimum, clamp, relu, rmax and rmin is NaN, as torch computes it and the
+    kernels do (docs/language.md), and is compared exactly, not set aside as uncertain."""
+    nan = float("nan")
+    v = torch.tensor([nan, 1.0, -2.0, nan], dtype=torch.float64)
+    w = torch.tensor([0.5, nan, -3.0, nan], dtype=torch.float64)
+    for name, args in (("maximum", [v, w]), ("minimum", [v, w]), ("relu", [v]),
+                       ("clamp", [v, w, w + 1])):
+        got = dtfuzz._bf(name, args)
+        want = torch.stack([torch.isnan(a) for a in args]).any(0)
+        assert torch.isnan(got).tolist() == want.tolist(), name
+    labels = {"x": "Var", "k": "RVar"}
+    plus1 = ["bin", "+", A_("x", "k"), ["num", 1.0]]
+    for op in ("rmax", "rmin"):
+        prog = Program(labels, {"A": ["x", "k"]}, [],
+                       [["o", ["x"], ["red", op, ["call", "log", [plus1]], "k"]]], ["o"])
+        case = Case(prog, [], {"x": 8, "k": 3}, "float32", 3)
+        expected, ev = dtfuzz.evaluate(case)
+        ins, _ = dtfuzz.make_case_inputs(case)
+        has_nan = (ins["A"] < -1).any(1)         # log of a negative number is NaN
+        assert bool(has_nan.any()) and not bool(has_nan.all())
+        assert torch.isnan(expected["o"]).tolist() == has_nan.tolist()
+        assert not bool(ev.uncertain["o"].any())
+        # A kernel that skips the NaN (tl.max does) is wrong.
+        logs = (ins["A"].double() + 1).log()
+        skipped = (logs.nan_to_num(nan=-math.inf).amax(1) if op == "rmax"
+                   else logs.nan_to_num(nan=math.inf).amin(1))
+        assert "wrong" in dtfuzz.compare(case, "o", skipped, expected["o"], ev.uncertain["o"],
+                                         ev.max_abs)
+        assert dtfuzz.compare(case, "o", expected["o"], expected["o"], ev.uncertain["o"],
+                              ev.max_abs) is None
+
+
 def test_compare_allows_the_rounding_of_a_sum_that_cancels():
     """f[v] = rsum(A[v, u] - A[u, v], u) summed over v is exactly 0: a float32 kernel keeps the
     rounding of its terms, which the output's own magnitude cannot bound; an error the size of

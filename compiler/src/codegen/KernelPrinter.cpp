@@ -1,6 +1,7 @@
 // Prints kernel IR as Python: expressions with the fewest parentheses Python's precedence
 // allows, and each kernel as a @triton.jit function. The only place kernel code becomes text.
 #include "codegen/PythonCodegen.h"
+#include "ir/Builtins.h"
 #include "ir/IR.h"
 
 #include <cmath>
@@ -92,6 +93,13 @@ Printed print_expr(const Expr& e) {
   case ExprKind::Neg:
     return {"-" + paren(print_expr(*e.args[0]), kUnary), kUnary};
   case ExprKind::Binary: {
+    if (e.op == BinOp::Max || e.op == BinOp::Min) {
+      // tl.maximum's default (PropagateNan.NONE) returns the other operand where one is NaN on
+      // the GPU; torch.maximum returns NaN. Integers have no NaN.
+      std::string fn = e.op == BinOp::Max ? "tl.maximum(" : "tl.minimum(";
+      return {fn + args_text(e) + (e.type.is_float() ? ", propagate_nan=tl.PropagateNan.ALL" : "") +
+              ")"};
+    }
     int p = precedence(e.op);
     // Comparisons never chain in the generated code: Python would read `a < b < c` as a chain.
     int left_min = p == kCompare ? kCompare + 1 : p;
@@ -129,11 +137,13 @@ Printed print_expr(const Expr& e) {
     return {"tl.full(" + shape_text(e.type.shape) + ", " + ir::python_float(e.value_float) +
             ", tl.float32)"};
   case ExprKind::Reduce: {
-    const char* fn = e.reduce == ReduceOp::Sum   ? "tl.sum"
-                     : e.reduce == ReduceOp::Max ? "tl.max"
-                                                 : "tl.min";
-    return {std::string(fn) + "(" + print_expr(*e.args[0]).text +
-            ", axis=" + std::to_string(e.value_int) + ", keep_dims=True)"};
+    // tl.max and tl.min drop NaN: a maximum or minimum goes through a helper that returns NaN
+    // where the reduced values hold one (kPrinterHelpers).
+    std::string axis = ", axis=" + std::to_string(e.value_int);
+    if (e.reduce == ReduceOp::Sum)
+      return {"tl.sum(" + print_expr(*e.args[0]).text + axis + ", keep_dims=True)"};
+    return {std::string(e.reduce == ReduceOp::Max ? "_dt_max(" : "_dt_min(") +
+            print_expr(*e.args[0]).text + axis + ")"};
   }
   case ExprKind::Dot:
     return {"tl.dot(" + args_text(e) +
@@ -162,11 +172,14 @@ void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out)
       out += indent + "tl.debug_barrier()\n";
       break;
     case StmtKind::Store: {
-      const char* fn = s->atomic == Atomic::None  ? "tl.store("
-                       : s->atomic == Atomic::Add ? "tl.atomic_add("
-                       : s->atomic == Atomic::Max ? "tl.atomic_max("
-                                                  : "tl.atomic_min(";
-      out += indent + fn + print_expr(*s->a).text + ", " + print_expr(*s->b).text +
+      std::string args = print_expr(*s->a).text + ", " + print_expr(*s->b).text;
+      if (s->atomic == Atomic::Max || s->atomic == Atomic::Min) {
+        // tl.atomic_max and tl.atomic_min drop NaN: a helper combines the bit patterns.
+        out += indent + (s->atomic == Atomic::Max ? "_dt_atomic_max(" : "_dt_atomic_min(") + args +
+               ", " + (s->c ? print_expr(*s->c).text : "True") + ")\n";
+        break;
+      }
+      out += indent + (s->atomic == Atomic::None ? "tl.store(" : "tl.atomic_add(") + args +
              (s->c ? ", mask=" + print_expr(*s->c).text : "") + ")\n";
       break;
     }
@@ -192,6 +205,99 @@ std::string print(const std::vector<StmtPtr>& stmts, int depth) {
 }
 
 } // namespace kir
+
+namespace {
+
+struct PrinterHelper {
+  const char* name;
+  const char* source;
+};
+
+// The @triton.jit helpers that the printer's own spellings call: a maximum or minimum of a tile
+// and an atomic maximum or minimum, all NaN-propagating as torch.amax and torch.amin are. A
+// tile's costs no more than tl.max: one reduction of integer keys, not a second one of a flag.
+const PrinterHelper kPrinterHelpers[] = {
+    {"_dt_max", R"py(def _dt_max(v, axis: tl.constexpr):
+    # torch.amax: NaN where the values hold one; tl.max skips NaN (maxnum). One reduction, of
+    # integer keys ordered as the floats are (a negative float's bits with all but the sign
+    # flipped), every NaN made the positive quiet NaN, whose key is the largest.
+    bits = tl.where(v != v, 0x7FC00000, v.to(tl.int32, bitcast=True))
+    m = tl.max(bits ^ ((bits >> 31) & 0x7FFFFFFF), axis=axis, keep_dims=True)
+    return (m ^ ((m >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+)py"},
+    {"_dt_min", R"py(def _dt_min(v, axis: tl.constexpr):
+    # torch.amin, as _dt_max: every NaN made the negative quiet NaN, whose key is the smallest.
+    bits = tl.where(v != v, -4194304, v.to(tl.int32, bitcast=True))
+    m = tl.min(bits ^ ((bits >> 31) & 0x7FFFFFFF), axis=axis, keep_dims=True)
+    return (m ^ ((m >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+)py"},
+    {"_dt_atomic_max", R"py(def _dt_atomic_max(ptr, v, mask):
+    # An atomic torch.amax into float32 memory. tl.atomic_max skips NaN, so the bit patterns
+    # are combined with integer atomics: non-negative floats order as signed integers,
+    # negative ones in reverse as unsigned integers, and every NaN, made the positive quiet NaN
+    # 0x7FC00000, is above +inf in both orders: once stored it stays, whatever the order of
+    # the program instances.
+    bits = tl.where(v != v, 0x7FC00000, v.to(tl.int32, bitcast=True))
+    up = (bits >= 0) & mask
+    down = (bits < 0) & mask
+    tl.atomic_max(ptr.to(tl.pointer_type(tl.int32), bitcast=True), bits, mask=up)
+    tl.atomic_min(ptr.to(tl.pointer_type(tl.uint32), bitcast=True),
+                  bits.to(tl.uint32, bitcast=True), mask=down)
+)py"},
+    {"_dt_atomic_min", R"py(def _dt_atomic_min(ptr, v, mask):
+    # An atomic torch.amin into float32 memory, as _dt_atomic_max: non-negative floats order as
+    # signed integers, negative ones in reverse as unsigned integers, and every NaN, made the
+    # negative quiet NaN 0xFFC00000, is below every non-negative pattern as a signed integer
+    # and above every negative one (-inf included) as an unsigned one.
+    bits = tl.where(v != v, -4194304, v.to(tl.int32, bitcast=True))
+    up = (bits >= 0) & mask
+    down = (bits < 0) & mask
+    tl.atomic_min(ptr.to(tl.pointer_type(tl.int32), bitcast=True), bits, mask=up)
+    tl.atomic_max(ptr.to(tl.pointer_type(tl.uint32), bitcast=True),
+                  bits.to(tl.uint32, bitcast=True), mask=down)
+)py"},
+};
+
+void printer_helpers(const kir::Expr& e, std::set<std::string>& out) {
+  if (e.kind == kir::ExprKind::Reduce && e.reduce != kir::ReduceOp::Sum)
+    out.insert(e.reduce == kir::ReduceOp::Max ? "_dt_max" : "_dt_min");
+  for (const kir::ExprPtr& a : e.args)
+    printer_helpers(*a, out);
+}
+
+void printer_helpers(const std::vector<kir::StmtPtr>& stmts, std::set<std::string>& out) {
+  for (const kir::StmtPtr& s : stmts) {
+    for (const kir::ExprPtr* e : {&s->a, &s->b, &s->c})
+      if (*e) printer_helpers(**e, out);
+    if (s->atomic == kir::Atomic::Max) out.insert("_dt_atomic_max");
+    if (s->atomic == kir::Atomic::Min) out.insert("_dt_atomic_min");
+    printer_helpers(s->body, out);
+  }
+}
+
+} // namespace
+
+std::set<std::string> kernel_helpers(const kir::Kernel& kernel) {
+  std::set<std::string> out = kernel.helpers;
+  printer_helpers(kernel.body, out);
+  // And the helpers those call, transitively.
+  std::vector<std::string> work(out.begin(), out.end());
+  while (!work.empty()) {
+    std::string h = std::move(work.back());
+    work.pop_back();
+    for (const std::string& used : helper_uses(h))
+      if (out.insert(used).second) work.push_back(used);
+  }
+  return out;
+}
+
+std::string kernel_helper_source(std::string_view name) {
+  for (const PrinterHelper& h : kPrinterHelpers)
+    if (name == h.name) return h.source;
+  std::string source = helper_source(name);
+  DTC_ASSERT(!source.empty(), "no source for the helper " + std::string(name));
+  return source;
+}
 
 std::string print_kernel(const kir::Kernel& kernel) {
   std::string out = "@triton.jit\ndef " + kernel.name + "(\n";

@@ -54,10 +54,12 @@ public:
       out_ += "\n\ndef _dt_program_id_in_reference():\n    raise ValueError(\"the reference "
               "cannot evaluate program_id: its value depends on the schedule\")\n";
     std::set<std::string> helpers;
-    for (const auto& [f, k] : in_.kernels)
-      helpers.insert(k.helpers.begin(), k.helpers.end());
+    for (const auto& [f, k] : in_.kernels) {
+      std::set<std::string> used = kernel_helpers(k);
+      helpers.insert(used.begin(), used.end());
+    }
     for (const std::string& h : helpers)
-      out_ += "\n\n@triton.jit\n" + helper_source(h);
+      out_ += "\n\n@triton.jit\n" + kernel_helper_source(h);
     for (const ir::Symbol& s : prog_.symbols) {
       auto it = in_.kernels.find(&s);
       if (it == in_.kernels.end()) continue;

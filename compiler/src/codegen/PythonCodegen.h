@@ -5,6 +5,9 @@
 #include "lower/KernelPlan.h"
 #include "lower/Names.h"
 
+#include <set>
+#include <string_view>
+
 namespace dtc {
 
 /// Everything needed to print one compiled Func: its kernels in launch order.
@@ -26,6 +29,14 @@ struct ModuleInput {
 
 /// Prints one kernel as a `@triton.jit` function.
 std::string print_kernel(const kir::Kernel& kernel);
+
+/// The `@triton.jit` helpers a printed kernel calls: the builtins' that lowering recorded and the
+/// printer's own (a NaN-propagating maximum or minimum, of a tile or atomic), and the helpers
+/// those call.
+std::set<std::string> kernel_helpers(const kir::Kernel& kernel);
+
+/// The source of a helper that kernel_helpers names, without its `@triton.jit` line.
+std::string kernel_helper_source(std::string_view name);
 
 /// Prints the whole generated module.
 std::string print_module(const ModuleInput& input);

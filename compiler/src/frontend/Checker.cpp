@@ -198,18 +198,38 @@ private:
     fd.value = value;
   }
 
-  // Where an expression first indexes with label `l` (for a caret on the culprit).
+  // Where an expression first indexes with label `l` where it varies along it (for a caret on
+  // the culprit): only operands that vary along `l` are searched, so an access inside a
+  // reduction over `l` (legally reduced away) is passed over.
   static Loc first_use(const ir::Expr& e, Label l, Loc fallback) {
     struct Find : ir::IRVisitor {
       Label l;
       Loc loc;
       bool found = false;
+      void go(const ir::ExprPtr& c) {
+        if (!found && ir::contains(c->dims, l)) c->accept(*this);
+      }
       void visit(const ir::Access& a) override {
         if (!found && ir::contains(a.index, l)) {
           loc = a.loc;
           found = true;
         }
       }
+      void visit(const ir::Unary& u) override { go(u.a); }
+      void visit(const ir::Binary& b) override {
+        go(b.a);
+        go(b.b);
+      }
+      void visit(const ir::Call& c) override {
+        for (const ir::ExprPtr& a : c.args)
+          go(a);
+      }
+      void visit(const ir::Reduce& r) override { go(r.a); }
+      void visit(const ir::Dot& d) override {
+        go(d.a);
+        go(d.b);
+      }
+      void visit(const ir::Reshape& r) override { go(r.a); }
     } find;
     find.l = l;
     e.accept(find);

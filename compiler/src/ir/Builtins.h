@@ -22,8 +22,12 @@ struct Builtin {
 const Builtin* find_builtin(std::string_view name);
 const std::vector<Builtin>& builtins();
 
-/// Source of the @triton.jit helper `name` (e.g. "_dt_tanh"), for the generated module.
+/// Source of the @triton.jit helper `name` (e.g. "_dt_tanh"), for the generated module; "" if
+/// there is none.
 std::string helper_source(std::string_view name);
+
+/// The helpers that helper `name`'s source calls (the module must carry them too).
+std::vector<std::string> helper_uses(std::string_view name);
 
 /// Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);

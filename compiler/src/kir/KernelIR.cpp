@@ -146,6 +146,10 @@ const char* op_text(BinOp op) {
     return "!=";
   case BinOp::And:
     return "&";
+  case BinOp::Max:
+    return "max";
+  case BinOp::Min:
+    return "min";
   }
   return "?";
 }
@@ -215,6 +219,9 @@ ExprPtr binary(BinOp op, ExprPtr a, ExprPtr b) {
   }
   if ((a->type.scalar == Scalar::Ptr || b->type.scalar == Scalar::Ptr) && op != BinOp::Add)
     ill_typed(what + " of a pointer");
+  if ((op == BinOp::Max || op == BinOp::Min) &&
+      (a->type.scalar == Scalar::I1 || b->type.scalar == Scalar::I1))
+    ill_typed(what + " of a condition");
   e->type = promote(a->type, b->type, what.c_str());
   if (is_comparison(op)) {
     e->type.scalar = Scalar::I1;
@@ -236,6 +243,13 @@ ExprPtr mul(ExprPtr a, ExprPtr b) {
 }
 ExprPtr lt(ExprPtr a, ExprPtr b) {
   return binary(BinOp::Lt, std::move(a), std::move(b));
+}
+
+ExprPtr maximum(ExprPtr a, ExprPtr b) {
+  return binary(BinOp::Max, std::move(a), std::move(b));
+}
+ExprPtr minimum(ExprPtr a, ExprPtr b) {
+  return binary(BinOp::Min, std::move(a), std::move(b));
 }
 
 ExprPtr and_(ExprPtr a, ExprPtr b) {

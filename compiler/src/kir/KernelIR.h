@@ -62,7 +62,7 @@ enum class ExprKind {
   Int,       // integer literal
   Float,     // float literal (a Python float in the kernel: weakly typed, float32)
   Neg,       // -a
-  Binary,    // a op b, broadcasting
+  Binary,    // a op b, broadcasting; Max and Min as calls (tl.maximum, tl.minimum)
   Call,      // an element-wise function of triton.language or a `_dt_` helper: fn(args)
   Select,    // tl.where(cond, a, b)
   Cast,      // a converted to `type`
@@ -70,14 +70,16 @@ enum class ExprKind {
   Arange,    // tl.arange(0, extent): int32 [extent]
   Expand,    // a[:, None]-style: a new axis of extent 1 where `expand` is false
   Full,      // tl.full(shape, value, tl.float32)
-  Reduce,    // tl.sum / tl.max / tl.min over one axis, keeping it
+  Reduce,    // a sum, maximum or minimum over one axis, keeping it (Max, Min: NaN if any is)
   Dot,       // tl.dot(a, b[, acc])
   Reshape,   // tl.reshape(a, shape)
   Trans,     // tl.trans(a) of a 2-D tile
   ProgramId, // tl.program_id(axis)
 };
 
-enum class BinOp { Add, Sub, Mul, Div, FloorDiv, Mod, Lt, Le, Gt, Ge, Eq, Ne, And };
+/// Max and Min are torch.maximum and torch.minimum: on floats, NaN when either operand is NaN.
+enum class BinOp { Add, Sub, Mul, Div, FloorDiv, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Max, Min };
+/// Max and Min are torch.amax and torch.amin: NaN where the reduced values hold a NaN.
 enum class ReduceOp { Sum, Max, Min };
 
 bool is_comparison(BinOp op);
@@ -114,6 +116,9 @@ ExprPtr add(ExprPtr a, ExprPtr b);
 ExprPtr sub(ExprPtr a, ExprPtr b);
 ExprPtr mul(ExprPtr a, ExprPtr b);
 ExprPtr lt(ExprPtr a, ExprPtr b);
+/// The larger (smaller) of `a` and `b`, NaN when either is NaN.
+ExprPtr maximum(ExprPtr a, ExprPtr b);
+ExprPtr minimum(ExprPtr a, ExprPtr b);
 /// `a & b` over conditions; a null operand is "always true" and drops out.
 ExprPtr and_(ExprPtr a, ExprPtr b);
 ExprPtr call(std::string fn, std::vector<ExprPtr> args);
@@ -141,6 +146,8 @@ ExprPtr with_args(const Expr& e, std::vector<ExprPtr> args);
 // ---- statements ---------------------------------------------------------------------------
 
 enum class StmtKind { Assign, For, Store, Comment, Barrier };
+/// How a store combines with the value in memory. Max and Min propagate NaN, as ReduceOp's do:
+/// once one program instance combines a NaN, the result is NaN whatever the order.
 enum class Atomic { None, Add, Max, Min };
 
 struct Stmt;

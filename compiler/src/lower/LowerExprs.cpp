@@ -7,6 +7,7 @@
 #include "lower/Names.h"
 
 #include <cmath>
+#include <limits>
 
 namespace dtc::lowering {
 
@@ -49,10 +50,13 @@ kir::BinOp kernel_op(ir::BinOp op) {
 /// A builtin's Triton form as kernel IR. Most are one call `fn(args)`; the rest are spelled out.
 ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
   std::string_view name = b.name;
-  if (name == "erfc") return kir::sub(kir::float_imm(1.0), kir::call("tl.erf", {a[0]}));
   if (name == "reciprocal") return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), a[0]);
   if (name == "square") return kir::mul(a[0], a[0]);
-  if (name == "relu") return kir::call("tl.maximum", {a[0], kir::float_imm(0.0)});
+  // NaN-propagating, as torch.maximum, torch.relu and torch.clamp are.
+  if (name == "maximum") return kir::maximum(a[0], a[1]);
+  if (name == "minimum") return kir::minimum(a[0], a[1]);
+  if (name == "relu") return kir::maximum(a[0], kir::float_imm(0.0));
+  if (name == "clamp") return kir::minimum(kir::maximum(a[0], a[1]), a[2]);
   if (name == "where") {
     ExprPtr cond = a[0]->type.scalar == kir::Scalar::I1
                        ? a[0]
@@ -91,13 +95,27 @@ Value shallow(LowerState& s, Value v, Body& body) {
 Value integer_power(LowerState& s, const ir::Expr& base_expr, int n, Body& body) {
   if (n == 0) return kir::float_imm(1.0);
   Value base = numeric(lower_expr(s, base_expr, body));
-  if (base->kind != kir::ExprKind::Var && base->kind != kir::ExprKind::Float)
-    base = s.let(body, s.fresh("pow_base"), base);
-  Value product = base;
-  for (int i = 1; i < std::abs(n); ++i)
-    product = kir::mul(product, base);
-  if (n < 0) return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), product);
-  return product;
+  // A literal base: the power is a literal too (IEEE pow: 0^-1 is inf, not Python's error).
+  if (base->kind == kir::ExprKind::Float) return kir::float_imm(std::pow(base->value_float, n));
+  // Under the interpreter a scalar may be a Python float, whose `1.0 / 0.0` raises.
+  if (n < 0 && is_scalar_value(base_expr)) base = kir::cast(base, kir::Scalar::F32);
+  if (base->kind != kir::ExprKind::Var) base = s.let(body, s.fresh("pow_base"), base);
+  auto power = [&](Value x) {
+    Value product = x;
+    for (int i = 1; i < std::abs(n); ++i)
+      product = kir::mul(product, x);
+    return product;
+  };
+  Value product = power(base);
+  if (n > 0) return product;
+  // 1 / v^|n|, or (1 / v)^|n| where v^|n| overflows but v^n does not (1e20^-2 is 1e-40, not
+  // 1 / inf): the infinity of an infinite base gives a zero of the right sign either way.
+  Value inverse =
+      s.let(body, s.fresh("pow_inverse"), kir::binary(kir::BinOp::Div, kir::float_imm(1.0), base));
+  Value overflows = kir::binary(kir::BinOp::Eq, builtin_expr(*find_builtin("abs"), {product}),
+                                kir::float_imm(std::numeric_limits<double>::infinity()));
+  return kir::select(overflows, power(inverse),
+                     kir::binary(kir::BinOp::Div, kir::float_imm(1.0), product));
 }
 
 Value binary(LowerState& s, const ir::Binary& b, Body& body) {
@@ -124,7 +142,10 @@ Value call(LowerState& s, const ir::Call& c, Body& body) {
       // A non-integer constant: no sign to work out, NaN for a negative base.
       if (std::isfinite(n) && n != std::floor(n)) {
         Value base = numeric(lower_expr(s, *c.args[0], body));
-        if (n == 0.5) return shallow(s, kir::call("tl.sqrt", {base}), body);
+        if (n == 0.5) {
+          s.kernel.helpers.insert("_dt_pow_half");
+          return shallow(s, kir::call("_dt_pow_half", {base}), body);
+        }
         s.kernel.helpers.insert("_dt_pow_frac");
         return shallow(s, kir::call("_dt_pow_frac", {base, kir::float_imm(n)}), body);
       }

@@ -78,7 +78,7 @@ void emit_program_mapping(LowerState& s, Body& body) {
     Value start =
         s.let(body, s.py(l) + "_start", *b == 1 ? block : kir::mul(block, kir::int_imm(*b)));
     s.let(body, s.py(l) + "_end",
-          kir::call("tl.minimum", {kir::add(start, kir::int_imm(*b)), s.ref(s.py.size(l))}));
+          kir::minimum(kir::add(start, kir::int_imm(*b)), s.ref(s.py.size(l))));
   }
 }
 

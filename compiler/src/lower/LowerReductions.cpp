@@ -1,7 +1,8 @@
 // Stage 7 of lowering a Func: reductions. rsum, rmax and rmin (and rdot where it does not run
 // on tl.dot, as a multiply-and-sum) over a label: one tile reduced with tl.sum/tl.max/tl.min when
 // the label is one whole tile, else an accumulator carried through the label's loop, masked
-// lanes replaced by the operation's identity.
+// lanes replaced by the operation's identity. A maximum or minimum is NaN where a value is NaN,
+// as torch.amax and torch.amin are, in every schedule (kir::ReduceOp, kir::BinOp::Max).
 #include "lower/LowerState.h"
 #include "lower/Names.h"
 
@@ -60,9 +61,10 @@ Value lower_reduce(LowerState& s, ir::ReduceOp op, std::vector<ir::ExprPtr> oper
   if (full_r) {
     out = s.let(body, result, kir::reduce(kop, masked, ax));
   } else {
+    // A NaN stays in its lane of the accumulator, and the tile's reduction keeps it.
     Value combined = op == ir::ReduceOp::Sum   ? kir::add(s.ref(acc), masked)
-                     : op == ir::ReduceOp::Max ? kir::call("tl.maximum", {s.ref(acc), masked})
-                                               : kir::call("tl.minimum", {s.ref(acc), masked});
+                     : op == ir::ReduceOp::Max ? kir::maximum(s.ref(acc), masked)
+                                               : kir::minimum(s.ref(acc), masked);
     s.let(*inner, acc, combined);
     out = tensor_r ? s.let(body, result, kir::reduce(kop, s.ref(acc), ax)) : s.ref(acc);
   }

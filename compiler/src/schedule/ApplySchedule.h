@@ -8,7 +8,9 @@
 namespace dtc {
 
 /// Applies schedule statements, in order, to `schedule`. Statements with errors are reported
-/// and skipped; the rest still apply. Then validates each Func's merged schedule.
+/// and skipped; the rest still apply. Then validates each Func's merged schedule, and drops
+/// what the canonical text does not print (the statements of a Func fused into another with no
+/// kernel of its own, but its fuse_at), so that the code depends on the canonical text alone.
 void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Program& program,
                     Schedule& schedule, DiagnosticEngine& diags);
 /// The same over statements held elsewhere (the explorer's parsed-once statements).

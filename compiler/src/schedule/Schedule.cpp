@@ -237,6 +237,29 @@ void apply_schedule(const std::vector<ast::ScheduleStmt>& stmts, const ir::Progr
   apply_schedule(pointers, program, schedule, diags);
 }
 
+namespace {
+
+std::set<const ir::Symbol*> kernel_funcs(const Schedule& schedule, const ir::Program& program);
+
+/// A Func fused into another, with no kernel of its own, keeps only its fusion: the canonical
+/// text prints nothing else of it (canonical_text), so nothing else may change the code (its
+/// own block of an RVar would otherwise split a reduction that fusion inlines, adding a
+/// kernel parameter nobody reads).
+void keep_only_fusion(Schedule& schedule, const ir::Program& program) {
+  std::set<const ir::Symbol*> with_kernel = kernel_funcs(schedule, program);
+  for (auto& [f, fs] : schedule.funcs) {
+    if (!fs.fuse_at || with_kernel.count(f)) continue;
+    FuncSchedule kept;
+    kept.func = fs.func;
+    kept.fuse_at = fs.fuse_at;
+    kept.fused = fs.fused;
+    if (auto it = fs.where.find("fuse_at"); it != fs.where.end()) kept.where.insert(*it);
+    fs = std::move(kept);
+  }
+}
+
+} // namespace
+
 void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir::Program& program,
                     Schedule& schedule, DiagnosticEngine& diags) {
   // fuse_at first: fusion changes dependencies and which labels the consumer's schedule may
@@ -310,6 +333,7 @@ void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir
   for (auto& [f, fs] : schedule.funcs)
     for (const Primitive& p : primitive_table())
       if (p.validate && fs.where.count(p.name)) p.validate(fs, program, diags);
+  keep_only_fusion(schedule, program);
 }
 
 namespace {
