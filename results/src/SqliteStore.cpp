@@ -7,6 +7,7 @@
 #include "dtx/results/Store.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <mutex>
 
@@ -145,12 +146,45 @@ MeasurementRecord read_measurement(const Statement& st, int first) {
   return m;
 }
 
+// A lease's columns (from `l`, the leases table) and whether it has expired.
+const std::string kLeaseColumns =
+    "l.exploration_id, l.instance, l.program, l.host, l.pid, l.started, l.pid_scope, "
+    "l.acquired_at, l.renewed_at, l.expires_at, l.expires_at <= " DTX_NOW;
+
+/// Reads the columns of kLeaseColumns from column `first` on (nullopt: no lease, a NULL join).
+std::optional<Lease> read_lease(const Statement& st, int first) {
+  if (st.is_null(first)) return std::nullopt;
+  Lease l;
+  int i = first;
+  l.exploration_id = st.int64(i++);
+  l.holder.instance = st.text(i++);
+  l.holder.program = st.text(i++);
+  l.holder.host = st.text(i++);
+  l.holder.pid = st.int64(i++);
+  l.holder.started = st.int64(i++);
+  l.holder.pid_scope = st.text(i++);
+  l.acquired_at = st.text(i++);
+  l.renewed_at = st.text(i++);
+  l.expires_at = st.text(i++);
+  l.expired = st.int64(i++) != 0;
+  l.holder_gone = l.holder.gone();
+  return l;
+}
+
+/// An SQLite date modifier `ttl_s` seconds ahead ("+30.000 seconds").
+std::string seconds_ahead(double ttl_s) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%+.3f seconds", ttl_s);
+  return text;
+}
+
 const std::string kExplorationSelect =
     "SELECT e.id, e.kernel, a.source, t.text, e.template_file, e.shape, e.dtype, e.strategy, "
     "e.settings_json, e.state, e.message, e.space_size, e.candidates, e.device_name, "
-    "e.created_at, e.updated_at "
-    "FROM explorations e JOIN algorithms a ON a.id = e.algorithm_id "
-    "JOIN templates t ON t.id = e.template_id";
+    "e.created_at, e.updated_at, " +
+    kLeaseColumns +
+    " FROM explorations e JOIN algorithms a ON a.id = e.algorithm_id "
+    "JOIN templates t ON t.id = e.template_id LEFT JOIN leases l ON l.exploration_id = e.id";
 
 Exploration read_exploration(const Statement& st) {
   Exploration e;
@@ -170,6 +204,7 @@ Exploration read_exploration(const Statement& st) {
   e.device_name = st.text(13);
   e.created_at = st.text(14);
   e.updated_at = st.text(15);
+  e.lease = read_lease(st, 16);
   return e;
 }
 
@@ -249,18 +284,18 @@ public:
     std::lock_guard lock(mutex_);
     Op op(db_, "create_exploration");
     Transaction tx(db_, Transaction::Write);
-    std::int64_t algorithm = text_id("algorithms", "source", spec.algorithm);
-    std::int64_t template_id = text_id("templates", "text", spec.template_text);
-    {
-      auto st = db_.prepare("INSERT INTO explorations (kernel, algorithm_id, template_id, "
-                            "template_file, shape, dtype, strategy, settings_json) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-      st.bind(1, spec.kernel).bind(2, algorithm).bind(3, template_id);
-      st.bind(4, spec.template_file).bind(5, spec.shape).bind(6, spec.dtype);
-      st.bind(7, spec.strategy).bind(8, spec.settings_json);
-      st.run();
-    }
-    std::int64_t id = db_.last_insert_rowid();
+    std::int64_t id = insert_exploration(spec);
+    tx.commit();
+    return id;
+  }
+
+  std::int64_t create_leased_exploration(const ExplorationSpec& spec, const LeaseHolder& holder,
+                                         double ttl_s) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "create_leased_exploration");
+    Transaction tx(db_, Transaction::Write);
+    std::int64_t id = insert_exploration(spec);
+    write_lease(id, holder, ttl_s);
     tx.commit();
     return id;
   }
@@ -375,6 +410,57 @@ public:
       add_summary(e);
     tx.commit();
     return out;
+  }
+
+  // --- leases
+
+  LeaseAttempt acquire_lease(std::int64_t exploration_id, const LeaseHolder& holder,
+                             double ttl_s) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "acquire_lease");
+    // The write lock first: the lease read below is the one this transaction replaces.
+    Transaction tx(db_, Transaction::Write);
+    require_exploration(exploration_id);
+    LeaseAttempt attempt;
+    std::optional<Lease> current = lease_row(exploration_id);
+    if (current && current->holder.instance != holder.instance) {
+      if (current->live()) {
+        attempt.lease = *current; // refused: nothing written (rolled back)
+        return attempt;
+      }
+      attempt.replaced = current;
+    }
+    write_lease(exploration_id, holder, ttl_s);
+    attempt.lease = lease_row(exploration_id).value();
+    tx.commit();
+    attempt.acquired = true;
+    return attempt;
+  }
+
+  bool renew_lease(std::int64_t exploration_id, const std::string& instance,
+                   double ttl_s) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "renew_lease");
+    auto st = db_.prepare("UPDATE leases SET renewed_at = " DTX_NOW
+                          ", expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?3)"
+                          " WHERE exploration_id = ?1 AND instance = ?2");
+    st.bind(1, exploration_id).bind(2, instance).bind(3, seconds_ahead(ttl_s)).run();
+    return db_.changes() > 0;
+  }
+
+  void release_lease(std::int64_t exploration_id, const std::string& instance) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "release_lease");
+    db_.prepare("DELETE FROM leases WHERE exploration_id = ?1 AND instance = ?2")
+        .bind(1, exploration_id)
+        .bind(2, instance)
+        .run();
+  }
+
+  std::optional<Lease> lease(std::int64_t exploration_id) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "lease");
+    return lease_row(exploration_id);
   }
 
   // --- schedules and generated modules
@@ -630,6 +716,45 @@ private:
     auto st = db_.prepare("SELECT 1 FROM explorations WHERE id = ?1");
     st.bind(1, id);
     if (!st.step()) no_exploration(id);
+  }
+
+  std::int64_t insert_exploration(const ExplorationSpec& spec) {
+    std::int64_t algorithm = text_id("algorithms", "source", spec.algorithm);
+    std::int64_t template_id = text_id("templates", "text", spec.template_text);
+    auto st = db_.prepare("INSERT INTO explorations (kernel, algorithm_id, template_id, "
+                          "template_file, shape, dtype, strategy, settings_json) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    st.bind(1, spec.kernel).bind(2, algorithm).bind(3, template_id);
+    st.bind(4, spec.template_file).bind(5, spec.shape).bind(6, spec.dtype);
+    st.bind(7, spec.strategy).bind(8, spec.settings_json);
+    st.run();
+    return db_.last_insert_rowid();
+  }
+
+  std::optional<Lease> lease_row(std::int64_t exploration_id) const {
+    auto st = db_.prepare("SELECT " + kLeaseColumns + " FROM leases l WHERE l.exploration_id = ?1");
+    st.bind(1, exploration_id);
+    if (!st.step()) return std::nullopt;
+    return read_lease(st, 0);
+  }
+
+  /// Writes `holder`'s lease, replacing any other (the caller decided it may); a holder renewing
+  /// its own keeps its acquisition time.
+  void write_lease(std::int64_t exploration_id, const LeaseHolder& holder, double ttl_s) {
+    auto st = db_.prepare(
+        "INSERT INTO leases (exploration_id, instance, program, host, pid, started, pid_scope,"
+        " acquired_at, renewed_at, expires_at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " DTX_NOW ", " DTX_NOW
+        ", strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?8))"
+        " ON CONFLICT (exploration_id) DO UPDATE SET"
+        " acquired_at = CASE WHEN leases.instance = excluded.instance THEN leases.acquired_at"
+        "  ELSE excluded.acquired_at END,"
+        " instance = excluded.instance, program = excluded.program, host = excluded.host,"
+        " pid = excluded.pid, started = excluded.started, pid_scope = excluded.pid_scope,"
+        " renewed_at = excluded.renewed_at, expires_at = excluded.expires_at");
+    st.bind(1, exploration_id).bind(2, holder.instance).bind(3, holder.program);
+    st.bind(4, holder.host).bind(5, holder.pid).bind(6, holder.started).bind(7, holder.pid_scope);
+    st.bind(8, seconds_ahead(ttl_s)).run();
   }
 
   /// Marks an exploration updated (throws for an unknown one).
