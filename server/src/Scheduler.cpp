@@ -93,7 +93,10 @@ void Scheduler::run_one(std::int64_t id) {
     publish(id, p, false);
   };
   try {
-    ExploreSummary s = explore(job, backend_, store_, progress, flag.get());
+    ExploreControl control;
+    control.cancel = flag.get();
+    control.holder = results::LeaseHolder::this_process("dtxd");
+    ExploreSummary s = explore(job, backend_, store_, progress, control);
     bool by_user = false;
     {
       std::lock_guard lock(mutex_);
