@@ -205,7 +205,20 @@ nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
   if (x.best_baseline_ms) j["best_baseline_ms"] = *x.best_baseline_ms;
   if (x.best_ms && x.best_baseline_ms) j["speedup"] = *x.best_baseline_ms / *x.best_ms;
   if (auto e = ctx.scheduler.latest(x.id)) j["progress"] = to_json(e->progress);
+  if (x.lease) j["runner"] = to_json(*x.lease, ctx);
   return j;
+}
+
+nlohmann::json to_json(const results::Lease& lease, const Context& ctx) {
+  return {{"program", lease.holder.program},
+          {"host", lease.holder.host},
+          {"pid", lease.holder.pid},
+          {"instance", lease.holder.instance},
+          {"here", lease.holder.instance == ctx.scheduler.holder().instance},
+          {"live", lease.live()},
+          {"acquired_at", lease.acquired_at},
+          {"renewed_at", lease.renewed_at},
+          {"expires_at", lease.expires_at}};
 }
 
 } // namespace dtx::server

@@ -1,13 +1,23 @@
 // The exploration runner of dtxd (see Scheduler.h).
 #include "Scheduler.h"
 
+#include <algorithm>
+
 namespace dtx::server {
 
+namespace {
+
+bool finished_state(results::State s) {
+  return s == results::State::Done || s == results::State::Failed || s == results::State::Cancelled;
+}
+
+} // namespace
+
 Scheduler::Scheduler(results::Store& store, MeasurementBackend& backend, int max_running,
-                     std::size_t in_flight_total, Metrics& metrics,
+                     std::size_t in_flight_total, double lease_s, Metrics& metrics,
                      std::shared_ptr<spdlog::logger> log)
     : store_(store), backend_(backend), in_flight_total_(std::max<std::size_t>(2, in_flight_total)),
-      metrics_(metrics), log_(std::move(log)) {
+      lease_s_(lease_s), metrics_(metrics), log_(std::move(log)) {
   for (int i = 0; i < max_running; ++i)
     threads_.emplace_back([this] {
       while (true) {
@@ -18,7 +28,7 @@ Scheduler::Scheduler(results::Store& store, MeasurementBackend& backend, int max
           if (stopping_) return;
           id = queue_.front();
           queue_.pop_front();
-          running_[id] = std::make_shared<std::atomic<bool>>(false);
+          running_[id] = std::make_shared<Run>();
           update_share();
         }
         metrics_.set_queue(queue_depth(), running());
@@ -31,6 +41,7 @@ Scheduler::Scheduler(results::Store& store, MeasurementBackend& backend, int max
         metrics_.set_queue(queue_depth(), running());
       }
     });
+  monitor_ = std::thread([this] { monitor(); });
 }
 
 Scheduler::~Scheduler() {
@@ -41,6 +52,9 @@ void Scheduler::enqueue(std::int64_t id) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
+    if (running_.count(id) || std::find(queue_.begin(), queue_.end(), id) != queue_.end())
+      return; // one run per process: its lease would let a second one in
+    elsewhere_.erase(id);
     queue_.push_back(id);
     events_[id] = Event{};
     events_[id].progress.phase = "queued";
@@ -49,34 +63,167 @@ void Scheduler::enqueue(std::int64_t id) {
   metrics_.set_queue(queue_depth(), running());
 }
 
-bool Scheduler::cancel(std::int64_t id) {
-  std::unique_lock lock(mutex_);
-  for (auto it = queue_.begin(); it != queue_.end(); ++it)
-    if (*it == id) {
-      queue_.erase(it);
-      lock.unlock();
-      store_.set_state(id, results::State::Cancelled, "cancelled before it started");
-      publish(id, {}, true);
-      metrics_.set_queue(queue_depth(), running());
-      return true;
+void Scheduler::adopt(const results::Exploration& x) {
+  if (x.lease && x.lease->live() && x.lease->holder.instance != holder_.instance) {
+    log_->info("exploration {} ({} at {}) is run by {}; leaving it to that process", x.id,
+               x.spec.kernel, x.spec.shape, x.lease->holder.describe());
+    watch(x.id, *x.lease);
+    return;
+  }
+  if (take_up(x.id, "resumed after a restart"))
+    log_->info("exploration {} ({} at {}) resumes", x.id, x.spec.kernel, x.spec.shape);
+}
+
+bool Scheduler::take_up(std::int64_t id, const std::string& why) {
+  results::LeaseAttempt attempt = store_.acquire_lease(id, holder_, lease_s_);
+  if (!attempt.acquired) {
+    watch(id, attempt.lease);
+    return false;
+  }
+  bool unfinished = false;
+  try {
+    auto x = store_.exploration(id);
+    unfinished = x && !finished_state(x->state);
+    if (x && x->state == results::State::Running) store_.set_state(id, results::State::Queued, why);
+  } catch (...) {
+    try {
+      store_.release_lease(id, holder_.instance);
+    } catch (const std::exception&) {
     }
-  auto r = running_.find(id);
-  if (r == running_.end()) return false;
-  user_cancelled_[id] = true;
-  r->second->store(true);
+    throw;
+  }
+  store_.release_lease(id, holder_.instance); // the runner takes it again for the run
+  if (attempt.replaced)
+    log_->info("exploration {}: {} stopped running it ({}); taking it up", id,
+               attempt.replaced->holder.describe(),
+               attempt.replaced->holder_gone ? "the process has ended" : "its lease expired");
+  if (!unfinished) {
+    {
+      std::lock_guard lock(mutex_);
+      elsewhere_.erase(id);
+    }
+    publish(id, {}, true);
+    return false;
+  }
+  enqueue(id);
   return true;
+}
+
+void Scheduler::watch(std::int64_t id, const results::Lease& lease) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    elsewhere_[id] = lease;
+    events_.erase(id); // its progress is the other process's: not shown from here
+  }
+  events_cv_.notify_all();
+}
+
+void Scheduler::monitor() {
+  const auto poll = std::chrono::duration<double>(std::clamp(lease_s_ / 6, 0.2, 1.0));
+  std::unique_lock lock(mutex_);
+  while (!monitor_cv_.wait_for(lock, poll, [&] { return stopping_; })) {
+    std::vector<std::int64_t> watched;
+    for (const auto& [id, lease] : elsewhere_)
+      watched.push_back(id);
+    lock.unlock();
+    for (std::int64_t id : watched) {
+      try {
+        auto x = store_.exploration(id);
+        if (!x || finished_state(x->state)) {
+          {
+            std::lock_guard guard(mutex_);
+            elsewhere_.erase(id);
+          }
+          publish(id, {}, true); // for its event streams: it ended
+          continue;
+        }
+        if (x->lease && x->lease->live()) {
+          std::lock_guard guard(mutex_);
+          if (elsewhere_.count(id)) elsewhere_[id] = *x->lease;
+          continue;
+        }
+        take_up(id, "taken up: its runner stopped");
+      } catch (const std::exception& e) {
+        log_->warn("exploration {}: cannot check on its runner: {}", id, e.what());
+      }
+    }
+    lock.lock();
+  }
+}
+
+Scheduler::CancelResult Scheduler::cancel(std::int64_t id) {
+  CancelResult result;
+  {
+    std::unique_lock lock(mutex_);
+    if (auto r = running_.find(id); r != running_.end()) {
+      r->second->cancel = true;
+      result.outcome = Cancel::Cancelling;
+      return result;
+    }
+    if (auto q = std::find(queue_.begin(), queue_.end(), id); q != queue_.end()) queue_.erase(q);
+  }
+  // Queued here, watched, or left by a runner that ended: stored `cancelled` under its lease,
+  // unless another process holds that lease (then it is that process's to cancel).
+  auto x = store_.exploration(id);
+  if (!x || finished_state(x->state)) {
+    result.outcome = Cancel::NotActive;
+    return result;
+  }
+  results::LeaseAttempt attempt = store_.acquire_lease(id, holder_, lease_s_);
+  if (!attempt.acquired) {
+    watch(id, attempt.lease);
+    result.outcome = Cancel::Elsewhere;
+    result.holder = attempt.lease;
+    return result;
+  }
+  try {
+    store_.set_state(id, results::State::Cancelled,
+                     x->state == results::State::Queued ? "cancelled before it started"
+                                                        : "cancelled");
+  } catch (...) {
+    try {
+      store_.release_lease(id, holder_.instance);
+    } catch (const std::exception&) {
+    }
+    throw;
+  }
+  store_.release_lease(id, holder_.instance);
+  {
+    std::lock_guard lock(mutex_);
+    elsewhere_.erase(id);
+  }
+  publish(id, {}, true);
+  metrics_.set_queue(queue_depth(), running());
+  result.outcome = Cancel::Cancelled;
+  return result;
 }
 
 void Scheduler::run_one(std::int64_t id) {
   auto x = store_.exploration(id);
   if (!x) return;
-  std::shared_ptr<std::atomic<bool>> flag;
+  if (finished_state(x->state)) { // finished meanwhile (by another process, or cancelled)
+    publish(id, {}, true);
+    return;
+  }
+  std::shared_ptr<Run> run;
   {
     std::lock_guard lock(mutex_);
-    flag = running_.at(id);
+    run = running_.at(id);
   }
   ExploreJob job = job_of(*x);
   job.settings.in_flight_share = &share_;
+  ExploreControl control;
+  control.cancel = &run->cancel;
+  control.interrupt = &run->interrupt;
+  control.interrupt_message = "interrupted by a shutdown; resumes on restart";
+  control.holder = holder_;
+  control.lease_s = lease_s_;
+  control.renew_s = lease_s_ / 6;
+  control.took_over = [&](const results::Lease& replaced) {
+    log_->info("exploration {}: taking it over from {} ({})", id, replaced.holder.describe(),
+               replaced.holder_gone ? "the process has ended" : "its lease expired");
+  };
   log_->info("exploration {} ({} at {}, {}) starts", id, x->spec.kernel, x->spec.shape,
              x->spec.strategy);
   std::uint64_t seen_done = 0, seen_failed = 0;
@@ -93,19 +240,9 @@ void Scheduler::run_one(std::int64_t id) {
     publish(id, p, false);
   };
   try {
-    ExploreControl control;
-    control.cancel = flag.get();
-    control.holder = results::LeaseHolder::this_process("dtxd");
     ExploreSummary s = explore(job, backend_, store_, progress, control);
-    bool by_user = false;
-    {
-      std::lock_guard lock(mutex_);
-      by_user = user_cancelled_.count(id) > 0;
-      user_cancelled_.erase(id);
-    }
-    if (s.state == results::State::Cancelled && !by_user) {
+    if (s.state == results::State::Queued) {
       // Interrupted by a shutdown: checkpointed, resumed by the next start.
-      store_.set_state(id, results::State::Queued, "interrupted by a shutdown; resumes on restart");
       log_->info("exploration {} interrupted after {} measurements; it resumes on restart", id,
                  s.progress.done);
     } else {
@@ -114,6 +251,13 @@ void Scheduler::run_one(std::int64_t id) {
     }
     metrics_.exploration_finished(results::state_name(s.state));
     publish(id, s.progress, true);
+  } catch (const LeaseHeld& e) {
+    log_->info("{}; leaving it to that process", e.what());
+    watch(id, e.lease);
+  } catch (const LeaseLost& e) {
+    log_->warn("{}", e.what());
+    auto lease = store_.lease(id);
+    watch(id, lease.value_or(results::Lease{}));
   } catch (const std::exception& e) {
     log_->error("exploration {} failed: {}", id, e.what());
     metrics_.exploration_finished("failed");
@@ -166,19 +310,26 @@ std::size_t Scheduler::running() const {
   return running_.size();
 }
 
+std::size_t Scheduler::elsewhere() const {
+  std::lock_guard lock(mutex_);
+  return elsewhere_.size();
+}
+
 void Scheduler::shutdown() {
   {
     std::lock_guard lock(mutex_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
-    for (auto& [id, flag] : running_)
-      flag->store(true);
+    for (auto& [id, run] : running_)
+      run->interrupt = true;
   }
   work_.notify_all();
   events_cv_.notify_all();
+  monitor_cv_.notify_all();
   for (std::thread& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
+  if (monitor_.joinable()) monitor_.join();
 }
 
 } // namespace dtx::server

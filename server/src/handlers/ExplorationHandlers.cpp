@@ -279,10 +279,18 @@ void register_explorations(Api& api) {
              std::int64_t id = path_id(req);
              auto x = ctx.store.exploration(id);
              if (!x) throw ApiError(404, "not_found", "no exploration " + std::to_string(id));
-             if (!ctx.scheduler.cancel(id))
+             Scheduler::CancelResult r = ctx.scheduler.cancel(id);
+             if (r.outcome == Scheduler::Cancel::Elsewhere)
+               throw ApiError(409, "running_elsewhere",
+                              describe_lease(*r.holder) + "; cancel it there", "",
+                              nlohmann::json::array({to_json(*r.holder, ctx)}));
+             if (r.outcome == Scheduler::Cancel::NotActive) {
+               x = ctx.store.exploration(id);
                throw ApiError(409, "not_running",
                               "exploration " + std::to_string(id) + " is " +
-                                  results::state_name(x->state) + ", not queued or running");
+                                  results::state_name(x ? x->state : results::State::Cancelled) +
+                                  ", not queued or running");
+             }
              send_json(res, {{"id", id}, {"cancelling", true}}, 202);
            });
 

@@ -13,6 +13,7 @@ void register_system(Api& api) {
             send_json(res, {{"status", "ok"},
                             {"queued", ctx.scheduler.queue_depth()},
                             {"running", ctx.scheduler.running()},
+                            {"elsewhere", ctx.scheduler.elsewhere()},
                             {"gpus", ctx.config.gpus.size()},
                             {"backend", ctx.config.backend},
                             {"database", ctx.config.db_path().string()}});
