@@ -14,7 +14,7 @@ namespace {
 #define DTX_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 // Migration N (1-based) takes a file from version N-1 to version N.
-constexpr std::array<const char*, 5> kMigrations = {
+constexpr std::array<const char*, 6> kMigrations = {
     // 1: the tables.
     R"sql(
 CREATE TABLE algorithms (
@@ -163,6 +163,14 @@ CREATE TABLE leases (
   acquired_at TEXT NOT NULL,
   renewed_at TEXT NOT NULL,
   expires_at TEXT NOT NULL
+);
+)sql",
+    // 6: one row that Store::probe_write rewrites, to find out whether the file can be written.
+    R"sql(
+CREATE TABLE write_probe (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  probed_at TEXT NOT NULL,
+  pad BLOB NOT NULL
 );
 )sql",
 };

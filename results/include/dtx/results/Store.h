@@ -24,7 +24,18 @@ namespace dtx::results {
 /// A store that cannot be opened, migrated or written (message names the file and the cause).
 class StoreError : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  /// `sqlite_code`: SQLite's result code when SQLite failed (extended codes kept), 0 for a cause
+  /// of the store's own (an unknown id, a file of another program).
+  explicit StoreError(const std::string& message, int sqlite_code = 0)
+      : std::runtime_error(message), sqlite_code_(sqlite_code) {}
+  int sqlite_code() const { return sqlite_code_; }
+  /// Whether the file could not be written for a reason outside the program: the disk is full,
+  /// the file or its directory is read-only or not permitted, an I/O error. Such a write may
+  /// succeed later, once the cause is gone; every other StoreError would fail again.
+  bool unwritable() const;
+
+private:
+  int sqlite_code_;
 };
 
 /// Sizes of a shape keyed by label; printed canonically as `x=16,y=32` (labels sorted).
@@ -128,6 +139,14 @@ struct LeaseAttempt {
   std::optional<Lease> replaced;
 };
 
+/// Whether the store's file can be written, as the latest write (or probe) found: a write that
+/// failed for a reason StoreError::unwritable names makes it not ok until a write succeeds.
+struct WriteHealth {
+  bool ok = true;
+  std::string error; // the failed write's message (StoreError::what)
+  std::string since; // ISO 8601 UTC: when writes began to fail
+};
+
 /// measured, failed, best_ms and best_baseline_ms are computed from the rows when read. A
 /// schedule's ranking measurement is its latest `full` one, else its latest `screen` one.
 struct Exploration {
@@ -206,6 +225,9 @@ public:
 
   // --- explorations
   virtual std::int64_t create_exploration(const ExplorationSpec& spec) = 0;
+  /// Several explorations in one transaction: all of them are stored, or none.
+  virtual std::vector<std::int64_t>
+  create_explorations(const std::vector<ExplorationSpec>& specs) = 0;
   /// A new exploration already leased to `holder`, in one transaction (so that no other process
   /// can take it up between its creation and its lease).
   virtual std::int64_t create_leased_exploration(const ExplorationSpec& spec,
@@ -237,6 +259,13 @@ public:
   /// Gives up the lease if `instance` holds it (otherwise changes nothing).
   virtual void release_lease(std::int64_t exploration_id, const std::string& instance) = 0;
   virtual std::optional<Lease> lease(std::int64_t exploration_id) const = 0;
+
+  // --- health
+  /// Whether the latest write to the file succeeded (writes of every call, probes included).
+  virtual WriteHealth write_health() const = 0;
+  /// Writes a little (a row of its own, rewritten each time, with a 16 KiB blob) to find out
+  /// whether the file can be written now; waits at most a second for another writer.
+  virtual WriteHealth probe_write() = 0;
 
   // --- schedules and generated modules
   /// The schedule's id, inserting it (and its module, stored once per code hash) if new.
