@@ -8,6 +8,10 @@
 // an exploration only while it holds its lease (results::Store::acquire_lease). An exploration
 // another process runs is watched, never run here: this process takes it up when that lease
 // ends (released with the exploration unfinished, expired, or its holder gone).
+//
+// What it holds in memory follows the store: an exploration whose run ended without the store
+// recording how (a write failed: a full disk, a read-only file) is paused, still this process's
+// and still cancellable, and resumed as soon as the store can be written again.
 #include "Metrics.h"
 
 #include "dtx/Explore.h"
@@ -15,6 +19,7 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -64,6 +69,12 @@ public:
 
   /// This process, as the leases it holds name it.
   const results::LeaseHolder& holder() const { return holder_; }
+  /// Why an exploration is paused (the store could not record its progress), if it is.
+  std::optional<std::string> paused(std::int64_t id) const;
+  std::size_t paused_count() const;
+  /// Whether the store can be written: a probe write, at most once a second (in between, what
+  /// the latest write found).
+  results::WriteHealth store_health();
   std::size_t queue_depth() const;
   std::size_t running() const;
   /// Unfinished explorations of the store that another process runs, watched by this one.
@@ -77,6 +88,17 @@ private:
     std::atomic<bool> interrupt{false}; // by shutdown: stored `queued`, resumed on restart
   };
   void run_one(std::int64_t id);
+  void run_exploration(std::int64_t id, Run& run, ExploreProgress& last);
+  /// A run that ended with an error the exploration did not store: stored `failed` now (under
+  /// its lease), or paused when the store cannot take that either.
+  void run_failed(std::int64_t id, const std::string& why, Run& run, ExploreProgress last);
+  /// Pauses an exploration whose progress the store could not record; the monitor resumes it
+  /// (or stores the cancel asked meanwhile) once the store takes writes again.
+  void pause(std::int64_t id, const std::string& why, const std::atomic<bool>* cancel,
+             ExploreProgress last);
+  /// Stores a cancel under the exploration's lease; false when another process holds that lease
+  /// (`holder` then says which). Throws StoreError when the store cannot be written.
+  bool store_cancel(std::int64_t id, results::State state, std::optional<results::Lease>& holder);
   void publish(std::int64_t id, const ExploreProgress& p, bool finished);
   /// Queues an exploration that no live lease keeps: under a lease of this process its state is
   /// set `queued` (so that nothing another process did meanwhile is overwritten), then it is
@@ -85,8 +107,11 @@ private:
   /// Watches an exploration another process runs.
   void watch(std::int64_t id, const results::Lease& lease);
   /// Every poll: explorations other processes ran that ended are dropped; those whose lease
-  /// ended with the exploration unfinished are taken up.
+  /// ended with the exploration unfinished are taken up; paused ones are resumed (or their
+  /// cancel stored) when the store can be written.
   void monitor();
+  void check_elsewhere(std::int64_t id);
+  void retry_paused(std::int64_t id);
 
   results::Store& store_;
   MeasurementBackend& backend_;
@@ -106,6 +131,13 @@ private:
   std::deque<std::int64_t> queue_;
   std::map<std::int64_t, std::shared_ptr<Run>> running_;
   std::map<std::int64_t, results::Lease> elsewhere_; // run by other processes: watched
+  struct Paused {
+    std::string why;
+    bool cancel = false; // a cancel was asked before the run stopped: stored when it can be
+  };
+  std::map<std::int64_t, Paused> paused_;
+  std::mutex probe_mutex_;
+  std::chrono::steady_clock::time_point probed_{};
   std::map<std::int64_t, Event> events_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;

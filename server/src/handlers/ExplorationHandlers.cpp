@@ -220,9 +220,15 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
 void register_explorations(Api& api) {
   Handler create = [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
     std::vector<ExploreJob> jobs = jobs_from_json(body_json(req), ctx.config);
+    std::vector<results::ExplorationSpec> specs;
+    for (const ExploreJob& job : jobs)
+      specs.push_back(spec_of(job));
+    // All of them, or none (a store that cannot be written: 503, and nothing half-stored).
+    std::vector<std::int64_t> ids = ctx.store.create_explorations(specs);
     nlohmann::json created = nlohmann::json::array();
-    for (const ExploreJob& job : jobs) {
-      std::int64_t id = ctx.store.create_exploration(spec_of(job));
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const ExploreJob& job = jobs[i];
+      std::int64_t id = ids[i];
       ctx.scheduler.enqueue(id);
       created.push_back(
           {{"id", id}, {"url", "/v1/explorations/" + std::to_string(id)}, {"shape", job.shape}});
