@@ -57,10 +57,16 @@ void Scheduler::enqueue(std::int64_t id) {
     elsewhere_.erase(id);
     paused_.erase(id);
     queue_.push_back(id);
-    events_[id] = Event{};
-    events_[id].progress.phase = "queued";
+    // A run again (resumed): its sequence goes on, so that event streams follow it.
+    auto [it, fresh] = events_.try_emplace(id);
+    Event& e = it->second;
+    if (!fresh) ++e.seq;
+    e.progress = ExploreProgress{};
+    e.progress.phase = "queued";
+    e.finished = false;
   }
   work_.notify_one();
+  events_cv_.notify_all();
   metrics_.set_queue(queue_depth(), running());
 }
 
@@ -121,9 +127,7 @@ void Scheduler::watch(std::int64_t id, const results::Lease& lease) {
     if (stopping_) return;
     elsewhere_[id] = lease;
     paused_.erase(id);
-    events_.erase(id); // its progress is the other process's: not shown from here
   }
-  events_cv_.notify_all();
 }
 
 void Scheduler::monitor() {
@@ -410,6 +414,7 @@ void Scheduler::publish(std::int64_t id, const ExploreProgress& p, bool finished
 
 std::optional<Scheduler::Event> Scheduler::latest(std::int64_t id) const {
   std::lock_guard lock(mutex_);
+  if (elsewhere_.count(id)) return std::nullopt; // its progress is another process's
   auto it = events_.find(id);
   if (it == events_.end()) return std::nullopt;
   return it->second;

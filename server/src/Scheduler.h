@@ -62,7 +62,8 @@ public:
     ExploreProgress progress;
     bool finished = false;
   };
-  /// The latest progress of an exploration this process ran or runs.
+  /// The latest progress of an exploration this process ran or runs (none while another
+  /// process runs it).
   std::optional<Event> latest(std::int64_t id) const;
   /// Waits up to `timeout_s` for an event newer than `after`; the latest event either way.
   std::optional<Event> wait(std::int64_t id, std::uint64_t after, double timeout_s) const;
