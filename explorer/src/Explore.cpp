@@ -171,7 +171,96 @@ private:
   std::map<std::string, std::uint64_t> reasons_; // "status: message" -> how many
 };
 
+/// Keeps an exploration's lease while this process runs it: renews it on a thread of its own
+/// every `renew_s` seconds (the full protocol may write nothing for minutes), and before a write
+/// when the latest renewal is older than half the lease (a process stopped for a while finds out
+/// that it lost the lease before it writes anything); gives it up at the end. A renewal the
+/// store refuses means another process took the lease over: lost() from then on.
+class LeaseKeeper {
+public:
+  LeaseKeeper(results::Store& store, std::int64_t id, const ExploreControl& control)
+      : store_(store), id_(id), instance_(control.holder.instance), ttl_s_(control.lease_s),
+        renew_s_(std::max(0.05, control.renew_s)), renewed_(Clock::now().time_since_epoch()) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+  ~LeaseKeeper() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    if (lost_) return;
+    try {
+      store_.release_lease(id_, instance_);
+    } catch (const std::exception&) {
+      // The store cannot be written: the lease stays this process's until it expires, and a
+      // later run of this process renews it.
+    }
+  }
+
+  bool lost() const { return lost_; }
+
+  /// Whether the lease is still this process's, renewing it first when its latest renewal is
+  /// older than half the lease.
+  bool held() {
+    if (lost_) return false;
+    if (Clock::now().time_since_epoch() - renewed_.load() >
+        std::chrono::duration<double>(ttl_s_ / 2))
+      renew();
+    return !lost_;
+  }
+
+private:
+  void renew() {
+    try {
+      if (store_.renew_lease(id_, instance_, ttl_s_))
+        renewed_ = Clock::now().time_since_epoch();
+      else
+        lost_ = true;
+    } catch (const results::StoreError&) {
+      // The store cannot be written now: the exploration's own writes fail too, and say why.
+    }
+  }
+
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (!cv_.wait_for(lock, std::chrono::duration<double>(renew_s_), [&] { return stop_; })) {
+      lock.unlock();
+      renew();
+      lock.lock();
+    }
+  }
+
+  results::Store& store_;
+  std::int64_t id_;
+  std::string instance_;
+  double ttl_s_, renew_s_;
+  std::atomic<Clock::duration> renewed_;
+  std::atomic<bool> lost_{false};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 } // namespace
+
+LeaseHeld::LeaseHeld(const results::Lease& held)
+    : std::runtime_error(describe_lease(held)), lease(held) {}
+
+LeaseLost::LeaseLost(std::int64_t exploration_id)
+    : std::runtime_error("exploration " + std::to_string(exploration_id) +
+                         ": another process took its lease over while this one ran it (it had "
+                         "not renewed it in time); stopped, leaving it to that process") {}
+
+std::string describe_lease(const results::Lease& lease) {
+  return "exploration " + std::to_string(lease.exploration_id) + " is run by " +
+         lease.holder.describe() + " since " + lease.acquired_at + "; its lease ends at " +
+         lease.expires_at + " unless renewed";
+}
 
 nlohmann::json to_json(const ExploreSettings& s) {
   return {{"strategy", s.strategy},
@@ -279,20 +368,32 @@ results::ExplorationSpec spec_of(const ExploreJob& job) {
 }
 
 ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, results::Store& store,
-                       const ExploreProgressFn& progress, const std::atomic<bool>* cancel) {
+                       const ExploreProgressFn& progress, const ExploreControl& control) {
   const auto start = Clock::now();
   const ExploreSettings& set = job.settings;
   const TemplateFile& tf = job.file;
   const std::string shape = shape_key_of(job.shape);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
-  // --- the exploration's row
+  // --- the exploration's row and its lease, before anything else is written
   std::int64_t id = job.exploration_id;
   const std::string program = tf.program();
-  if (id == 0) id = store.create_exploration(spec_of(job));
+  if (id == 0) {
+    id = store.create_leased_exploration(spec_of(job), control.holder, control.lease_s);
+  } else {
+    results::LeaseAttempt attempt = store.acquire_lease(id, control.holder, control.lease_s);
+    if (!attempt.acquired) throw LeaseHeld(attempt.lease);
+    if (attempt.replaced && control.took_over) control.took_over(*attempt.replaced);
+  }
+  LeaseKeeper lease(store, id, control);
+  // Before each write: a process that lost the lease stops without writing.
+  auto owned = [&] {
+    if (!lease.held()) throw LeaseLost(id);
+  };
   ExploreSummary summary;
   summary.exploration_id = id;
   auto fail = [&](const std::string& message) {
+    owned();
     store.set_state(id, results::State::Failed, message);
     throw std::runtime_error(message);
   };
@@ -317,6 +418,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   } catch (const std::invalid_argument& e) {
     fail(e.what());
   }
+  owned();
   store.set_state(id, results::State::Running);
   summary.space_size = space->size();
   // The space's size is known now; its candidates once the search has run.
@@ -357,7 +459,10 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     fail("no timing worker of the device model `" + set.device +
          "` (the backend has: " + (models.empty() ? "none" : models) + ")");
   }
-  if (!env.device_name.empty()) store.set_device(id, env.device_name);
+  if (!env.device_name.empty()) {
+    owned();
+    store.set_device(id, env.device_name);
+  }
 
   ExploreProgress prog;
   prog.budget = set.budget;
@@ -381,7 +486,10 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   base.timeout_s = set.timeout_s;
   base.device = set.device.empty() ? env.device_name : set.device;
   base.times.bench = set.screen;
-  auto cancelled = [&] { return cancel && cancel->load(); };
+  auto cancelled = [&] { return control.cancel && control.cancel->load(); };
+  auto interrupted = [&] { return control.interrupt && control.interrupt->load(); };
+  // Cancelled, interrupted, or no longer this process's: stop at once.
+  auto stopping = [&] { return cancelled() || interrupted() || lease.lost(); };
 
   // --- 1. the baselines, screened (any generated module carries the inputs and reference)
   std::string any_module;
@@ -417,6 +525,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     }
     for (auto& [name, f] : pending) {
       Result r = f.get();
+      owned();
       store.add_baseline(id, name, record_of(r, "", shape, tf.dtype, "screen", env));
       outcomes.baseline(std::string(status_name(r.status)), r.message);
       if (r.status == Status::Ok && r.bench) {
@@ -472,7 +581,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   report("search");
   while (true) {
     // Propose while there is room in flight and budget left.
-    while (!exhausted && !cancelled() && !outcomes.hopeless() && !out_of_time() && budget_left() &&
+    while (!exhausted && !stopping() && !outcomes.hopeless() && !out_of_time() && budget_left() &&
            tickets.size() < (set.in_flight_share
                                  ? std::max<std::size_t>(1, set.in_flight_share->load())
                                  : set.in_flight)) {
@@ -516,6 +625,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
       }
       k.module = module.output;
       k.code_hash = sha256_hex(k.module);
+      owned();
       k.schedule_id = store.add_schedule(id, c.canonical, static_cast<std::int64_t>(c.index),
                                          k.code_hash, k.module);
       // Reuse: this exploration's own earlier screening (resume), or another's.
@@ -540,9 +650,9 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
       backend.submit(std::move(r),
                      [inbox, ticket](const Result& res) { inbox->push(ticket, res); });
     }
-    // Cancelled, or failing for one reason: the requests in flight are abandoned (their results
+    // Stopped, or failing for one reason: the requests in flight are abandoned (their results
     // are not stored), so that the exploration stops at once.
-    if (tickets.empty() || cancelled() || outcomes.hopeless()) break;
+    if (tickets.empty() || stopping() || outcomes.hopeless()) break;
     auto item = inbox->pop(1.0);
     if (!item) continue;
     auto t = tickets.find(item->first);
@@ -551,6 +661,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     Known& k = known.at(canonical);
     results::MeasurementRecord m =
         record_of(item->second, k.code_hash, shape, tf.dtype, "screen", env);
+    owned();
     if (env.device_name.empty() && item->second.worker) {
       env = environment_of(*item->second.worker);
       store.set_device(id, env.device_name);
@@ -559,17 +670,18 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     resolve(k, m.status == "ok" ? m.time_ms : std::nullopt, canonical, m.status, m.message);
     report("search");
   }
+  owned();
   store.set_rejections(
       id, std::map<std::string, std::int64_t>(summary.rejected.begin(), summary.rejected.end()));
   store.set_space(id, static_cast<std::int64_t>(space->size()),
                   static_cast<std::int64_t>(known.size()));
-  if (!cancelled()) {
+  if (!stopping()) {
     if (std::string why = outcomes.failure(prog.proposed, summary.rejected); !why.empty())
       fail(why);
   }
 
   // --- 4. the best few and the baselines with the full protocol
-  if (!cancelled() && set.top > 0 && !ok_times.empty()) {
+  if (!stopping() && set.top > 0 && !ok_times.empty()) {
     report("full");
     std::sort(ok_times.begin(), ok_times.end());
     MeasureConfig config;
@@ -602,6 +714,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     }
     if (!config.modules.empty()) {
       Report full = run_measure(config, backend);
+      owned();
       std::optional<double> full_baseline, full_best;
       for (const Entry& e : full.entries) {
         results::MeasurementRecord m;
@@ -640,8 +753,17 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     }
   }
 
-  summary.state = cancelled() ? results::State::Cancelled : results::State::Done;
-  store.set_state(id, summary.state, cancelled() ? "cancelled" : "");
+  owned();
+  if (cancelled()) {
+    summary.state = results::State::Cancelled;
+    store.set_state(id, summary.state, "cancelled");
+  } else if (interrupted()) {
+    summary.state = results::State::Queued; // checkpointed: a later start resumes it
+    store.set_state(id, summary.state, control.interrupt_message);
+  } else {
+    summary.state = results::State::Done;
+    store.set_state(id, summary.state, "");
+  }
   summary.wall_s = elapsed();
   report("done");
   summary.progress = prog;

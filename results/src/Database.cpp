@@ -22,15 +22,16 @@ std::string file_name(sqlite3* db) {
 }
 
 void throw_sqlite_error(sqlite3* db, std::string_view operation) {
-  throw StoreError(error_text(file_name(db), operation, sqlite3_errmsg(db)));
+  throw StoreError(error_text(file_name(db), operation, sqlite3_errmsg(db)),
+                   sqlite3_extended_errcode(db));
 }
 
 void exec(sqlite3* db, const std::string& sql, std::string_view operation) {
   char* message = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+  if (int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message); rc != SQLITE_OK) {
     std::string cause = message ? message : sqlite3_errmsg(db);
     sqlite3_free(message);
-    throw StoreError(error_text(file_name(db), operation, cause));
+    throw StoreError(error_text(file_name(db), operation, cause), rc);
   }
 }
 
@@ -45,6 +46,30 @@ std::int64_t pragma_int(sqlite3* db, const std::string& name, std::string_view o
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) throw_sqlite_error(db, operation);
   return value;
 }
+
+// --- StoreError
+
+} // namespace dtx::results::detail
+
+namespace dtx::results {
+
+bool StoreError::unwritable() const {
+  switch (sqlite_code_ & 0xff) {
+  case SQLITE_FULL:     // the disk (or a quota) is full
+  case SQLITE_IOERR:    // a read or write of the file failed (EFBIG, EIO...)
+  case SQLITE_READONLY: // a read-only file, directory or mount
+  case SQLITE_CANTOPEN: // the journal or WAL cannot be created
+  case SQLITE_PERM:     // the operating system refused access
+  case SQLITE_NOLFS:
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace dtx::results
+
+namespace dtx::results::detail {
 
 // --- Statement
 
@@ -133,8 +158,9 @@ Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : fil
   int rc = sqlite3_open_v2(file_.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string cause = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    int code = db_ ? sqlite3_extended_errcode(db_) : rc;
     sqlite3_close_v2(db_);
-    throw StoreError(error_text(file_, operation_, cause));
+    throw StoreError(error_text(file_, operation_, cause), code);
   }
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, busy_timeout_ms);
@@ -179,8 +205,17 @@ std::int64_t Database::changes() const {
   return sqlite3_changes64(db_);
 }
 
+std::int64_t Database::total_changes() const {
+  return sqlite3_total_changes64(db_);
+}
+
+void Database::set_busy_timeout(int ms) {
+  sqlite3_busy_timeout(db_, ms);
+}
+
 void Database::fail() const {
-  fail(sqlite3_errmsg(db_));
+  throw StoreError(error_text(file_, operation_, sqlite3_errmsg(db_)),
+                   sqlite3_extended_errcode(db_));
 }
 
 void Database::fail(std::string_view cause) const {

@@ -71,8 +71,9 @@ private:
 
 class Database {
 public:
+  static constexpr int kBusyTimeoutMs = 5000;
   /// Opens (creating if needed) the file, with extended error codes and a busy timeout.
-  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = 5000);
+  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = kBusyTimeoutMs);
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
   ~Database();
@@ -87,6 +88,10 @@ public:
   std::int64_t last_insert_rowid() const;
   /// Rows changed by the last INSERT, UPDATE or DELETE.
   std::int64_t changes() const;
+  /// Rows changed by every INSERT, UPDATE and DELETE since the connection opened.
+  std::int64_t total_changes() const;
+  /// How long a statement waits for another connection's lock before SQLITE_BUSY.
+  void set_busy_timeout(int ms);
 
   [[noreturn]] void fail() const;                       // with sqlite3_errmsg
   [[noreturn]] void fail(std::string_view cause) const; // with a cause of ours

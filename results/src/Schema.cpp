@@ -14,7 +14,7 @@ namespace {
 #define DTX_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 // Migration N (1-based) takes a file from version N-1 to version N.
-constexpr std::array<const char*, 4> kMigrations = {
+constexpr std::array<const char*, 6> kMigrations = {
     // 1: the tables.
     R"sql(
 CREATE TABLE algorithms (
@@ -147,6 +147,31 @@ CREATE INDEX schedules_by_rank ON schedules (exploration_id, rank_group, rank_ti
     R"sql(
 ALTER TABLE measurements ADD COLUMN node TEXT NOT NULL DEFAULT '';
 ALTER TABLE measurements ADD COLUMN gpu INTEGER;
+)sql",
+    // 5: leases, so that one process at a time runs an exploration: the holder (an instance id
+    // drawn per process, its program, host, pid and start time, and the boot and PID namespace
+    // in which the pid means that process) and the lease's times. No row: no one runs it.
+    R"sql(
+CREATE TABLE leases (
+  exploration_id INTEGER PRIMARY KEY REFERENCES explorations (id),
+  instance TEXT NOT NULL,
+  program TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  started INTEGER NOT NULL,
+  pid_scope TEXT NOT NULL,
+  acquired_at TEXT NOT NULL,
+  renewed_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+)sql",
+    // 6: one row that Store::probe_write rewrites, to find out whether the file can be written.
+    R"sql(
+CREATE TABLE write_probe (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  probed_at TEXT NOT NULL,
+  pad BLOB NOT NULL
+);
 )sql",
 };
 

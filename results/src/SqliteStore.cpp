@@ -7,8 +7,12 @@
 #include "dtx/results/Store.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <iterator>
 #include <mutex>
+#include <type_traits>
 
 namespace dtx::results {
 
@@ -145,12 +149,59 @@ MeasurementRecord read_measurement(const Statement& st, int first) {
   return m;
 }
 
+// A lease's columns (from `l`, the leases table) and whether it has expired.
+const std::string kLeaseColumns =
+    "l.exploration_id, l.instance, l.program, l.host, l.pid, l.started, l.pid_scope, "
+    "l.acquired_at, l.renewed_at, l.expires_at, l.expires_at <= " DTX_NOW;
+
+/// Reads the columns of kLeaseColumns from column `first` on (nullopt: no lease, a NULL join).
+std::optional<Lease> read_lease(const Statement& st, int first) {
+  if (st.is_null(first)) return std::nullopt;
+  Lease l;
+  int i = first;
+  l.exploration_id = st.int64(i++);
+  l.holder.instance = st.text(i++);
+  l.holder.program = st.text(i++);
+  l.holder.host = st.text(i++);
+  l.holder.pid = st.int64(i++);
+  l.holder.started = st.int64(i++);
+  l.holder.pid_scope = st.text(i++);
+  l.acquired_at = st.text(i++);
+  l.renewed_at = st.text(i++);
+  l.expires_at = st.text(i++);
+  l.expired = st.int64(i++) != 0;
+  l.holder_gone = l.holder.gone();
+  return l;
+}
+
+/// Now, as the store writes times: 2026-01-02T03:04:05.678Z.
+std::string utc_now() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[80];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms.count()));
+  return text;
+}
+
+/// An SQLite date modifier `ttl_s` seconds ahead ("+30.000 seconds").
+std::string seconds_ahead(double ttl_s) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%+.3f seconds", ttl_s);
+  return text;
+}
+
 const std::string kExplorationSelect =
     "SELECT e.id, e.kernel, a.source, t.text, e.template_file, e.shape, e.dtype, e.strategy, "
     "e.settings_json, e.state, e.message, e.space_size, e.candidates, e.device_name, "
-    "e.created_at, e.updated_at "
-    "FROM explorations e JOIN algorithms a ON a.id = e.algorithm_id "
-    "JOIN templates t ON t.id = e.template_id";
+    "e.created_at, e.updated_at, " +
+    kLeaseColumns +
+    " FROM explorations e JOIN algorithms a ON a.id = e.algorithm_id "
+    "JOIN templates t ON t.id = e.template_id LEFT JOIN leases l ON l.exploration_id = e.id";
 
 Exploration read_exploration(const Statement& st) {
   Exploration e;
@@ -170,6 +221,7 @@ Exploration read_exploration(const Statement& st) {
   e.device_name = st.text(13);
   e.created_at = st.text(14);
   e.updated_at = st.text(15);
+  e.lease = read_lease(st, 16);
   return e;
 }
 
@@ -248,21 +300,39 @@ public:
   std::int64_t create_exploration(const ExplorationSpec& spec) override {
     std::lock_guard lock(mutex_);
     Op op(db_, "create_exploration");
-    Transaction tx(db_, Transaction::Write);
-    std::int64_t algorithm = text_id("algorithms", "source", spec.algorithm);
-    std::int64_t template_id = text_id("templates", "text", spec.template_text);
-    {
-      auto st = db_.prepare("INSERT INTO explorations (kernel, algorithm_id, template_id, "
-                            "template_file, shape, dtype, strategy, settings_json) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-      st.bind(1, spec.kernel).bind(2, algorithm).bind(3, template_id);
-      st.bind(4, spec.template_file).bind(5, spec.shape).bind(6, spec.dtype);
-      st.bind(7, spec.strategy).bind(8, spec.settings_json);
-      st.run();
-    }
-    std::int64_t id = db_.last_insert_rowid();
-    tx.commit();
-    return id;
+    return writing([&] {
+      Transaction tx(db_, Transaction::Write);
+      std::int64_t id = insert_exploration(spec);
+      tx.commit();
+      return id;
+    });
+  }
+
+  std::vector<std::int64_t>
+  create_explorations(const std::vector<ExplorationSpec>& specs) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "create_explorations");
+    return writing([&] {
+      Transaction tx(db_, Transaction::Write);
+      std::vector<std::int64_t> ids;
+      for (const ExplorationSpec& spec : specs)
+        ids.push_back(insert_exploration(spec));
+      tx.commit();
+      return ids;
+    });
+  }
+
+  std::int64_t create_leased_exploration(const ExplorationSpec& spec, const LeaseHolder& holder,
+                                         double ttl_s) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "create_leased_exploration");
+    return writing([&] {
+      Transaction tx(db_, Transaction::Write);
+      std::int64_t id = insert_exploration(spec);
+      write_lease(id, holder, ttl_s);
+      tx.commit();
+      return id;
+    });
   }
 
   std::optional<Exploration> exploration(std::int64_t id) const override {
@@ -310,43 +380,52 @@ public:
   void set_state(std::int64_t id, State state, const std::string& message) override {
     std::lock_guard lock(mutex_);
     Op op(db_, "set_state");
-    auto st = db_.prepare("UPDATE explorations SET state = ?2, message = ?3, updated_at = " DTX_NOW
-                          " WHERE id = ?1");
-    st.bind(1, id).bind(2, state_name(state)).bind(3, message).run();
-    if (db_.changes() == 0) no_exploration(id);
+    writing([&] {
+      auto st =
+          db_.prepare("UPDATE explorations SET state = ?2, message = ?3, updated_at = " DTX_NOW
+                      " WHERE id = ?1");
+      st.bind(1, id).bind(2, state_name(state)).bind(3, message).run();
+      if (db_.changes() == 0) no_exploration(id);
+    });
   }
 
   void set_space(std::int64_t id, std::int64_t space_size, std::int64_t candidates) override {
     std::lock_guard lock(mutex_);
     Op op(db_, "set_space");
-    auto st = db_.prepare("UPDATE explorations SET space_size = ?2, candidates = ?3, "
-                          "updated_at = " DTX_NOW " WHERE id = ?1");
-    st.bind(1, id).bind(2, space_size).bind(3, candidates).run();
-    if (db_.changes() == 0) no_exploration(id);
+    writing([&] {
+      auto st = db_.prepare("UPDATE explorations SET space_size = ?2, candidates = ?3, "
+                            "updated_at = " DTX_NOW " WHERE id = ?1");
+      st.bind(1, id).bind(2, space_size).bind(3, candidates).run();
+      if (db_.changes() == 0) no_exploration(id);
+    });
   }
 
   void set_device(std::int64_t id, const std::string& device_name) override {
     std::lock_guard lock(mutex_);
     Op op(db_, "set_device");
-    auto st = db_.prepare("UPDATE explorations SET device_name = ?2, updated_at = " DTX_NOW
-                          " WHERE id = ?1");
-    st.bind(1, id).bind(2, device_name).run();
-    if (db_.changes() == 0) no_exploration(id);
+    writing([&] {
+      auto st = db_.prepare("UPDATE explorations SET device_name = ?2, updated_at = " DTX_NOW
+                            " WHERE id = ?1");
+      st.bind(1, id).bind(2, device_name).run();
+      if (db_.changes() == 0) no_exploration(id);
+    });
   }
 
   void set_rejections(std::int64_t id,
                       const std::map<std::string, std::int64_t>& by_reason) override {
     std::lock_guard lock(mutex_);
     Op op(db_, "set_rejections");
-    Transaction tx(db_, Transaction::Write);
-    touch(id);
-    db_.prepare("DELETE FROM rejections WHERE exploration_id = ?1").bind(1, id).run();
-    for (const auto& [reason, count] : by_reason) {
-      auto st =
-          db_.prepare("INSERT INTO rejections (exploration_id, reason, count) VALUES (?1, ?2, ?3)");
-      st.bind(1, id).bind(2, reason).bind(3, count).run();
-    }
-    tx.commit();
+    writing([&] {
+      Transaction tx(db_, Transaction::Write);
+      touch(id);
+      db_.prepare("DELETE FROM rejections WHERE exploration_id = ?1").bind(1, id).run();
+      for (const auto& [reason, count] : by_reason) {
+        auto st = db_.prepare(
+            "INSERT INTO rejections (exploration_id, reason, count) VALUES (?1, ?2, ?3)");
+        st.bind(1, id).bind(2, reason).bind(3, count).run();
+      }
+      tx.commit();
+    });
   }
 
   std::map<std::string, std::int64_t> rejections(std::int64_t id) const override {
@@ -377,6 +456,88 @@ public:
     return out;
   }
 
+  // --- leases
+
+  LeaseAttempt acquire_lease(std::int64_t exploration_id, const LeaseHolder& holder,
+                             double ttl_s) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "acquire_lease");
+    return writing([&] {
+      // The write lock first: the lease read below is the one this transaction replaces.
+      Transaction tx(db_, Transaction::Write);
+      require_exploration(exploration_id);
+      LeaseAttempt attempt;
+      std::optional<Lease> current = lease_row(exploration_id);
+      if (current && current->holder.instance != holder.instance) {
+        if (current->live()) {
+          attempt.lease = *current; // refused: nothing written (rolled back)
+          return attempt;
+        }
+        attempt.replaced = current;
+      }
+      write_lease(exploration_id, holder, ttl_s);
+      attempt.lease = lease_row(exploration_id).value();
+      tx.commit();
+      attempt.acquired = true;
+      return attempt;
+    });
+  }
+
+  bool renew_lease(std::int64_t exploration_id, const std::string& instance,
+                   double ttl_s) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "renew_lease");
+    return writing([&] {
+      auto st = db_.prepare("UPDATE leases SET renewed_at = " DTX_NOW
+                            ", expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?3)"
+                            " WHERE exploration_id = ?1 AND instance = ?2");
+      st.bind(1, exploration_id).bind(2, instance).bind(3, seconds_ahead(ttl_s)).run();
+      return db_.changes() > 0;
+    });
+  }
+
+  void release_lease(std::int64_t exploration_id, const std::string& instance) override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "release_lease");
+    writing([&] {
+      db_.prepare("DELETE FROM leases WHERE exploration_id = ?1 AND instance = ?2")
+          .bind(1, exploration_id)
+          .bind(2, instance)
+          .run();
+    });
+  }
+
+  std::optional<Lease> lease(std::int64_t exploration_id) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "lease");
+    return lease_row(exploration_id);
+  }
+
+  // --- health
+
+  WriteHealth write_health() const override {
+    std::lock_guard lock(health_mutex_);
+    return health_;
+  }
+
+  WriteHealth probe_write() override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "probe_write");
+    db_.set_busy_timeout(1000); // a writer of another process: try again at the next probe
+    try {
+      writing([&] {
+        db_.prepare("INSERT INTO write_probe (id, probed_at, pad) VALUES (1, " DTX_NOW
+                    ", zeroblob(16384)) ON CONFLICT (id) DO UPDATE SET"
+                    " probed_at = excluded.probed_at, pad = excluded.pad")
+            .run();
+      });
+    } catch (const StoreError&) {
+      // Recorded by writing() when the file cannot be written; a busy file tells nothing.
+    }
+    db_.set_busy_timeout(Database::kBusyTimeoutMs);
+    return write_health();
+  }
+
   // --- schedules and generated modules
 
   std::int64_t add_schedule(std::int64_t exploration_id, const std::string& canonical,
@@ -384,34 +545,36 @@ public:
                             const std::string& module_source) override {
     std::lock_guard lock(mutex_);
     Op op(db_, "add_schedule");
-    Transaction tx(db_, Transaction::Write);
-    require_exploration(exploration_id);
-    if (!code_hash.empty()) {
-      auto st = db_.prepare("INSERT INTO modules (code_hash, source) VALUES (?1, ?2) "
-                            "ON CONFLICT (code_hash) DO NOTHING");
-      st.bind(1, code_hash).bind(2, module_source).run();
-    }
-    std::int64_t id = 0;
-    {
-      // A repeated (exploration, canonical) keeps its row; it only learns a candidate index or
-      // a code hash it did not have.
-      auto st = db_.prepare(
-          "INSERT INTO schedules (exploration_id, canonical, candidate_index, code_hash) "
-          "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (exploration_id, canonical) DO UPDATE SET "
-          "candidate_index = CASE WHEN candidate_index < 0 THEN excluded.candidate_index "
-          "ELSE candidate_index END, code_hash = COALESCE(code_hash, excluded.code_hash) "
-          "RETURNING id");
-      st.bind(1, exploration_id).bind(2, canonical).bind(3, candidate_index);
-      if (code_hash.empty())
-        st.bind_null(4);
-      else
-        st.bind(4, code_hash);
-      if (!st.step()) db_.fail("the schedule row was not returned");
-      id = st.int64(0);
-      st.run();
-    }
-    tx.commit();
-    return id;
+    return writing([&] {
+      Transaction tx(db_, Transaction::Write);
+      require_exploration(exploration_id);
+      if (!code_hash.empty()) {
+        auto st = db_.prepare("INSERT INTO modules (code_hash, source) VALUES (?1, ?2) "
+                              "ON CONFLICT (code_hash) DO NOTHING");
+        st.bind(1, code_hash).bind(2, module_source).run();
+      }
+      std::int64_t id = 0;
+      {
+        // A repeated (exploration, canonical) keeps its row; it only learns a candidate index or
+        // a code hash it did not have.
+        auto st = db_.prepare(
+            "INSERT INTO schedules (exploration_id, canonical, candidate_index, code_hash) "
+            "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (exploration_id, canonical) DO UPDATE SET "
+            "candidate_index = CASE WHEN candidate_index < 0 THEN excluded.candidate_index "
+            "ELSE candidate_index END, code_hash = COALESCE(code_hash, excluded.code_hash) "
+            "RETURNING id");
+        st.bind(1, exploration_id).bind(2, canonical).bind(3, candidate_index);
+        if (code_hash.empty())
+          st.bind_null(4);
+        else
+          st.bind(4, code_hash);
+        if (!st.step()) db_.fail("the schedule row was not returned");
+        id = st.int64(0);
+        st.run();
+      }
+      tx.commit();
+      return id;
+    });
   }
 
   std::optional<std::string> module_source(const std::string& code_hash) const override {
@@ -428,26 +591,28 @@ public:
   std::int64_t add_measurement(std::int64_t schedule_id, MeasurementRecord m) override {
     std::lock_guard lock(mutex_);
     Op op(db_, "add_measurement");
-    Transaction tx(db_, Transaction::Write);
-    std::int64_t exploration_id = 0;
-    {
-      auto st = db_.prepare("SELECT exploration_id, code_hash FROM schedules WHERE id = ?1");
-      st.bind(1, schedule_id);
-      if (!st.step()) db_.fail("no schedule " + std::to_string(schedule_id));
-      exploration_id = st.int64(0);
-      std::string schedule_hash = st.text(1);
-      if (m.code_hash.empty())
-        m.code_hash = schedule_hash;
-      else if (!schedule_hash.empty() && m.code_hash != schedule_hash)
-        db_.fail("the measurement's code hash " + m.code_hash + " is not schedule " +
-                 std::to_string(schedule_id) + "'s (" + schedule_hash + ")");
-    }
-    std::int64_t id = insert_measurement(schedule_id, m);
-    db_.prepare(kScheduleLatestSql).bind(1, schedule_id).bind(2, id).bind(3, m.protocol).run();
-    db_.prepare(kScheduleRankSql).bind(1, schedule_id).run();
-    touch(exploration_id);
-    tx.commit();
-    return id;
+    return writing([&] {
+      Transaction tx(db_, Transaction::Write);
+      std::int64_t exploration_id = 0;
+      {
+        auto st = db_.prepare("SELECT exploration_id, code_hash FROM schedules WHERE id = ?1");
+        st.bind(1, schedule_id);
+        if (!st.step()) db_.fail("no schedule " + std::to_string(schedule_id));
+        exploration_id = st.int64(0);
+        std::string schedule_hash = st.text(1);
+        if (m.code_hash.empty())
+          m.code_hash = schedule_hash;
+        else if (!schedule_hash.empty() && m.code_hash != schedule_hash)
+          db_.fail("the measurement's code hash " + m.code_hash + " is not schedule " +
+                   std::to_string(schedule_id) + "'s (" + schedule_hash + ")");
+      }
+      std::int64_t id = insert_measurement(schedule_id, m);
+      db_.prepare(kScheduleLatestSql).bind(1, schedule_id).bind(2, id).bind(3, m.protocol).run();
+      db_.prepare(kScheduleRankSql).bind(1, schedule_id).run();
+      touch(exploration_id);
+      tx.commit();
+      return id;
+    });
   }
 
   std::optional<MeasurementRecord>
@@ -473,17 +638,19 @@ public:
                             MeasurementRecord m) override {
     std::lock_guard lock(mutex_);
     Op op(db_, "add_baseline");
-    Transaction tx(db_, Transaction::Write);
-    touch(exploration_id);
-    std::int64_t measurement_id = insert_measurement(std::nullopt, m);
-    {
-      auto st = db_.prepare(
-          "INSERT INTO baselines (exploration_id, name, measurement_id) VALUES (?1, ?2, ?3)");
-      st.bind(1, exploration_id).bind(2, name).bind(3, measurement_id).run();
-    }
-    std::int64_t id = db_.last_insert_rowid();
-    tx.commit();
-    return id;
+    return writing([&] {
+      Transaction tx(db_, Transaction::Write);
+      touch(exploration_id);
+      std::int64_t measurement_id = insert_measurement(std::nullopt, m);
+      {
+        auto st = db_.prepare(
+            "INSERT INTO baselines (exploration_id, name, measurement_id) VALUES (?1, ?2, ?3)");
+        st.bind(1, exploration_id).bind(2, name).bind(3, measurement_id).run();
+      }
+      std::int64_t id = db_.last_insert_rowid();
+      tx.commit();
+      return id;
+    });
   }
 
   std::vector<BaselineRecord> baselines(std::int64_t exploration_id) const override {
@@ -622,6 +789,39 @@ public:
   }
 
 private:
+  /// Runs a write (under the store's mutex), keeping write_health: a failure for a reason
+  /// StoreError::unwritable names marks the file unwritable; a write that changed rows marks
+  /// it writable again (a refused lease or a renewal that found nothing wrote nothing, and
+  /// tells nothing).
+  template <class F> auto writing(F&& f) -> decltype(f()) {
+    const std::int64_t before = db_.total_changes();
+    try {
+      if constexpr (std::is_void_v<decltype(f())>) {
+        f();
+        if (db_.total_changes() != before) wrote();
+      } else {
+        auto out = f();
+        if (db_.total_changes() != before) wrote();
+        return out;
+      }
+    } catch (const StoreError& e) {
+      if (e.unwritable()) failed_to_write(e.what());
+      throw;
+    }
+  }
+
+  void wrote() {
+    std::lock_guard lock(health_mutex_);
+    health_ = WriteHealth{};
+  }
+
+  void failed_to_write(const std::string& error) {
+    std::lock_guard lock(health_mutex_);
+    if (health_.ok) health_.since = utc_now();
+    health_.ok = false;
+    health_.error = error;
+  }
+
   [[noreturn]] void no_exploration(std::int64_t id) const {
     db_.fail("no exploration " + std::to_string(id));
   }
@@ -630,6 +830,45 @@ private:
     auto st = db_.prepare("SELECT 1 FROM explorations WHERE id = ?1");
     st.bind(1, id);
     if (!st.step()) no_exploration(id);
+  }
+
+  std::int64_t insert_exploration(const ExplorationSpec& spec) {
+    std::int64_t algorithm = text_id("algorithms", "source", spec.algorithm);
+    std::int64_t template_id = text_id("templates", "text", spec.template_text);
+    auto st = db_.prepare("INSERT INTO explorations (kernel, algorithm_id, template_id, "
+                          "template_file, shape, dtype, strategy, settings_json) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    st.bind(1, spec.kernel).bind(2, algorithm).bind(3, template_id);
+    st.bind(4, spec.template_file).bind(5, spec.shape).bind(6, spec.dtype);
+    st.bind(7, spec.strategy).bind(8, spec.settings_json);
+    st.run();
+    return db_.last_insert_rowid();
+  }
+
+  std::optional<Lease> lease_row(std::int64_t exploration_id) const {
+    auto st = db_.prepare("SELECT " + kLeaseColumns + " FROM leases l WHERE l.exploration_id = ?1");
+    st.bind(1, exploration_id);
+    if (!st.step()) return std::nullopt;
+    return read_lease(st, 0);
+  }
+
+  /// Writes `holder`'s lease, replacing any other (the caller decided it may); a holder renewing
+  /// its own keeps its acquisition time.
+  void write_lease(std::int64_t exploration_id, const LeaseHolder& holder, double ttl_s) {
+    auto st = db_.prepare(
+        "INSERT INTO leases (exploration_id, instance, program, host, pid, started, pid_scope,"
+        " acquired_at, renewed_at, expires_at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, " DTX_NOW ", " DTX_NOW
+        ", strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?8))"
+        " ON CONFLICT (exploration_id) DO UPDATE SET"
+        " acquired_at = CASE WHEN leases.instance = excluded.instance THEN leases.acquired_at"
+        "  ELSE excluded.acquired_at END,"
+        " instance = excluded.instance, program = excluded.program, host = excluded.host,"
+        " pid = excluded.pid, started = excluded.started, pid_scope = excluded.pid_scope,"
+        " renewed_at = excluded.renewed_at, expires_at = excluded.expires_at");
+    st.bind(1, exploration_id).bind(2, holder.instance).bind(3, holder.program);
+    st.bind(4, holder.host).bind(5, holder.pid).bind(6, holder.started).bind(7, holder.pid_scope);
+    st.bind(8, seconds_ahead(ttl_s)).run();
   }
 
   /// Marks an exploration updated (throws for an unknown one).
@@ -683,6 +922,8 @@ private:
 
   mutable std::mutex mutex_;
   mutable Database db_;
+  mutable std::mutex health_mutex_; // apart: health is read while a write waits for the file
+  WriteHealth health_;
 };
 
 #undef DTX_NOW

@@ -87,6 +87,38 @@ INSERT INTO measurements (schedule_id, code_hash, shape, dtype, protocol, status
             1);
 }
 
+// The release before leases (version 4): an exploration it left running gains no lease, so that
+// the first process to start after the upgrade takes it up; the probe row is made on demand.
+TEST(Schema, AVersion4FileGainsLeasesAndTheWriteProbe) {
+  TempDir dir;
+  auto path = dir.file("v4.db");
+  const std::int64_t e = 7;
+  {
+    RawDb raw(path);
+    detail::migrate_to(raw.handle(), 4);
+    raw.exec(R"sql(
+INSERT INTO algorithms (id, sha256, source) VALUES (1, 'a', 'func f(x) = x;');
+INSERT INTO templates (id, sha256, text) VALUES (1, 't', 'block(f, x, {16});');
+INSERT INTO explorations (id, kernel, algorithm_id, template_id, shape, dtype, strategy, state)
+  VALUES (7, 'f', 1, 1, 'x=16', 'float32', 'exhaustive', 'running');
+)sql");
+    EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM sqlite_master WHERE name = 'leases'"), 0);
+  }
+  auto store = Store::open(path);
+  EXPECT_EQ(store->version(), Store::latest_version());
+  auto x = store->exploration(e);
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->state, State::Running);
+  EXPECT_FALSE(x->lease);
+  LeaseHolder me = LeaseHolder::this_process("dtxd");
+  EXPECT_TRUE(store->acquire_lease(e, me, 60).acquired);
+  EXPECT_TRUE(store->probe_write().ok);
+  store.reset();
+  RawDb raw(path);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM write_probe"), 1);
+  EXPECT_EQ(raw.text("SELECT instance FROM leases WHERE exploration_id = 7"), me.instance);
+}
+
 TEST(Schema, MigrationIsIdempotent) {
   TempDir dir;
   auto path = dir.file("results.db");

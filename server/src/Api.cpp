@@ -63,6 +63,21 @@ httplib::Server::Handler Api::wrap(const std::string& method, const std::string&
       if (!e.field.empty()) err["field"] = e.field;
       if (!e.details.is_null()) err["details"] = e.details;
       send_json(res, {{"error", err}}, e.status);
+    } catch (const results::StoreError& e) {
+      // A disk that is full, a read-only file: not the request's fault nor a bug; a retry
+      // succeeds once the store can be written again (/healthz says when).
+      ctx_.log->error("{} {}: {}", method, req.path, e.what());
+      if (e.unwritable()) {
+        res.set_header("Retry-After", "10");
+        send_json(
+            res,
+            {{"error",
+              {{"code", "store_unwritable"},
+               {"message", std::string("the results store cannot be written: ") + e.what()}}}},
+            503);
+      } else {
+        send_json(res, {{"error", {{"code", "internal"}, {"message", e.what()}}}}, 500);
+      }
     } catch (const std::exception& e) {
       ctx_.log->error("{} {}: {}", method, req.path, e.what());
       send_json(res, {{"error", {{"code", "internal"}, {"message", e.what()}}}}, 500);
@@ -214,7 +229,21 @@ nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
   if (x.best_baseline_ms) j["best_baseline_ms"] = *x.best_baseline_ms;
   if (x.best_ms && x.best_baseline_ms) j["speedup"] = *x.best_baseline_ms / *x.best_ms;
   if (auto e = ctx.scheduler.latest(x.id)) j["progress"] = to_json(e->progress);
+  if (x.lease) j["runner"] = to_json(*x.lease, ctx);
+  if (auto why = ctx.scheduler.paused(x.id)) j["paused"] = *why;
   return j;
+}
+
+nlohmann::json to_json(const results::Lease& lease, const Context& ctx) {
+  return {{"program", lease.holder.program},
+          {"host", lease.holder.host},
+          {"pid", lease.holder.pid},
+          {"instance", lease.holder.instance},
+          {"here", lease.holder.instance == ctx.scheduler.holder().instance},
+          {"live", lease.live()},
+          {"acquired_at", lease.acquired_at},
+          {"renewed_at", lease.renewed_at},
+          {"expires_at", lease.expires_at}};
 }
 
 } // namespace dtx::server

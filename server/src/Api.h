@@ -78,6 +78,9 @@ std::int64_t path_id(const httplib::Request& req, int group = 1);
 nlohmann::json to_json(const results::MeasurementRecord& m);
 nlohmann::json to_json(const results::Exploration& x, const Context& ctx);
 nlohmann::json to_json(const ExploreProgress& p);
+/// Who runs an exploration: its lease's holder and times, whether it is live, and whether the
+/// holder is this process (`here`).
+nlohmann::json to_json(const results::Lease& lease, const Context& ctx);
 
 // One registration function per file of handlers/.
 void register_system(Api& api);       // /healthz, /metrics, /v1/openapi.json

@@ -38,29 +38,13 @@ Config load_config(const std::filesystem::path& path) {
   Config c;
   if (root.IsNull()) return c;
   if (!root.IsMap()) throw ConfigError(path.string() + ": error: the configuration is a YAML map");
-  static const std::set<std::string> keys = {"bind",
-                                             "port",
-                                             "data_dir",
-                                             "db",
-                                             "templates_dir",
-                                             "web_dir",
-                                             "compile_workers",
-                                             "gpus",
-                                             "python",
-                                             "worker",
-                                             "max_running",
-                                             "max_body",
-                                             "tokens",
-                                             "log_format",
-                                             "log_level",
-                                             "example",
-                                             "explore",
-                                             "http_threads",
-                                             "protect_reads",
-                                             "vendor_dir",
-                                             "backend",
-                                             "ray",
-                                             "hosts"};
+  static const std::set<std::string> keys = {
+      "bind",          "port",         "data_dir",        "db",
+      "templates_dir", "web_dir",      "compile_workers", "gpus",
+      "python",        "worker",       "max_running",     "max_body",
+      "tokens",        "log_format",   "log_level",       "example",
+      "explore",       "http_threads", "protect_reads",   "vendor_dir",
+      "backend",       "ray",          "lease_s",         "hosts"};
   for (const auto& kv : root) {
     std::string k = kv.first.as<std::string>();
     if (!keys.count(k)) fail(path, kv.first, "unknown setting `" + k + "`");
@@ -80,6 +64,7 @@ Config load_config(const std::filesystem::path& path) {
     if (k == "python") c.python = get<std::string>(path, v, "python");
     if (k == "worker") c.worker_script = get<std::string>(path, v, "worker");
     if (k == "max_running") c.max_running = get<int>(path, v, "max_running");
+    if (k == "lease_s") c.lease_s = get<double>(path, v, "lease_s");
     if (k == "max_body") c.max_body = get<std::size_t>(path, v, "max_body");
     if (k == "protect_reads") c.protect_reads = get<bool>(path, v, "protect_reads");
     if (k == "http_threads") c.http_threads = get<std::size_t>(path, v, "http_threads");
@@ -141,6 +126,8 @@ Config load_config(const std::filesystem::path& path) {
   if (c.log_format != "text" && c.log_format != "json")
     fail(path, root["log_format"], "`log_format` is text or json");
   if (c.max_running < 1) fail(path, root["max_running"], "`max_running` must be at least 1");
+  if (!(c.lease_s >= 1 && c.lease_s <= 3600))
+    fail(path, root["lease_s"], "`lease_s` must be from 1 to 3600 seconds");
   if (c.backend == "ray" && c.ray_address.empty())
     fail(path, root["backend"],
          "`backend: ray` needs `ray: {address: HOST:PORT}`, the head's address as `ray start "

@@ -105,8 +105,8 @@ void Server::start() {
                      static_cast<std::size_t>(std::max(0, po.compile_workers)));
     s.pool = std::make_unique<WorkerPool>(std::move(po));
   }
-  s.scheduler =
-      std::make_unique<Scheduler>(*s.store, *s.pool, c.max_running, in_flight, s.metrics, s.log);
+  s.scheduler = std::make_unique<Scheduler>(*s.store, *s.pool, c.max_running, in_flight, c.lease_s,
+                                            s.metrics, s.log);
   s.context =
       std::make_unique<Context>(Context{s.config, *s.store, *s.scheduler, s.metrics, s.log});
 
@@ -154,13 +154,10 @@ void Server::start() {
                 413);
   });
 
-  // Resume what a previous process left: running ones were interrupted (even by SIGKILL).
-  for (const results::Exploration& x : s.store->unfinished()) {
-    if (x.state == results::State::Running)
-      s.store->set_state(x.id, results::State::Queued, "resumed after a restart");
-    s.log->info("exploration {} ({} at {}) resumes", x.id, x.spec.kernel, x.spec.shape);
-    s.scheduler->enqueue(x.id);
-  }
+  // Resume what a previous process left (running ones were interrupted, even by SIGKILL), and
+  // watch what another process on this store runs, to take it up if that process stops.
+  for (const results::Exploration& x : s.store->unfinished())
+    s.scheduler->adopt(x);
   // A first start queues the example, so that the API and the page have something to show.
   if (c.example && s.store->explorations({}).empty()) {
     std::filesystem::path example = c.templates_dir / "geglu.yaml";

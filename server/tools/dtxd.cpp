@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   std::string config_file, bind, data_dir, db, python, gpus, log_format, log_level, templates, web;
   std::string backend, ray_address;
   int port = -1, compile_workers = -1, max_running = -1, ray_interpreter_workers = -1;
+  double lease_s = 0;
   std::vector<std::string> tokens;
   bool no_example = false, protect_reads = false;
   app.add_option("-c,--config", config_file, "a YAML configuration file")->check(CLI::ExistingFile);
@@ -41,6 +42,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   app.add_option("--max-running", max_running, "explorations measured at once")
       ->check(CLI::Range(1, 64));
+  app.add_option("--lease-s", lease_s,
+                 "seconds another process waits for an exploration this one stopped renewing "
+                 "(default 30)")
+      ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--token", tokens, "a token that writes need (repeatable)");
   app.add_option("--log-format", log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
@@ -66,6 +71,7 @@ int main(int argc, char** argv) {
   if (compile_workers >= 0) config.compile_workers = compile_workers;
   if (!python.empty()) config.python = python;
   if (max_running > 0) config.max_running = max_running;
+  if (lease_s > 0) config.lease_s = lease_s;
   if (!tokens.empty()) config.tokens = tokens;
   if (!log_format.empty()) config.log_format = log_format;
   if (!log_level.empty()) config.log_level = log_level;

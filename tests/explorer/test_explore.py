@@ -190,14 +190,68 @@ def test_sigkill_then_resume_loses_and_repeats_nothing(tdir):
     listed = json.loads(dtx("results", "--db", db, "--state", "running", "--json").stdout)
     assert [x["id"] for x in listed] == [eid]
 
+    # The killed process holds the lease still; it has ended, so the resume takes it over at once.
     r = dtx("explore", "--resume", eid, "--db", db, "--json")
     assert r.returncode == 0, r.stderr
+    assert f"exploration {eid} was left by dtx explore (pid {p.pid} on host " in r.stderr
     j = json.loads(r.stdout)[0]
     assert j["exploration"] == eid and j["state"] == "done"
     assert j["measured"] == 8 and j["reused"] == done_before
     counts = screen_counts(db)
     assert len(counts) == 8, "a schedule was lost"
     assert all(n == 1 for _, n in counts), f"a schedule was measured twice: {counts}"
+
+
+def test_a_second_process_leaves_a_running_exploration_alone(tdir):
+    """`dtx explore --resume ID` of an exploration another process runs (it holds the lease)
+    refuses, naming that process, and measures nothing: each schedule is screened once, the full
+    protocol and the baselines run once, and there is one best schedule."""
+    db = tdir / "leased.db"
+    args = ["explore", tdir / "t.yaml", "--shape", SHAPE, "--strategy", "exhaustive", "--db", db,
+            "--json", "--screen-warmup", "1", "--screen-rep", "10", "--full-warmup", "1",
+            "--full-rep", "2", "--rounds", "2", "--top", "2"]
+    first = subprocess.Popen([str(DTX), *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    eid = None
+    while time.time() < deadline and first.poll() is None and eid is None:
+        time.sleep(0.3)
+        try:
+            with sqlite3.connect(db, timeout=5) as c:
+                row = c.execute("SELECT e.id FROM explorations e JOIN measurements m "
+                                "JOIN schedules s ON s.id = m.schedule_id "
+                                "AND s.exploration_id = e.id LIMIT 1").fetchone()
+        except sqlite3.OperationalError:
+            continue
+        eid = row[0] if row else None
+    assert first.poll() is None, f"finished before the second could start: {first.communicate()}"
+
+    second = dtx("explore", "--resume", eid, "--db", db, "--json", timeout=300)
+    assert second.returncode == 4, second.stderr
+    assert f"exploration {eid} is run by dtx explore (pid {first.pid} on host " in second.stderr
+    assert "not resuming it" in second.stderr
+    r = dtx("results", eid, "--db", db)
+    assert f"run by dtx explore (pid {first.pid} on host " in r.stdout, r.stdout
+
+    out, err = first.communicate(timeout=900)
+    assert first.returncode == 0, err
+    j = json.loads(out)[0]
+    assert j["exploration"] == eid and j["state"] == "done" and j["measured"] == 8
+    counts = screen_counts(db)
+    assert len(counts) == 8 and all(n == 1 for _, n in counts), counts
+    with sqlite3.connect(db) as c:
+        full = c.execute("SELECT schedule_id, COUNT(*) FROM measurements WHERE protocol = 'full' "
+                         "AND schedule_id IS NOT NULL GROUP BY schedule_id").fetchall()
+        baselines = c.execute("SELECT b.name, m.protocol, COUNT(*) FROM baselines b "
+                              "JOIN measurements m ON m.id = b.measurement_id "
+                              "GROUP BY b.name, m.protocol").fetchall()
+        leases = c.execute("SELECT COUNT(*) FROM leases").fetchone()[0]
+    assert len(full) == 2 and all(n == 1 for _, n in full), full
+    assert sorted(baselines) == [("reference", "full", 1), ("reference", "screen", 1),
+                                 ("torch", "full", 1), ("torch", "screen", 1)], baselines
+    assert leases == 0, "the lease outlived the run"
+    best = json.loads(dtx("best", "geglu_tiny", "--shape", SHAPE, "--db", db, "--json").stdout)
+    assert best["canonical"] == j["best_schedule"]
 
 
 def test_template_errors_point_into_the_file(tdir):

@@ -15,6 +15,8 @@
 // Budget: distinct schedules screened (or reused); and/or wall time.
 // Resuming: the same seed replays the same search; measurements already stored are reused, so
 // a killed exploration continues where it stopped without measuring anything twice.
+// Ownership: a process runs an exploration only while it holds its lease in the store, so two
+// processes on one store never measure one exploration twice.
 #include "dtx/Measurement.h"
 #include "dtx/Space.h"
 #include "dtx/TemplateFile.h"
@@ -24,6 +26,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 namespace dtx {
@@ -83,12 +86,48 @@ struct ExploreSummary {
 
 using ExploreProgressFn = std::function<void(const ExploreProgress&)>;
 
-/// Runs (or resumes) an exploration to its end, its budget, or `cancel`. Throws
-/// std::runtime_error for a template or program that cannot be explored at all (the exploration,
-/// if created, is marked failed with the message).
+/// How a caller runs an exploration: who it is (the lease's holder), how long its lease lasts,
+/// and how it stops it.
+struct ExploreControl {
+  /// Set: stop proposing, abandon the requests in flight, store the exploration `cancelled`.
+  const std::atomic<bool>* cancel = nullptr;
+  /// Set: stop the same way but store it `queued` with `interrupt_message`, for a later start to
+  /// resume (a daemon shutting down).
+  const std::atomic<bool>* interrupt = nullptr;
+  std::string interrupt_message = "interrupted; resumes on the next start";
+  /// The lease that makes this process the exploration's only runner: taken before anything is
+  /// written, renewed every `renew_s` seconds (and before a write when the latest renewal is
+  /// older than half the lease), released at the end.
+  results::LeaseHolder holder = results::LeaseHolder::this_process("dtx explore");
+  double lease_s = 30, renew_s = 5;
+  /// Told when the lease taken replaced one that had expired or whose holder had ended.
+  std::function<void(const results::Lease& replaced)> took_over;
+};
+
+/// Another process holds the exploration's live lease: nothing was written.
+struct LeaseHeld : std::runtime_error {
+  explicit LeaseHeld(const results::Lease& held);
+  results::Lease lease;
+};
+
+/// The lease was taken over while this process ran the exploration (it had stopped renewing
+/// it for longer than the lease, e.g. the process was stopped): it stopped at once, leaving the
+/// exploration to the new holder.
+struct LeaseLost : std::runtime_error {
+  explicit LeaseLost(std::int64_t exploration_id);
+};
+
+/// Runs (or resumes) an exploration to its end, its budget, a cancel or an interrupt. Throws
+/// LeaseHeld when another process runs it, LeaseLost when one took it over meanwhile,
+/// results::StoreError when the store cannot be written (the exploration stays as it was stored,
+/// for a later run to resume), and std::runtime_error for a template or program that cannot be
+/// explored at all (the exploration, if created, is marked failed with the message).
 ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, results::Store& store,
-                       const ExploreProgressFn& progress = {},
-                       const std::atomic<bool>* cancel = nullptr);
+                       const ExploreProgressFn& progress = {}, const ExploreControl& control = {});
+
+/// `exploration 7 is run by dtxd (pid 4242 on host gpu-1) since T; its lease ends at T2 unless
+/// renewed`.
+std::string describe_lease(const results::Lease& lease);
 
 /// The stored form of a job (what create_exploration takes; job_of reverses it).
 results::ExplorationSpec spec_of(const ExploreJob& job);

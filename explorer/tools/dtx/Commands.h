@@ -12,6 +12,8 @@
 namespace dtx::cli {
 
 constexpr int kUsageError = 2;
+/// `dtx explore --resume ID` of an exploration another process runs (it holds its lease).
+constexpr int kLeaseHeld = 4;
 
 struct Command {
   CLI::App* sub;

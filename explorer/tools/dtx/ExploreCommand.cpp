@@ -126,6 +126,12 @@ int explore_cmd(const ExploreArgs& a) {
       std::cerr << "dtx: no exploration " << a.resume << " in " << a.db << "\n";
       return 1;
     }
+    // Said before the workers start; explore() takes the lease (or refuses) for certain.
+    if (x->lease && x->lease->live() &&
+        x->lease->holder.instance != results::LeaseHolder::this_process("dtx").instance) {
+      std::cerr << "dtx: " << describe_lease(*x->lease) << "; not resuming it here\n";
+      return kLeaseHeld;
+    }
     jobs.push_back(job_of(*x));
   } else {
     if (a.file.empty()) {
@@ -245,8 +251,16 @@ int explore_cmd(const ExploreArgs& a) {
         std::cerr << progress_line(p) << "\n";
       }
     };
+    ExploreControl control;
+    control.cancel = &g_cancel;
+    control.took_over = [](const results::Lease& replaced) {
+      std::cerr << "dtx: exploration " << replaced.exploration_id << " was left by "
+                << replaced.holder.describe()
+                << (replaced.holder_gone ? ", which has ended" : ", whose lease expired")
+                << "; resuming it\n";
+    };
     try {
-      ExploreSummary s = explore(job, pool, *store, progress, &g_cancel);
+      ExploreSummary s = explore(job, pool, *store, progress, control);
       if (tty) std::cerr << "\n";
       if (a.json) {
         nlohmann::json j = {{"exploration", s.exploration_id},
@@ -267,6 +281,10 @@ int explore_cmd(const ExploreArgs& a) {
       } else {
         print_summary(*store, s.exploration_id, s);
       }
+    } catch (const LeaseHeld& e) {
+      // Another process runs it: measuring it here too would measure everything twice.
+      std::cerr << "dtx: " << e.what() << "; not resuming it here\n";
+      rc = kLeaseHeld;
     } catch (const std::exception& e) {
       if (tty) std::cerr << "\n";
       std::cerr << "dtx: " << e.what() << (std::string(e.what()).back() == '\n' ? "" : "\n");

@@ -127,6 +127,9 @@ int results_cmd(const ResultsArgs& a) {
   std::cout << "exploration " << x->id << ": " << x->spec.kernel << " at " << x->spec.shape << " "
             << x->spec.dtype << ", " << x->spec.strategy << ", " << results::state_name(x->state)
             << ", " << x->measured << " measured, device " << x->device_name << "\n";
+  if (x->lease && x->lease->live())
+    std::cout << "  run by " << x->lease->holder.describe() << " since " << x->lease->acquired_at
+              << "\n";
   std::cout << " rank   full ms  screen ms  status          schedule\n";
   for (const auto& r : ranked) {
     std::cout << std::setw(5) << (r.rank ? std::to_string(r.rank) : "-") << "  " << std::setw(8)

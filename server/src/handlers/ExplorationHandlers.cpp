@@ -220,9 +220,15 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
 void register_explorations(Api& api) {
   Handler create = [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
     std::vector<ExploreJob> jobs = jobs_from_json(body_json(req), ctx.config);
+    std::vector<results::ExplorationSpec> specs;
+    for (const ExploreJob& job : jobs)
+      specs.push_back(spec_of(job));
+    // All of them, or none (a store that cannot be written: 503, and nothing half-stored).
+    std::vector<std::int64_t> ids = ctx.store.create_explorations(specs);
     nlohmann::json created = nlohmann::json::array();
-    for (const ExploreJob& job : jobs) {
-      std::int64_t id = ctx.store.create_exploration(spec_of(job));
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const ExploreJob& job = jobs[i];
+      std::int64_t id = ids[i];
       ctx.scheduler.enqueue(id);
       created.push_back(
           {{"id", id}, {"url", "/v1/explorations/" + std::to_string(id)}, {"shape", job.shape}});
@@ -279,10 +285,18 @@ void register_explorations(Api& api) {
              std::int64_t id = path_id(req);
              auto x = ctx.store.exploration(id);
              if (!x) throw ApiError(404, "not_found", "no exploration " + std::to_string(id));
-             if (!ctx.scheduler.cancel(id))
+             Scheduler::CancelResult r = ctx.scheduler.cancel(id);
+             if (r.outcome == Scheduler::Cancel::Elsewhere)
+               throw ApiError(409, "running_elsewhere",
+                              describe_lease(*r.holder) + "; cancel it there", "",
+                              nlohmann::json::array({to_json(*r.holder, ctx)}));
+             if (r.outcome == Scheduler::Cancel::NotActive) {
+               x = ctx.store.exploration(id);
                throw ApiError(409, "not_running",
                               "exploration " + std::to_string(id) + " is " +
-                                  results::state_name(x->state) + ", not queued or running");
+                                  results::state_name(x ? x->state : results::State::Cancelled) +
+                                  ", not queued or running");
+             }
              send_json(res, {{"id", id}, {"cancelling", true}}, 202);
            });
 

@@ -1,4 +1,5 @@
-// GET /healthz (with the number of GPUs timing kernels: 0 is the Triton interpreter),
+// GET /healthz (503 when the results store cannot be written; with the number of GPUs timing
+// kernels: 0 is the Triton interpreter),
 // GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look, or the page).
 #include "../Api.h"
 #include "dtx/Files.h"
@@ -9,15 +10,27 @@
 namespace dtx::server {
 
 void register_system(Api& api) {
-  api.get("/healthz", "/healthz",
-          [](const httplib::Request&, httplib::Response& res, Context& ctx) {
-            send_json(res, {{"status", "ok"},
-                            {"queued", ctx.scheduler.queue_depth()},
-                            {"running", ctx.scheduler.running()},
-                            {"gpus", ctx.config.gpus.size()},
-                            {"backend", ctx.config.backend},
-                            {"database", ctx.config.db_path().string()}});
-          });
+  api.get(
+      "/healthz", "/healthz", [](const httplib::Request&, httplib::Response& res, Context& ctx) {
+        // The store is written to find out whether it can be (at most once a second):
+        // a daemon that cannot store what it measures is not healthy, busy or not.
+        results::WriteHealth store = ctx.scheduler.store_health();
+        nlohmann::json store_json = {{"writable", store.ok}};
+        if (!store.ok) {
+          store_json["error"] = store.error;
+          store_json["since"] = store.since;
+        }
+        nlohmann::json body = {
+            {"status", store.ok ? "ok" : "unhealthy"},  {"store", store_json},
+            {"queued", ctx.scheduler.queue_depth()},    {"running", ctx.scheduler.running()},
+            {"paused", ctx.scheduler.paused_count()},   {"elsewhere", ctx.scheduler.elsewhere()},
+            {"gpus", ctx.config.gpus.size()},           {"backend", ctx.config.backend},
+            {"database", ctx.config.db_path().string()}};
+        if (!store.ok)
+          body["reason"] =
+              "the results store cannot be written since " + store.since + ": " + store.error;
+        send_json(res, body, store.ok ? 200 : 503);
+      });
   api.get("/metrics", "/metrics",
           [](const httplib::Request&, httplib::Response& res, Context& ctx) {
             ctx.metrics.set_queue(ctx.scheduler.queue_depth(), ctx.scheduler.running());

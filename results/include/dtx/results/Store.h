@@ -24,7 +24,18 @@ namespace dtx::results {
 /// A store that cannot be opened, migrated or written (message names the file and the cause).
 class StoreError : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  /// `sqlite_code`: SQLite's result code when SQLite failed (extended codes kept), 0 for a cause
+  /// of the store's own (an unknown id, a file of another program).
+  explicit StoreError(const std::string& message, int sqlite_code = 0)
+      : std::runtime_error(message), sqlite_code_(sqlite_code) {}
+  int sqlite_code() const { return sqlite_code_; }
+  /// Whether the file could not be written for a reason outside the program: the disk is full,
+  /// the file or its directory is read-only or not permitted, an I/O error. Such a write may
+  /// succeed later, once the cause is gone; every other StoreError would fail again.
+  bool unwritable() const;
+
+private:
+  int sqlite_code_;
 };
 
 /// Sizes of a shape keyed by label; printed canonically as `x=16,y=32` (labels sorted).
@@ -88,6 +99,54 @@ enum class State { Queued, Running, Done, Failed, Cancelled };
 std::string state_name(State state);
 std::optional<State> parse_state(const std::string& name);
 
+/// A process that runs explorations, named so that people can find it and so that a process on
+/// the same machine can tell whether it is still alive (its pid and start time).
+struct LeaseHolder {
+  std::string instance;     // drawn once per process: what renews and releases a lease
+  std::string program;      // "dtxd", "dtx explore"
+  std::string host;         // the machine's name
+  std::int64_t pid = 0;     // the process, in pid_scope
+  std::int64_t started = 0; // its start time in clock ticks after boot (/proc/PID/stat)
+  std::string pid_scope;    // the boot and PID namespace in which pid and started name it
+
+  /// This process, under the given program name (the instance is the same for every call).
+  static LeaseHolder this_process(const std::string& program);
+  /// Whether this holder is a process of this machine's boot and PID namespace that has ended
+  /// (no process with its pid, or one started at another time). False when that cannot be told
+  /// (another machine): then only the lease's expiry frees it.
+  bool gone() const;
+  /// `dtxd (pid 4242 on host gpu-1)`.
+  std::string describe() const;
+};
+
+/// An exploration's lease: the one process allowed to run it until `expires_at`, which it moves
+/// on while it runs (docs/results-store.md, "Leases").
+struct Lease {
+  std::int64_t exploration_id = 0;
+  LeaseHolder holder;
+  std::string acquired_at, renewed_at, expires_at; // ISO 8601 UTC, the store's clock
+  bool expired = false;                            // when read: expires_at had passed
+  bool holder_gone = false; // when read: the holder's process had ended (LeaseHolder::gone)
+  /// Whether it still keeps others out: neither expired nor held by an ended process.
+  bool live() const { return !expired && !holder_gone; }
+};
+
+struct LeaseAttempt {
+  bool acquired = false;
+  /// The lease in force after the attempt: the caller's when acquired, else the holder's.
+  Lease lease;
+  /// When acquired: the lease it replaced (expired, or its holder had ended), if any.
+  std::optional<Lease> replaced;
+};
+
+/// Whether the store's file can be written, as the latest write (or probe) found: a write that
+/// failed for a reason StoreError::unwritable names makes it not ok until a write succeeds.
+struct WriteHealth {
+  bool ok = true;
+  std::string error; // the failed write's message (StoreError::what)
+  std::string since; // ISO 8601 UTC: when writes began to fail
+};
+
 /// measured, failed, best_ms and best_baseline_ms are computed from the rows when read. A
 /// schedule's ranking measurement is its latest `full` one, else its latest `screen` one.
 struct Exploration {
@@ -103,6 +162,7 @@ struct Exploration {
   std::optional<double> best_baseline_ms; // fastest ok baseline's time_ms
   std::string device_name;
   std::string created_at, updated_at; // updated_at: last set_*, measurement or baseline
+  std::optional<Lease> lease;         // who runs it, or ran it last without releasing it
 };
 
 /// A schedule of an exploration with its latest measurement per protocol.
@@ -165,6 +225,13 @@ public:
 
   // --- explorations
   virtual std::int64_t create_exploration(const ExplorationSpec& spec) = 0;
+  /// Several explorations in one transaction: all of them are stored, or none.
+  virtual std::vector<std::int64_t>
+  create_explorations(const std::vector<ExplorationSpec>& specs) = 0;
+  /// A new exploration already leased to `holder`, in one transaction (so that no other process
+  /// can take it up between its creation and its lease).
+  virtual std::int64_t create_leased_exploration(const ExplorationSpec& spec,
+                                                 const LeaseHolder& holder, double ttl_s) = 0;
   virtual std::optional<Exploration> exploration(std::int64_t id) const = 0;
   virtual std::vector<Exploration> explorations(const ExplorationQuery& query = {}) const = 0;
   /// Sets the state and replaces the message ("" clears it).
@@ -177,6 +244,28 @@ public:
   virtual std::map<std::string, std::int64_t> rejections(std::int64_t id) const = 0;
   /// Explorations left `queued` or `running` (to resume after a restart), oldest first.
   virtual std::vector<Exploration> unfinished() const = 0;
+
+  // --- leases: one process runs an exploration at a time
+  /// Leases the exploration to `holder` for `ttl_s` seconds, in one write transaction, when no
+  /// one holds it, when `holder` (its instance) holds it already (then it is renewed), when the
+  /// lease expired, or when its holder's process has ended (LeaseHolder::gone). Otherwise it is
+  /// refused and the attempt names the holder. StoreError for an unknown exploration.
+  virtual LeaseAttempt acquire_lease(std::int64_t exploration_id, const LeaseHolder& holder,
+                                     double ttl_s) = 0;
+  /// Moves the lease's expiry to `ttl_s` seconds from now while `instance` holds it (expired or
+  /// not: no one took it over); false when it does not hold it (taken over, or released).
+  virtual bool renew_lease(std::int64_t exploration_id, const std::string& instance,
+                           double ttl_s) = 0;
+  /// Gives up the lease if `instance` holds it (otherwise changes nothing).
+  virtual void release_lease(std::int64_t exploration_id, const std::string& instance) = 0;
+  virtual std::optional<Lease> lease(std::int64_t exploration_id) const = 0;
+
+  // --- health
+  /// Whether the latest write to the file succeeded (writes of every call, probes included).
+  virtual WriteHealth write_health() const = 0;
+  /// Writes a little (a row of its own, rewritten each time, with a 16 KiB blob) to find out
+  /// whether the file can be written now; waits at most a second for another writer.
+  virtual WriteHealth probe_write() = 0;
 
   // --- schedules and generated modules
   /// The schedule's id, inserting it (and its module, stored once per code hash) if new.

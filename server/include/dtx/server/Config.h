@@ -37,7 +37,11 @@ struct Config {
   int ray_interpreter_workers = 0; // testing: time on CPU actors with the Triton interpreter
   int ray_compile_per_node = -1;   // -1: one per GPU, at most the node's CPUs
   // Explorations.
-  int max_running = 2;      // explorations measured at once, sharing the pool
+  int max_running = 2; // explorations measured at once, sharing the pool
+  /// The lease on each exploration it runs (docs/results-store.md): renewed every sixth of it;
+  /// another process takes an exploration over once its lease has run out (or at once, on this
+  /// machine, when this process has ended).
+  double lease_s = 30;
   ExploreSettings defaults; // for fields a request leaves out
   std::size_t max_body = 1 << 20;
   std::size_t http_threads = 128;  // connections served at once (keep-alive holds one each)
