@@ -82,10 +82,12 @@ struct Helper {
 
 // The @triton.jit helpers, each accurate to a few float32 ulps over its whole domain, as a
 // float64 oracle computes it (tests/e2e/test_math_accuracy.py): no cancellation, no overflow
-// before the result overflows, and the exponential and logarithm they build on computed here
-// from + - * / and exact bit operations, so that their accuracy is that of the formulas, not
-// that of tl.exp and tl.log (MUFU approximations on the GPU, numpy's under the interpreter).
-// Every public helper starts with tl.cast: under the interpreter a scalar is a Python float.
+// before the result overflows, and the exponential, logarithm and small-argument erf they
+// build on computed here from + - * / and exact bit operations (and no float-to-integer
+// conversion, slow on the GPU), so that their accuracy is that of the formulas, not that of
+// tl.exp, tl.log and tl.erf (MUFU approximations on the GPU, numpy's under the interpreter).
+// tan uses tl.sin and tl.cos, pow float64's tl.exp2 and tl.log2. Every public helper starts
+// with tl.cast: under the interpreter a scalar is a Python float.
 const std::vector<Helper>& helper_table() {
   static const std::vector<Helper> helpers = {
       {"_dt_exp_parts", {}, R"py(def _dt_exp_parts(a, b):
@@ -195,7 +197,8 @@ const std::vector<Helper>& helper_table() {
     # sin v / cos v: their relative errors add (no cancellation, also next to a pole). Below
     # 2^-12, v + v^3 / 3 (a GPU's sin flushes a tiny value to 0).
     v = tl.cast(v, tl.float32)
-    return tl.where(tl.abs(v) < 0.000244140625, v + v * v * v * 0.33333334, tl.sin(v) / tl.cos(v))
+    small = v + v * v * v * 0.33333334
+    return tl.where(tl.abs(v) < 0.000244140625, small, tl.sin(v) / tl.cos(v))
 )py"},
       {"_dt_pow", {}, R"py(def _dt_pow(v, e):
     # pow as IEEE 754 (C99 F.10.4.4) and torch.pow define it. |v|^e is 2^(e log2|v|) in

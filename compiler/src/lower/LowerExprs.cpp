@@ -108,6 +108,7 @@ Value integer_power(LowerState& s, const ir::Expr& base_expr, int n, Body& body)
   };
   Value product = power(base);
   if (n > 0) return product;
+  if (n == -1) return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), base);
   // 1 / v^|n|, or (1 / v)^|n| where v^|n| overflows but v^n does not (1e20^-2 is 1e-40, not
   // 1 / inf): the infinity of an infinite base gives a zero of the right sign either way.
   Value inverse =

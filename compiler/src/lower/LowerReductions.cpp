@@ -1,8 +1,8 @@
 // Stage 7 of lowering a Func: reductions. rsum, rmax and rmin (and rdot where it does not run
-// on tl.dot, as a multiply-and-sum) over a label: one tile reduced with tl.sum/tl.max/tl.min when
-// the label is one whole tile, else an accumulator carried through the label's loop, masked
-// lanes replaced by the operation's identity. A maximum or minimum is NaN where a value is NaN,
-// as torch.amax and torch.amin are, in every schedule (kir::ReduceOp, kir::BinOp::Max).
+// on tl.dot, as a multiply-and-sum) over a label: one tile reduced (kir::reduce) when the label
+// is one whole tile, else an accumulator carried through the label's loop, masked lanes
+// replaced by the operation's identity. A maximum or minimum is NaN where a value is NaN, as
+// torch.amax and torch.amin are, in every schedule (kir::ReduceOp, kir::BinOp::Max).
 #include "lower/LowerState.h"
 #include "lower/Names.h"
 
