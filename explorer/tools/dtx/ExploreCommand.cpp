@@ -144,7 +144,7 @@ int explore_cmd(const ExploreArgs& a) {
     s.strategy = !a.strategy.empty()    ? a.strategy
                  : !tf.strategy.empty() ? tf.strategy
                                         : "evolution";
-    s.budget = a.budget ? a.budget : tf.budget ? static_cast<std::uint64_t>(tf.budget) : 200;
+    s.budget = a.budget ? a.budget : tf.budget ? *tf.budget : 200;
     if (s.strategy == "exhaustive" && !a.budget && !tf.budget) s.budget = 0;
     s.time_limit_s = a.time_limit;
     s.seed = a.seed;
