@@ -86,7 +86,10 @@ Command add_best_command(CLI::App& app) {
   a->db = default_db();
   CLI::App* sub = app.add_subcommand(
       "best", "the best correct schedule known for a kernel at a shape; -o writes its module");
-  sub->add_option("KERNEL", a->kernel, "the kernel's name (a template's `kernel:`)")->required();
+  // The names an exploration can have (Request.h), as dtxd's /v1/best checks them.
+  sub->add_option("KERNEL", a->kernel, "the kernel's name (a template's `kernel:`)")
+      ->required()
+      ->check(CLI::Validator([](std::string& k) { return kernel_name_problem(k); }, "NAME"));
   sub->add_option("--shape", a->shape, "sizes by DT label: x=4096,y=4096")->required();
   sub->add_option("--dtype", a->dtype, "float32 (default), float16 or bfloat16");
   sub->add_option("--device", a->device, "only measurements on a device whose name contains this");

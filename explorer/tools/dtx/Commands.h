@@ -1,5 +1,6 @@
 #pragma once
 // The `dtx` subcommands: each file adds one to the CLI11 app and returns how to run it.
+#include "dtx/Request.h"
 #include "dtx/Space.h"
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,10 @@ std::vector<std::string> split(const std::string& s, char sep);
 /// `x=4096,y=4096`; throws CLI::ValidationError naming `option`.
 ShapeSizes parse_shape(const std::string& text, const std::string& option = "--shape");
 std::string fmt_ms(double v);
+/// Says why a request (a template file and the options) breaks a rule (Request.h) and returns
+/// the exit status: a bad field names where it came from (the option, or `file`), 2; template
+/// and algorithm errors at their lines, 1.
+int report(const RequestError& e, const std::string& file);
 std::string shape_text(const ShapeSizes& shape);
 
 } // namespace dtx::cli

@@ -4,6 +4,7 @@
 #include "Commands.h"
 #include "RemoteClient.h"
 #include "dtx/Explore.h"
+#include "dtx/Request.h"
 #include "dtx/Strategy.h"
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@ extern "C" void on_signal(int) {
 struct ExploreArgs {
   std::string file, shape, strategy, db, times = "bench", device;
   std::uint64_t budget = 0;
+  bool budget_given = false;
   double time_limit = 0;
   std::uint64_t seed = 0;
   int top = 10, rounds = 5;
@@ -135,7 +137,6 @@ int explore_cmd(const ExploreArgs& a) {
     TemplateFile tf;
     try {
       tf = load_template_file(a.file);
-      tf.parse_schedule();
     } catch (const std::exception& e) {
       std::cerr << e.what();
       return 1;
@@ -144,8 +145,9 @@ int explore_cmd(const ExploreArgs& a) {
     s.strategy = !a.strategy.empty()    ? a.strategy
                  : !tf.strategy.empty() ? tf.strategy
                                         : "evolution";
-    s.budget = a.budget ? a.budget : tf.budget ? *tf.budget : 200;
-    if (s.strategy == "exhaustive" && !a.budget && !tf.budget) s.budget = 0;
+    // --budget, else the file's, else 200 (exhaustive: the whole space); 0: no limit.
+    s.budget = a.budget_given ? a.budget : tf.budget ? *tf.budget : 200;
+    if (s.strategy == "exhaustive" && !a.budget_given && !tf.budget) s.budget = 0;
     s.time_limit_s = a.time_limit;
     s.seed = a.seed;
     s.top = a.top;
@@ -163,15 +165,18 @@ int explore_cmd(const ExploreArgs& a) {
     s.timeout_s = a.timeout;
     s.device = a.device;
     std::vector<ShapeSizes> shapes;
+    std::string shapes_field = "shapes";
     const bool ray = a.pool.backend == "ray" || !a.pool.ray_address.empty();
     bool gpu = ray ? a.pool.ray_interpreter_workers == 0 : !make_pool_options(a.pool).gpus.empty();
     if (!a.shape.empty()) {
       shapes.push_back(parse_shape(a.shape));
+      shapes_field = "--shape";
     } else if (a.test_shapes || (!gpu && !tf.test_shapes.empty())) {
       if (!a.test_shapes)
         std::cerr << "dtx: no GPU: exploring the template's test_shapes on the Triton "
                      "interpreter (give --shape to choose)\n";
       shapes = tf.test_shapes;
+      shapes_field = "test_shapes";
     } else {
       shapes = tf.shapes;
     }
@@ -179,18 +184,15 @@ int explore_cmd(const ExploreArgs& a) {
       std::cerr << "dtx: the template lists no shapes; give --shape\n";
       return kUsageError;
     }
-    dtc::Algorithm algorithm(tf.program(), tf.algorithm_name);
-    for (const ShapeSizes& shape : shapes) {
-      // A shape that does not fit the algorithm would fail every measurement: say so now.
-      if (algorithm.ok())
-        if (std::string problem = shape_problem(algorithm, shape); !problem.empty()) {
-          std::cerr << "dtx: " << tf.name << ": shape "
-                    << results::shape_key(results::Shape(shape.begin(), shape.end())) << ": "
-                    << problem << "\n";
-          return kUsageError;
-        }
-      jobs.push_back({tf, shape, s, 0});
+    // The rules of dtx expand and of dtxd's API: a shape that does not fit the algorithm would
+    // fail every measurement, so it is refused now.
+    try {
+      check_request(tf, shapes, shapes_field);
+    } catch (const RequestError& e) {
+      return report(e, a.file);
     }
+    for (const ShapeSizes& shape : shapes)
+      jobs.push_back({tf, shape, s, 0});
   }
 
   if (!a.remote.url.empty()) {
@@ -293,8 +295,9 @@ Command add_explore_command(CLI::App& app) {
                 "explore the file's small test_shapes (the default without a GPU)");
   sub->add_option("--strategy", a->strategy, "exhaustive, random, evolution (default) or local")
       ->check(CLI::IsMember(strategy_names()));
-  sub->add_option("--budget", a->budget,
-                  "distinct schedules to measure (default 200; exhaustive: all)");
+  CLI::Option* budget = sub->add_option("--budget", a->budget,
+                                        "distinct schedules to measure (default: the file's, "
+                                        "else 200; exhaustive: all; 0: no limit)");
   sub->add_option("--time", a->time_limit, "stop searching after this many seconds")
       ->check(CLI::PositiveNumber);
   sub->add_option("--seed", a->seed, "the strategy's seed (default 0)");
@@ -319,7 +322,10 @@ Command add_explore_command(CLI::App& app) {
   add_remote_options(*sub, a->remote);
   for (CLI::Option* opt : sub->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  return {sub, [a] { return explore_cmd(*a); }};
+  return {sub, [a, budget] {
+            a->budget_given = budget->count() > 0;
+            return explore_cmd(*a);
+          }};
 }
 
 } // namespace dtx::cli

@@ -39,6 +39,16 @@ ShapeSizes parse_shape(const std::string& text, const std::string& option) {
   return sizes;
 }
 
+int report(const RequestError& e, const std::string& file) {
+  if (e.kind == RequestError::Kind::BadField) {
+    std::cerr << "dtx: " << (e.field.rfind("--", 0) == 0 ? e.field : file) << ": " << e.what()
+              << "\n";
+    return kUsageError;
+  }
+  std::cerr << (e.rendered.empty() ? std::string(e.what()) + "\n" : e.rendered);
+  return 1;
+}
+
 std::string fmt_ms(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
