@@ -42,8 +42,8 @@ bool is_integer(const std::string& s) {
 
 std::string number_text(double v) {
   char buf[64];
-  if (v == std::floor(v) && std::fabs(v) < 1e18)
-    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  if (v == std::floor(v) && std::fabs(v) < 9.2e18)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
   else
     std::snprintf(buf, sizeof buf, "%g", v);
   return buf;

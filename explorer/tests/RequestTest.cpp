@@ -1,7 +1,8 @@
 // The rules of a request (Request.h), which dtx and dtxd share: numbers by their rule, names,
 // the shipped template files with their shapes (rms_norm's k takes y's size; 2mm is a name),
-// and what a broken request is told.
+// and what a broken request is told. Also the GPU lists of --gpus.
 #include "dtx/Request.h"
+#include "dtx/WorkerPool.h"
 
 #include <gtest/gtest.h>
 
@@ -169,4 +170,12 @@ TEST(Request, TemplateFilesFollowTheSameRules) {
       EXPECT_NE(std::string(e.what()).find("t.yaml:9:"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(Request, GpuListsAreIndicesOrNone) {
+  EXPECT_EQ(dtx::parse_gpus("none"), std::vector<int>{});
+  EXPECT_EQ(dtx::parse_gpus("0"), std::vector<int>{0});
+  EXPECT_EQ(dtx::parse_gpus("1,0,3"), (std::vector<int>{1, 0, 3}));
+  for (const char* bad : {"", "x", "-1", "0,", ",0", "0,0", "0,,1", "1.5", "99999", "0 1"})
+    EXPECT_THROW(dtx::parse_gpus(bad), std::invalid_argument) << bad;
 }

@@ -2,6 +2,7 @@
 // The `dtx` subcommands: each file adds one to the CLI11 app and returns how to run it.
 #include "dtx/Request.h"
 #include "dtx/Space.h"
+#include "dtx/cli/Checks.h"
 
 #include <CLI/CLI.hpp>
 
@@ -72,5 +73,10 @@ std::string default_db();
 struct Remote;
 /// --server URL (default $DTX_SERVER) and --token (default $DTX_TOKEN): client mode.
 void add_remote_options(CLI::App& sub, Remote& remote);
+/// "" when `url` is http(s)://HOST[:PORT], else why not.
+std::string server_url_problem(const std::string& url);
+/// 0 when the remote's URL and token (perhaps from the environment) follow the rules of
+/// --server and --token, else says why and returns kUsageError.
+int check_remote(const Remote& remote);
 
 } // namespace dtx::cli

@@ -123,9 +123,12 @@ Command add_expand_command(CLI::App& app) {
   sub->add_flag("--count", a->count, "print the counts (the default)");
   sub->add_flag("--list", a->list, "print the distinct canonical schedules, one per line");
   sub->add_flag("--rejected", a->rejected, "with --list: also the rejected ones, as comments");
-  sub->add_option("--limit", a->limit, "with --list: at most this many");
+  sub->add_option("--limit", a->limit, "with --list: at most this many (0: all)")
+      ->check(number_check({0, 1e15}));
   sub->add_flag("--json", a->json, "print JSON");
-  sub->add_option("--threads", a->threads, "threads evaluating points (default: one per core)");
+  sub->add_option("--threads", a->threads,
+                  "threads evaluating points (default, or 0: one per core)")
+      ->check(number_check({0, 1024}));
   for (CLI::Option* opt : sub->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   return {sub, [a] { return expand(*a); }};

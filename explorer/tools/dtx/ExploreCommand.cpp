@@ -114,6 +114,7 @@ void print_summary(results::Store& store, std::int64_t id, const ExploreSummary&
 }
 
 int explore_cmd(const ExploreArgs& a) {
+  if (int rc = check_remote(a.remote)) return rc;
   std::unique_ptr<results::Store> store;
   try {
     store = results::Store::open(a.db);
@@ -295,28 +296,42 @@ Command add_explore_command(CLI::App& app) {
                 "explore the file's small test_shapes (the default without a GPU)");
   sub->add_option("--strategy", a->strategy, "exhaustive, random, evolution (default) or local")
       ->check(CLI::IsMember(strategy_names()));
-  CLI::Option* budget = sub->add_option("--budget", a->budget,
-                                        "distinct schedules to measure (default: the file's, "
-                                        "else 200; exhaustive: all; 0: no limit)");
-  sub->add_option("--time", a->time_limit, "stop searching after this many seconds")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--seed", a->seed, "the strategy's seed (default 0)");
+  // The settings follow the rules of a template file and of dtxd's API (setting_rule).
+  CLI::Option* budget =
+      sub->add_option("--budget", a->budget,
+                      "distinct schedules to measure (default: the file's, else 200; "
+                      "exhaustive: all; 0: no limit)")
+          ->check(setting_check("budget"));
+  sub->add_option("--time", a->time_limit, "stop searching after this many seconds (0: no limit)")
+      ->check(setting_check("time_limit_s"));
+  sub->add_option("--seed", a->seed, "the strategy's seed (default 0)")
+      ->check(setting_check("seed"));
   sub->add_option("--top", a->top, "schedules re-measured with the full protocol (default 10)")
-      ->check(CLI::Range(0, 1000));
+      ->check(setting_check("top"));
   sub->add_option("--rounds", a->rounds, "rounds of the full protocol (default 5)")
-      ->check(CLI::Range(1, 100));
-  sub->add_option("--screen-warmup", a->screen_warmup, "screening do_bench warm-up, ms (5)");
-  sub->add_option("--screen-rep", a->screen_rep, "screening do_bench repetitions, ms (20)");
-  sub->add_option("--full-warmup", a->full_warmup, "full-protocol warm-up, ms (25)");
-  sub->add_option("--full-rep", a->full_rep, "full-protocol repetitions, ms (100)");
+      ->check(setting_check("rounds"));
+  sub->add_option("--screen-warmup", a->screen_warmup, "screening do_bench warm-up, ms (5)")
+      ->check(setting_check("screen_warmup_ms"));
+  sub->add_option("--screen-rep", a->screen_rep, "screening do_bench repetitions, ms (20)")
+      ->check(setting_check("screen_rep_ms"));
+  sub->add_option("--full-warmup", a->full_warmup, "full-protocol warm-up, ms (25)")
+      ->check(setting_check("full_warmup_ms"));
+  sub->add_option("--full-rep", a->full_rep, "full-protocol repetitions, ms (100)")
+      ->check(setting_check("full_rep_ms"));
   sub->add_option("--times", a->times, "times of the full protocol: bench[,gpu][,host]");
-  sub->add_option("--timeout", a->timeout, "seconds per request and stage (default 120)");
-  sub->add_option("--in-flight", a->in_flight, "requests in the pool at once");
+  sub->add_option("--timeout", a->timeout, "seconds per request and stage (default 120)")
+      ->check(setting_check("timeout_s"));
+  sub->add_option("--in-flight", a->in_flight,
+                  "requests in the pool at once (default: twice the workers, at least 4)")
+      ->check(number_check({0, 100000}));
   sub->add_option("--device", a->device,
                   "the GPU model to measure on, as the workers name it (`NVIDIA H100 80GB "
-                  "HBM3`); default: the first timing worker's");
-  sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)");
-  sub->add_option("--resume", a->resume, "resume exploration ID of the database");
+                  "HBM3`); default: the first timing worker's")
+      ->check(non_empty_check());
+  sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)")
+      ->check(output_file_check());
+  sub->add_option("--resume", a->resume, "resume exploration ID of the database")
+      ->check(number_check({1, 9e18}));
   sub->add_flag("--json", a->json, "print a JSON summary");
   add_pool_options(*sub, a->pool);
   add_remote_options(*sub, a->remote);
