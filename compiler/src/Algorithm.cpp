@@ -5,6 +5,7 @@
 #include "frontend/Parser.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace dtc {
 
@@ -14,6 +15,8 @@ struct Algorithm::Impl {
   std::string diagnostics, own_canonical;
   std::vector<Message> messages;
   std::vector<FuncInfo> funcs;
+  std::once_flag call_sizes_once;
+  std::vector<CallSizes> call_sizes;
 };
 
 struct Statements::Impl {
@@ -159,6 +162,15 @@ const std::vector<FuncInfo>& Algorithm::funcs() const {
 }
 const std::string& Algorithm::own_canonical() const {
   return impl_->own_canonical;
+}
+
+const std::vector<CallSizes>& Algorithm::call_sizes() const {
+  std::call_once(impl_->call_sizes_once, [this] {
+    // The default schedule: the file's `compile` statements only. Which labels a call needs
+    // follows from the algorithm as written, which every schedule computes.
+    if (ok()) impl_->call_sizes = compile("", Emit::Check).call_sizes;
+  });
+  return impl_->call_sizes;
 }
 
 Statements Algorithm::parse_statements(std::string_view text) {

@@ -8,6 +8,7 @@
 //   -> eliminate dead code (verify kernel) -> check tensor sizes -> print module
 #include "Pipeline.h"
 #include "codegen/PythonCodegen.h"
+#include "codegen/WrapperSignature.h"
 #include "dtc/Compiler.h"
 #include "frontend/Checker.h"
 #include "frontend/Parser.h"
@@ -125,6 +126,15 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
     }
     module.compiled.push_back(std::move(c));
   }
+  for (const CompiledFunc& c : module.compiled) {
+    WrapperSignature sig = wrapper_signature(module, c);
+    CallSizes sizes{c.func->name, {}, {}};
+    for (ir::Label l : sig.labels)
+      sizes.labels.push_back(l->name);
+    for (const auto& [l, root] : sig.tied)
+      sizes.tied[l->name] = root->name;
+    result.call_sizes.push_back(std::move(sizes));
+  }
   if (options.emit == Emit::Check) return result;
   result.output = print_module(module);
   return result;
@@ -196,7 +206,10 @@ CompileResult compile(std::string_view source, const CompileOptions& options) {
   result.ok = !diags.has_errors();
   result.diagnostics = diags.render();
   result.messages = messages_of(diags);
-  if (!result.ok) result.output.clear();
+  if (!result.ok) {
+    result.output.clear();
+    result.call_sizes.clear();
+  }
   return result;
 }
 

@@ -5,6 +5,7 @@
 
 #include "TestSupport.h"
 
+#include <map>
 #include <thread>
 
 namespace {
@@ -38,6 +39,32 @@ TEST(Algorithm, DescribesTheProgram) {
   for (const dtc::FuncInfo& f : sum.funcs())
     has_rvar |= !f.rvars.empty();
   EXPECT_TRUE(has_rvar);
+}
+
+TEST(Algorithm, CallSizesTellWhichLabelsACallNeeds) {
+  ASSERT_EQ(geglu().call_sizes().size(), 1u);
+  EXPECT_EQ(geglu().call_sizes()[0].func, "geglu");
+  EXPECT_EQ(geglu().call_sizes()[0].labels, (std::vector<std::string>{"x", "y"}));
+  EXPECT_TRUE(geglu().call_sizes()[0].tied.empty());
+
+  // k and y index the same dimension of X: k takes y's size.
+  dtc::Algorithm rms(conformance("l3_04_rms_norm.dt"));
+  ASSERT_TRUE(rms.ok()) << rms.diagnostics();
+  ASSERT_EQ(rms.call_sizes().size(), 1u);
+  EXPECT_EQ(rms.call_sizes()[0].labels, (std::vector<std::string>{"x", "y", "k"}));
+  EXPECT_EQ(rms.call_sizes()[0].tied, (std::map<std::string, std::string>{{"k", "y"}}));
+
+  // Every label of 2mm indexes a dimension of its own.
+  dtc::Algorithm mm(conformance("l4_03_2mm.dt"));
+  ASSERT_TRUE(mm.ok()) << mm.diagnostics();
+  ASSERT_EQ(mm.call_sizes().size(), 1u);
+  EXPECT_EQ(mm.call_sizes()[0].labels, (std::vector<std::string>{"m", "n", "k", "l"}));
+  EXPECT_TRUE(mm.call_sizes()[0].tied.empty());
+
+  // Nothing compiled, nothing called.
+  dtc::Algorithm none("Func f;\nIn A;\nVar x;\nf[x] = A[x];\n");
+  ASSERT_TRUE(none.ok()) << none.diagnostics();
+  EXPECT_TRUE(none.call_sizes().empty());
 }
 
 TEST(Algorithm, CanonicalTextMatchesTheCompiler) {

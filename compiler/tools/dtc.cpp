@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
   std::ofstream out(output, std::ios::binary);
   out << result.output;
   if (!out) {
-    std::cerr << "dtc: cannot write `" << output << "`: " << std::strerror(errno) << "\n";
+    std::cerr << "dtc: -o/--output: cannot write `" << output << "`: " << std::strerror(errno)
+              << "\n";
     return kUsageError;
   }
   return 0;

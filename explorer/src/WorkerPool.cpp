@@ -69,6 +69,36 @@ std::vector<int> visible_gpus() {
   return gpus;
 }
 
+std::vector<int> parse_gpus(const std::string& text) {
+  if (text == "none") return {};
+  std::vector<int> gpus;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (item.empty() || item.size() > 4 ||
+        item.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument(
+          "`" + text + "`: give GPU indices separated by commas (0,1), or none for no GPU");
+    int g = std::stoi(item);
+    if (std::find(gpus.begin(), gpus.end(), g) != gpus.end())
+      throw std::invalid_argument("`" + text + "`: GPU " + item + " is listed twice");
+    gpus.push_back(g);
+    if (comma == std::string::npos) return gpus;
+    start = comma + 1;
+  }
+}
+
+std::string program_problem(const std::filesystem::path& program) {
+  std::filesystem::path found = find_program(program);
+  std::error_code ec;
+  if (program.empty() || !std::filesystem::is_regular_file(found, ec) ||
+      access(found.c_str(), X_OK) != 0)
+    return "`" + program.string() + "` is not an executable file" +
+           (program.has_parent_path() ? "" : " nor a program on PATH");
+  return "";
+}
+
 namespace {
 
 struct Job {

@@ -5,6 +5,7 @@
 #include "Metrics.h"
 #include "Scheduler.h"
 
+#include "dtx/Request.h"
 #include "dtx/server/Config.h"
 
 #include <httplib.h>
@@ -97,8 +98,18 @@ bool wants_html(const httplib::Request& req);
 /// web/index.html, with the page's security headers.
 void send_page(httplib::Response& res, const Config& config);
 
-/// Builds exploration jobs from a request body with the fields of a template file (one job per
-/// shape); ApiError for anything wrong, with the field named. Shared with the example.
+/// A request body with the fields of a template file, checked (check_request, the rules dtx
+/// follows too): the template file it stands for, its shapes and settings, the parsed
+/// algorithm and template. ApiError for anything wrong, with the field named.
+struct TemplateRequest {
+  TemplateFile file;
+  std::vector<ShapeSizes> shapes;
+  ExploreSettings settings;
+  CheckedRequest checked;
+};
+TemplateRequest request_from_json(const nlohmann::json& body, const Config& config);
+
+/// Exploration jobs from a request body (one job per shape). Shared with the example.
 std::vector<ExploreJob> jobs_from_json(const nlohmann::json& body, const Config& config);
 
 } // namespace dtx::server

@@ -1,9 +1,17 @@
 // dtxd's YAML configuration (yaml-cpp).
 #include "dtx/server/Config.h"
 
+#include "dtx/Request.h"
+#include "dtx/WorkerPool.h"
+
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <set>
+#include <type_traits>
+
+#include <netdb.h>
+#include <sys/socket.h>
 
 namespace dtx::server {
 namespace {
@@ -23,7 +31,64 @@ template <class T> T get(const std::filesystem::path& file, const YAML::Node& n,
   }
 }
 
+/// A number by its rule (config_rule, pool_rule, setting_rule: the command line's too).
+template <class T>
+T number(const std::filesystem::path& file, const YAML::Node& n, const std::string& key,
+         const NumberRule& rule) {
+  if (!n.IsScalar()) fail(file, n, "`" + key + "` is " + rule.describe());
+  std::string text = n.Scalar();
+  if (std::string p = rule.problem(text); !p.empty()) fail(file, n, "`" + key + "`: " + p);
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(std::stoll(text));
+  else
+    return static_cast<T>(std::stod(text));
+}
+
+std::string text(const std::filesystem::path& file, const YAML::Node& n, const std::string& key,
+                 std::initializer_list<const char*> allowed) {
+  std::string v = get<std::string>(file, n, key.c_str());
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return v;
+    list += std::string(list.empty() ? "" : ", ") + a;
+  }
+  fail(file, n, "`" + key + "` is one of " + list + ", not `" + v + "`");
+}
+
+std::filesystem::path directory(const std::filesystem::path& file, const YAML::Node& n,
+                                const char* key) {
+  std::filesystem::path dir = get<std::string>(file, n, key);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    fail(file, n, std::string("`") + key + "`: " + dir.string() + " is not a directory");
+  return dir;
+}
+
 } // namespace
+
+const NumberRule& config_rule(const std::string& key) {
+  static const std::map<std::string, NumberRule> rules = {
+      {"port", {0, 65535, true}},
+      {"max_running", {1, 64, true}},
+      {"max_body", {1024, 1 << 30, true}},
+      {"http_threads", {1, 4096, true}},
+  };
+  return rules.at(key);
+}
+
+std::string bind_problem(const std::string& bind) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(bind.c_str(), nullptr, &hints, &found);
+  if (found) freeaddrinfo(found);
+  if (bind.empty() || rc != 0)
+    return "`" + bind + "` is not an address to listen on" +
+           (rc != 0 ? std::string(" (") + gai_strerror(rc) + ")" : std::string());
+  return "";
+}
 
 Config load_config(const std::filesystem::path& path) {
   YAML::Node root;
@@ -49,29 +114,55 @@ Config load_config(const std::filesystem::path& path) {
     std::string k = kv.first.as<std::string>();
     if (!keys.count(k)) fail(path, kv.first, "unknown setting `" + k + "`");
     const YAML::Node& v = kv.second;
-    if (k == "bind") c.bind = get<std::string>(path, v, "bind");
-    if (k == "port") c.port = get<int>(path, v, "port");
+    if (k == "bind") {
+      c.bind = get<std::string>(path, v, "bind");
+      if (std::string p = bind_problem(c.bind); !p.empty()) fail(path, v, "`bind`: " + p);
+    }
+    if (k == "port") c.port = number<int>(path, v, k, config_rule(k));
     if (k == "data_dir") c.data_dir = get<std::string>(path, v, "data_dir");
     if (k == "db") c.db = get<std::string>(path, v, "db");
-    if (k == "templates_dir") c.templates_dir = get<std::string>(path, v, "templates_dir");
-    if (k == "web_dir") c.web_dir = get<std::string>(path, v, "web_dir");
-    if (k == "vendor_dir") c.vendor_dir = get<std::string>(path, v, "vendor_dir");
-    if (k == "compile_workers") c.compile_workers = get<int>(path, v, "compile_workers");
+    if (k == "templates_dir") c.templates_dir = directory(path, v, "templates_dir");
+    if (k == "web_dir") c.web_dir = directory(path, v, "web_dir");
+    if (k == "vendor_dir") c.vendor_dir = directory(path, v, "vendor_dir");
+    if (k == "compile_workers") c.compile_workers = number<int>(path, v, k, pool_rule(k));
     if (k == "gpus") {
-      c.gpus = get<std::vector<int>>(path, v, "gpus");
+      // `none`, `0,1` or a list of indices: parse_gpus, as --gpus.
+      std::string list;
+      if (v.IsSequence())
+        for (const auto& g : v)
+          list += (list.empty() ? "" : ",") + get<std::string>(path, g, "gpus");
+      else
+        list = get<std::string>(path, v, "gpus");
+      try {
+        c.gpus = v.IsSequence() && v.size() == 0 ? std::vector<int>{} : parse_gpus(list);
+      } catch (const std::invalid_argument& e) {
+        fail(path, v, std::string("`gpus`: ") + e.what());
+      }
       c.gpus_given = true;
     }
-    if (k == "python") c.python = get<std::string>(path, v, "python");
-    if (k == "worker") c.worker_script = get<std::string>(path, v, "worker");
-    if (k == "max_running") c.max_running = get<int>(path, v, "max_running");
+    if (k == "python") {
+      c.python = get<std::string>(path, v, "python");
+      if (std::string p = program_problem(c.python); !p.empty()) fail(path, v, "`python`: " + p);
+    }
+    if (k == "worker") {
+      c.worker_script = get<std::string>(path, v, "worker");
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(c.worker_script, ec))
+        fail(path, v, "`worker`: " + c.worker_script + " is not a file");
+    }
+    if (k == "max_running") c.max_running = number<int>(path, v, k, config_rule(k));
     if (k == "lease_s") c.lease_s = get<double>(path, v, "lease_s");
-    if (k == "max_body") c.max_body = get<std::size_t>(path, v, "max_body");
+    if (k == "max_body") c.max_body = number<std::size_t>(path, v, k, config_rule(k));
     if (k == "protect_reads") c.protect_reads = get<bool>(path, v, "protect_reads");
-    if (k == "http_threads") c.http_threads = get<std::size_t>(path, v, "http_threads");
-    if (k == "tokens") c.tokens = get<std::vector<std::string>>(path, v, "tokens");
+    if (k == "http_threads") c.http_threads = number<std::size_t>(path, v, k, config_rule(k));
+    if (k == "tokens") {
+      c.tokens = get<std::vector<std::string>>(path, v, "tokens");
+      for (const std::string& t : c.tokens)
+        if (std::string p = token_problem(t); !p.empty()) fail(path, v, "`tokens`: " + p);
+    }
     if (k == "hosts") c.hosts = get<std::vector<std::string>>(path, v, "hosts");
-    if (k == "log_format") c.log_format = get<std::string>(path, v, "log_format");
-    if (k == "log_level") c.log_level = get<std::string>(path, v, "log_level");
+    if (k == "log_format") c.log_format = text(path, v, k, {"text", "json"});
+    if (k == "log_level") c.log_level = text(path, v, k, {"debug", "info", "warn", "error"});
     if (k == "example") c.example = get<bool>(path, v, "example");
     if (k == "backend") {
       c.backend = get<std::string>(path, v, "backend");
@@ -83,12 +174,15 @@ Config load_config(const std::filesystem::path& path) {
         fail(path, v, "`ray` is a map: address, interpreter_workers, compile_per_node");
       for (const auto& e : v) {
         std::string rk = e.first.as<std::string>();
-        if (rk == "address")
+        if (rk == "address") {
           c.ray_address = get<std::string>(path, e.second, "address");
-        else if (rk == "interpreter_workers")
-          c.ray_interpreter_workers = get<int>(path, e.second, "interpreter_workers");
+          if (c.ray_address.empty()) fail(path, e.second, "`address` is the head's HOST:PORT");
+        } else if (rk == "interpreter_workers")
+          c.ray_interpreter_workers =
+              number<int>(path, e.second, rk, pool_rule("ray_interpreter_workers"));
         else if (rk == "compile_per_node")
-          c.ray_compile_per_node = get<int>(path, e.second, "compile_per_node");
+          c.ray_compile_per_node =
+              number<int>(path, e.second, rk, pool_rule("ray_compile_per_node"));
         else
           fail(path, e.first, "unknown `ray` setting `" + rk + "`");
       }
@@ -99,33 +193,31 @@ Config load_config(const std::filesystem::path& path) {
         std::string ek = e.first.as<std::string>();
         const YAML::Node& ev = e.second;
         ExploreSettings& d = c.defaults;
-        if (ek == "strategy")
+        // The rules of a template file, dtx's options and a request (setting_rule).
+        if (ek == "strategy") {
           d.strategy = get<std::string>(path, ev, "strategy");
-        else if (ek == "budget")
-          d.budget = get<std::uint64_t>(path, ev, "budget");
+          if (std::string p = strategy_problem(d.strategy); !p.empty()) fail(path, ev, p);
+        } else if (ek == "budget")
+          d.budget = number<std::uint64_t>(path, ev, ek, setting_rule(ek));
         else if (ek == "top")
-          d.top = get<int>(path, ev, "top");
+          d.top = number<int>(path, ev, ek, setting_rule(ek));
         else if (ek == "rounds")
-          d.rounds = get<int>(path, ev, "rounds");
+          d.rounds = number<int>(path, ev, ek, setting_rule(ek));
         else if (ek == "screen_warmup_ms")
-          d.screen.warmup_ms = get<double>(path, ev, ek.c_str());
+          d.screen.warmup_ms = number<double>(path, ev, ek, setting_rule(ek));
         else if (ek == "screen_rep_ms")
-          d.screen.rep_ms = get<double>(path, ev, ek.c_str());
+          d.screen.rep_ms = number<double>(path, ev, ek, setting_rule(ek));
         else if (ek == "full_warmup_ms")
-          d.full.warmup_ms = get<double>(path, ev, ek.c_str());
+          d.full.warmup_ms = number<double>(path, ev, ek, setting_rule(ek));
         else if (ek == "full_rep_ms")
-          d.full.rep_ms = get<double>(path, ev, ek.c_str());
+          d.full.rep_ms = number<double>(path, ev, ek, setting_rule(ek));
         else if (ek == "timeout_s")
-          d.timeout_s = get<double>(path, ev, ek.c_str());
+          d.timeout_s = number<double>(path, ev, ek, setting_rule(ek));
         else
           fail(path, e.first, "unknown `explore` setting `" + ek + "`");
       }
     }
   }
-  if (c.port < 0 || c.port > 65535) fail(path, root["port"], "`port` must be 0..65535");
-  if (c.log_format != "text" && c.log_format != "json")
-    fail(path, root["log_format"], "`log_format` is text or json");
-  if (c.max_running < 1) fail(path, root["max_running"], "`max_running` must be at least 1");
   if (!(c.lease_s >= 1 && c.lease_s <= 3600))
     fail(path, root["lease_s"], "`lease_s` must be from 1 to 3600 seconds");
   if (c.backend == "ray" && c.ray_address.empty())

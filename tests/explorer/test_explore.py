@@ -271,7 +271,7 @@ def test_template_errors_point_into_the_file(tdir):
 
 def test_a_shape_that_does_not_fit_the_algorithm_is_refused_before_measuring(tdir):
     for shape, words in (("x=4,z=96", "no label `z`"), ("x=4", "no size for `y`"),
-                         ("x=4,y=0", "sizes are 1 or more")):
+                         ("x=4,y=0", "whole number >= 1")):
         run = dtx("explore", tdir / "t.yaml", "--shape", shape, "--db", tdir / "refused.db")
         assert run.returncode == 2 and words in run.stderr, run.stderr
     assert not (tdir / "refused.db").exists() or "geglu" not in dtx(

@@ -424,3 +424,62 @@ def test_a_failed_exploration_shows_why(browser, web_daemon):
     box = wait(browser).until(lambda d: find(d, "p.error-box"))
     assert "stopped early" in box.text and "cannot evaluate program_id" in box.text
     browser.shot("failed")
+
+
+# Every shipped template, at all of its shapes and test shapes, from the form: the page takes
+# what the server takes (one set of rules, tests/server/test_template_rules.py). On a daemon of
+# its own, so that nothing queued here slows the explorations above.
+TEMPLATE_NAMES = sorted(p.stem for p in (ROOT / "templates").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def form_daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("dtxd-form"), "--templates-dir", str(ROOT / "templates"))
+    yield d
+    if d.proc.poll() is None:
+        d.stop()
+
+
+@pytest.mark.parametrize("name", TEMPLATE_NAMES)
+def test_every_template_goes_through_the_form(browser, form_daemon, name):
+    status, listed = form_daemon.get("/v1/templates")
+    t = next(t for t in listed["templates"] if t["name"] == name)
+    shapes = t["test_shapes"] + t["shapes"]  # the first is expanded: the small one
+    browser.get(f"{form_daemon.base}/new?from={name}")
+    wait(browser).until(lambda d: find(d, "#kernel").get_attribute("value") == t["kernel"])
+    browser.execute_script("document.querySelector('#space').replaceChildren()")
+    set_text(browser, find(browser, "#shapes"),
+             "\n".join(",".join(f"{k}={v}" for k, v in s.items()) for s in shapes))
+    wait(browser, 120).until(lambda d: find_all(d, "#distinct")
+                             or any(e.text for e in find_all(d, ".field-error")))
+    errors = [e.text for e in find_all(browser, ".field-error") if e.text]
+    assert not errors, errors
+    browser.shot(name)
+    find(browser, "#submit").click()
+    wait(browser, 60).until(lambda d: re.search(r"/explorations/[\d,]+", d.current_url)
+                            or find(d, "#submit-error").text)
+    match = re.search(r"/explorations/([\d,]+)", browser.current_url)
+    assert match, find(browser, "#submit-error").text
+    ids = [int(i) for i in match.group(1).split(",")]
+    for i in ids:  # accepted is the point: nothing needs to run
+        form_daemon.post(f"/v1/explorations/{i}/cancel")
+    assert len(ids) == len(shapes)
+    for i in ids:
+        status, x = form_daemon.get(f"/v1/explorations/{i}")
+        assert status == 200 and x["kernel"] == t["kernel"]
+
+
+def test_a_name_the_server_refuses_is_shown_at_the_field(browser, form_daemon):
+    browser.allowed_errors.append("/v1/(expand|explorations) - Failed to load resource")
+    browser.get(f"{form_daemon.base}/new?from=geglu")
+    wait(browser).until(lambda d: find(d, "#distinct").text)
+    set_text(browser, find(browser, "#kernel"), "../../tmp/evil $(id)")
+    wait(browser).until(lambda d: "is a name of letters" in find(d, "#kernel-error").text)
+    browser.shot("kernel-refused")
+    find(browser, "#submit").click()
+    wait(browser).until(lambda d: find(d, "#submit-error").text)
+    assert browser.switch_to.active_element.get_attribute("id") == "kernel"
+    assert browser.current_url.endswith("/new?from=geglu")
+    # A name may start with a digit, as 2mm's does.
+    set_text(browser, find(browser, "#kernel"), "2geglu")
+    wait(browser).until(lambda d: find(d, "#distinct").text and not find(d, "#kernel-error").text)

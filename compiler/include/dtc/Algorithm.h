@@ -99,6 +99,11 @@ public:
   const std::vector<FuncInfo>& funcs() const;
   /// The canonical text of the file's own schedule (empty when it has errors).
   const std::string& own_canonical() const;
+  /// The sizes a call of each compiled Func takes (CallSizes), in `compile` order, as the
+  /// default schedule's module has them: which labels need a size and which take another's.
+  /// Empty when nothing is compiled or the default schedule does not lower. Computed on the
+  /// first call (one compilation), then kept.
+  const std::vector<CallSizes>& call_sizes() const;
 
   /// Applies `schedule` (statements separated by `;` or newlines; it replaces the file's
   /// schedule, whose `compile` statements are kept) and validates it. With `lower`, also runs

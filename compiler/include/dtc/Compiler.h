@@ -1,6 +1,7 @@
 #pragma once
 // The DT compiler as a library: DT source (and optionally a replacement schedule) in, a Python
 // module (or diagnostics) out. Thread-compatible: each call is independent.
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,17 @@ struct CompileOptions {
   Emit emit = Emit::Python;
 };
 
+/// The sizes a call of one compiled Func's wrapper (and of its `make_inputs`) takes: one for
+/// each of `labels`, except that a label of `tied` may be left out: it takes the size of the
+/// label it maps to, because both index one input dimension (rms_norm's `k` and `y`) or one
+/// reads a Func along a dimension the other labels. Sizes given for tied labels must agree.
+struct CallSizes {
+  std::string func;
+  std::vector<std::string> labels;         // declaration order; sizes the compiler derives
+                                           // (split reductions) are not among them
+  std::map<std::string, std::string> tied; // label -> the first label of `labels` it equals
+};
+
 struct CompileResult {
   bool ok = false;         // no errors
   std::string output;      // the requested emission (empty on error)
@@ -42,6 +54,9 @@ struct CompileResult {
   std::string canonical_schedule;
   /// The same diagnostics as data, each with its stable code .
   std::vector<Message> messages;
+  /// Per compiled Func, in `compile` order: the sizes its wrapper takes (Python and Check
+  /// emission, when ok).
+  std::vector<CallSizes> call_sizes;
 };
 
 /// Compiles one DT program. Never throws for bad input; an internal compiler error is reported

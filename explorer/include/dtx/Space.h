@@ -65,7 +65,8 @@ inline constexpr const char* kReasonUnused = "unused-choice";
 class Space {
 public:
   /// Precondition: algorithm->ok(). Labels in `shape` size the dimensions for the shape rules
-  /// and `size.v` in constraints; `options.dtype` gives `dtype.bytes`.
+  /// and `size.v` in constraints (completed with complete_shape); `options.dtype` gives
+  /// `dtype.bytes`.
   Space(std::shared_ptr<const dtc::Algorithm> algorithm, Template tmpl, ShapeSizes shape = {},
         SpaceOptions options = {});
 
@@ -155,8 +156,13 @@ private:
 std::uint64_t canonical_hash(const std::string& canonical);
 
 /// What is wrong with `shape` as the sizes of `algorithm` (ok()), or "" when nothing: a label
-/// the program does not declare, a label of a compiled Func (a dimension or a reduction label)
-/// with no size, a size under 1. Every schedule's measurement would fail the same way.
+/// the program does not declare, a size under 1, a label a call of a compiled Func needs with
+/// no size (dtc::CallSizes: a label tied to another, as rms_norm's k to y, may be left out),
+/// tied labels of different sizes. Every schedule's measurement would fail the same way.
 std::string shape_problem(const dtc::Algorithm& algorithm, const ShapeSizes& shape);
+
+/// `shape` with the sizes of the labels it leaves out that take another's (k = y for
+/// rms_norm): what `size.k` and the shape rules of a Space see.
+ShapeSizes complete_shape(const dtc::Algorithm& algorithm, ShapeSizes shape);
 
 } // namespace dtx

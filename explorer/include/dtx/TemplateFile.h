@@ -4,7 +4,9 @@
 #include "dtx/Measurement.h"
 #include "dtx/Space.h"
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,8 +38,8 @@ struct TemplateFile {
   std::vector<ShapeSizes> test_shapes; // small shapes for the interpreter
   std::string dtype = "float32";
   std::vector<NamedBaseline> baselines;
-  std::string strategy; // optional defaults for `dtx explore`
-  std::int64_t budget = 0;
+  std::string strategy;                // optional defaults for `dtx explore`
+  std::optional<std::uint64_t> budget; // (0: no limit)
 
   /// The algorithm's source with the `compile` entries appended.
   std::string program() const;

@@ -53,6 +53,13 @@ std::filesystem::path find_program(const std::filesystem::path& program);
 /// The GPUs visible to this process: $CUDA_VISIBLE_DEVICES if set (an empty value: none),
 /// otherwise the /dev/nvidiaN device files.
 std::vector<int> visible_gpus();
+/// The GPUs a user names (`--gpus`, dtxd's `gpus`): indices separated by commas (`0,1`), each
+/// once, or `none`: no GPU, one timing worker on the Triton interpreter (an empty list).
+/// Throws std::invalid_argument saying what is wrong.
+std::vector<int> parse_gpus(const std::string& text);
+/// "" when `program` (a path, or a name looked up on PATH as find_program does) is an
+/// executable file, else what is wrong: for `--python`, `--worker` and their settings.
+std::string program_problem(const std::filesystem::path& program);
 
 class WorkerPool final : public MeasurementBackend {
 public:

@@ -52,8 +52,8 @@ void check_constraint(const TExpr& e, const dtc::Algorithm& a, std::vector<Templ
 
 Space::Space(std::shared_ptr<const dtc::Algorithm> algorithm, Template tmpl, ShapeSizes shape,
              SpaceOptions options)
-    : algorithm_(std::move(algorithm)), tmpl_(std::move(tmpl)), shape_(std::move(shape)),
-      options_(options) {
+    : algorithm_(std::move(algorithm)), tmpl_(std::move(tmpl)),
+      shape_(complete_shape(*algorithm_, std::move(shape))), options_(options) {
   std::vector<TemplateError> errors;
   for (const TExprPtr& c : tmpl_.constraints)
     check_constraint(*c, *algorithm_, errors);
@@ -386,15 +386,27 @@ Candidate Space::evaluate(const std::vector<int>& choices, bool only_normalized)
 
 std::string shape_problem(const dtc::Algorithm& algorithm, const ShapeSizes& shape) {
   std::set<std::string> known, needed;
-  bool any_compiled = false;
+  std::map<std::string, std::string> tied; // label -> the label whose size it takes
   for (const dtc::FuncInfo& f : algorithm.funcs())
-    any_compiled |= f.compiled;
-  for (const dtc::FuncInfo& f : algorithm.funcs()) {
     for (const auto* labels : {&f.dims, &f.rvars})
-      for (const std::string& l : *labels) {
-        known.insert(l);
-        if (f.compiled || !any_compiled) needed.insert(l);
-      }
+      known.insert(labels->begin(), labels->end());
+  const std::vector<dtc::CallSizes>& calls = algorithm.call_sizes();
+  for (const dtc::CallSizes& call : calls)
+    for (const std::string& l : call.labels) {
+      if (call.tied.count(l))
+        tied[l] = call.tied.at(l);
+      else
+        needed.insert(l);
+    }
+  if (calls.empty()) {
+    // Nothing compiled (or no module to ask): every label of the compiled Funcs, or of all.
+    bool any_compiled = false;
+    for (const dtc::FuncInfo& f : algorithm.funcs())
+      any_compiled |= f.compiled;
+    for (const dtc::FuncInfo& f : algorithm.funcs())
+      if (f.compiled || !any_compiled)
+        for (const auto* labels : {&f.dims, &f.rvars})
+          needed.insert(labels->begin(), labels->end());
   }
   auto list = [](const std::set<std::string>& s) {
     std::string out;
@@ -406,12 +418,28 @@ std::string shape_problem(const dtc::Algorithm& algorithm, const ShapeSizes& sha
     if (!known.count(label))
       return "the algorithm has no label `" + label + "` (its labels: " + list(known) + ")";
     if (size < 1)
-      return "the size of `" + label + "` is " + std::to_string(size) + "; sizes are 1 or more";
+      return "the size of `" + label + "` must be a whole number >= 1, not " + std::to_string(size);
   }
+  std::string takes; // "; k takes y's size"
+  for (const auto& [l, root] : tied)
+    takes += "; " + l + " takes " + root + "'s size";
   for (const std::string& l : needed)
     if (!shape.count(l))
-      return "the shape gives no size for `" + l + "` (it needs " + list(needed) + ")";
+      return "the shape gives no size for `" + l + "` (it needs " + list(needed) + takes + ")";
+  for (const auto& [l, root] : tied)
+    if (shape.count(l) && shape.count(root) && shape.at(l) != shape.at(root))
+      return "`" + l + "` takes the size of `" + root + "` (they index one dimension): give them " +
+             "one size, not " + std::to_string(shape.at(l)) + " and " +
+             std::to_string(shape.at(root));
   return "";
+}
+
+ShapeSizes complete_shape(const dtc::Algorithm& algorithm, ShapeSizes shape) {
+  if (shape.empty() || !algorithm.ok()) return shape;
+  for (const dtc::CallSizes& call : algorithm.call_sizes())
+    for (const auto& [l, root] : call.tied)
+      if (!shape.count(l) && shape.count(root)) shape[l] = shape.at(root);
+  return shape;
 }
 
 std::uint64_t canonical_hash(const std::string& canonical) {

@@ -1,6 +1,8 @@
 // Template files: YAML through yaml-cpp (Debian's libyaml-cpp-dev), errors located in the file.
 #include "dtx/TemplateFile.h"
 
+#include "dtx/Request.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -30,11 +32,9 @@ ShapeSizes shape(const std::string& name, const YAML::Node& node) {
   for (const auto& kv : node) {
     std::string label = kv.first.as<std::string>();
     try {
-      long long v = kv.second.as<long long>();
-      if (v < 0) throw std::invalid_argument("negative");
-      out[label] = v;
+      out[label] = kv.second.as<long long>(); // its range: shape_problem (Request.h)
     } catch (const std::exception&) {
-      fail(name, kv.second, "the size of `" + label + "` must be a whole number, at least 0");
+      fail(name, kv.second, "the size of `" + label + "` must be a whole number >= 1");
     }
   }
   if (out.empty()) fail(name, node, "empty shape");
@@ -170,9 +170,8 @@ TemplateFile parse_template_file(const std::string& yaml, const std::string& nam
   if (root["test_shapes"]) t.test_shapes = shapes(name, root["test_shapes"], "test_shapes");
   if (root["dtype"]) {
     t.dtype = scalar(name, root["dtype"], "dtype");
-    static const std::set<std::string> dtypes = {"float32", "float16", "bfloat16"};
-    if (!dtypes.count(t.dtype))
-      fail(name, root["dtype"], "dtype `" + t.dtype + "` is not float32, float16 or bfloat16");
+    if (std::string p = dtype_problem(t.dtype); !p.empty())
+      fail(name, root["dtype"], p + ", not `" + t.dtype + "`");
   }
   if (root["baselines"]) {
     const YAML::Node& b = root["baselines"];
@@ -185,13 +184,18 @@ TemplateFile parse_template_file(const std::string& yaml, const std::string& nam
       }
     }
   }
-  if (root["strategy"]) t.strategy = scalar(name, root["strategy"], "strategy");
+  if (root["strategy"]) {
+    t.strategy = scalar(name, root["strategy"], "strategy");
+    if (std::string p = strategy_problem(t.strategy); !p.empty())
+      fail(name, root["strategy"], p + ", not `" + t.strategy + "`");
+  }
   if (root["budget"]) {
-    try {
-      t.budget = root["budget"].as<long long>();
-    } catch (const std::exception&) {
-      fail(name, root["budget"], "`budget` is a number of measurements");
-    }
+    const NumberRule& rule = setting_rule("budget");
+    std::string text = scalar(name, root["budget"], "budget");
+    if (std::string p = rule.problem(text); !p.empty())
+      fail(name, root["budget"],
+           "`budget`: " + p + " (distinct schedules to measure; 0: no limit)");
+    t.budget = std::stoull(text);
   }
   return t;
 }

@@ -20,9 +20,11 @@ struct BestArgs {
 };
 
 int best_cmd(const BestArgs& a) {
+  if (int rc = check_remote(a.remote)) return rc;
+  ShapeSizes shape = parse_shape(a.shape);
   if (!a.remote.url.empty()) {
     try {
-      return remote_best(a.remote, a.kernel, a.shape, a.dtype, a.device, a.out, a.json);
+      return remote_best(a.remote, a.kernel, shape_text(shape), a.dtype, a.device, a.out, a.json);
     } catch (const std::exception& e) {
       std::cerr << "dtx: " << e.what() << "\n";
       return 1;
@@ -35,7 +37,6 @@ int best_cmd(const BestArgs& a) {
     std::cerr << "dtx: " << e.what() << "\n";
     return 1;
   }
-  ShapeSizes shape = parse_shape(a.shape);
   results::Shape s(shape.begin(), shape.end());
   std::optional<std::string> device;
   if (!a.device.empty()) device = a.device;
@@ -86,11 +87,16 @@ Command add_best_command(CLI::App& app) {
   a->db = default_db();
   CLI::App* sub = app.add_subcommand(
       "best", "the best correct schedule known for a kernel at a shape; -o writes its module");
-  sub->add_option("KERNEL", a->kernel, "the kernel's name (a template's `kernel:`)")->required();
+  sub->add_option("KERNEL", a->kernel, "the kernel's name (a template's `kernel:`)")
+      ->required()
+      ->check(kernel_name_check());
   sub->add_option("--shape", a->shape, "sizes by DT label: x=4096,y=4096")->required();
-  sub->add_option("--dtype", a->dtype, "float32 (default), float16 or bfloat16");
-  sub->add_option("--device", a->device, "only measurements on a device whose name contains this");
-  sub->add_option("-o,--output", a->out, "write the generated module here");
+  sub->add_option("--dtype", a->dtype, "float32 (default), float16 or bfloat16")
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
+  sub->add_option("--device", a->device, "only measurements on a device whose name contains this")
+      ->check(non_empty_check());
+  sub->add_option("-o,--output", a->out, "write the generated module here")
+      ->check(output_file_check());
   sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)")
       ->check(CLI::ExistingFile);
   sub->add_flag("--json", a->json, "print JSON");

@@ -1,6 +1,8 @@
 #pragma once
 // The `dtx` subcommands: each file adds one to the CLI11 app and returns how to run it.
+#include "dtx/Request.h"
 #include "dtx/Space.h"
+#include "dtx/cli/Checks.h"
 
 #include <CLI/CLI.hpp>
 
@@ -27,6 +29,10 @@ std::vector<std::string> split(const std::string& s, char sep);
 /// `x=4096,y=4096`; throws CLI::ValidationError naming `option`.
 ShapeSizes parse_shape(const std::string& text, const std::string& option = "--shape");
 std::string fmt_ms(double v);
+/// Says why a request (a template file and the options) breaks a rule (Request.h) and returns
+/// the exit status: a bad field names where it came from (the option, or `file`), 2; template
+/// and algorithm errors at their lines, 1.
+int report(const RequestError& e, const std::string& file);
 std::string shape_text(const ShapeSizes& shape);
 
 } // namespace dtx::cli
@@ -69,5 +75,10 @@ std::string default_db();
 struct Remote;
 /// --server URL (default $DTX_SERVER) and --token (default $DTX_TOKEN): client mode.
 void add_remote_options(CLI::App& sub, Remote& remote);
+/// "" when `url` is http(s)://HOST[:PORT], else why not.
+std::string server_url_problem(const std::string& url);
+/// 0 when the remote's URL and token (perhaps from the environment) follow the rules of
+/// --server and --token, else says why and returns kUsageError.
+int check_remote(const Remote& remote);
 
 } // namespace dtx::cli

@@ -1,6 +1,7 @@
 // `dtx expand TEMPLATE.yaml`: the size of a template's space, what is pruned and why, and the
 // distinct canonical schedules.
 #include "Commands.h"
+#include "dtx/Request.h"
 #include "dtx/TemplateFile.h"
 
 #include <nlohmann/json.hpp>
@@ -21,34 +22,30 @@ struct ExpandArgs {
 
 int expand(const ExpandArgs& a) {
   TemplateFile tf;
-  Template tmpl;
   try {
     tf = load_template_file(a.file);
-    tmpl = tf.parse_schedule();
   } catch (const std::exception& e) {
     std::cerr << e.what();
-    return 1;
-  }
-  auto algorithm = std::make_shared<const dtc::Algorithm>(tf.program(), tf.algorithm_name);
-  if (!algorithm->ok()) {
-    std::cerr << algorithm->diagnostics();
     return 1;
   }
   std::vector<ShapeSizes> shapes;
   if (!a.shape.empty())
     shapes.push_back(parse_shape(a.shape));
   else
-    shapes = tf.shapes.empty() ? std::vector<ShapeSizes>{{}} : tf.shapes;
+    shapes = tf.shapes;
+  // The rules of dtx explore and of dtxd's /v1/expand and /v1/explorations.
+  CheckedRequest request;
+  try {
+    request = check_request(tf, shapes, a.shape.empty() ? "shapes" : "--shape");
+  } catch (const RequestError& e) {
+    return report(e, a.file);
+  }
+  if (shapes.empty()) shapes.push_back({}); // the space without a shape
 
   nlohmann::json out = nlohmann::json::array();
   for (const ShapeSizes& shape : shapes) {
-    std::unique_ptr<Space> space;
-    try {
-      space = std::make_unique<Space>(algorithm, tmpl, shape, SpaceOptions{.dtype = tf.dtype});
-    } catch (const TemplateParseError& e) {
-      std::cerr << render_template_errors(e.errors, a.file, tf.schedule_line);
-      return 1;
-    }
+    auto space = std::make_unique<Space>(request.algorithm, request.tmpl, shape,
+                                         SpaceOptions{.dtype = tf.dtype});
     auto start = std::chrono::steady_clock::now();
     unsigned threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
     Enumerator en(*space, 0, UINT64_MAX, threads);
@@ -129,9 +126,12 @@ Command add_expand_command(CLI::App& app) {
   sub->add_flag("--count", a->count, "print the counts (the default)");
   sub->add_flag("--list", a->list, "print the distinct canonical schedules, one per line");
   sub->add_flag("--rejected", a->rejected, "with --list: also the rejected ones, as comments");
-  sub->add_option("--limit", a->limit, "with --list: at most this many");
+  sub->add_option("--limit", a->limit, "with --list: at most this many (0: all)")
+      ->check(number_check({0, 1e15}));
   sub->add_flag("--json", a->json, "print JSON");
-  sub->add_option("--threads", a->threads, "threads evaluating points (default: one per core)");
+  sub->add_option("--threads", a->threads,
+                  "threads evaluating points (default, or 0: one per core)")
+      ->check(number_check({0, 1024}));
   for (CLI::Option* opt : sub->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   return {sub, [a] { return expand(*a); }};

@@ -4,6 +4,7 @@
 #include "Commands.h"
 #include "RemoteClient.h"
 #include "dtx/Explore.h"
+#include "dtx/Request.h"
 #include "dtx/Strategy.h"
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@ extern "C" void on_signal(int) {
 struct ExploreArgs {
   std::string file, shape, strategy, db, times = "bench", device;
   std::uint64_t budget = 0;
+  bool budget_given = false;
   double time_limit = 0;
   std::uint64_t seed = 0;
   int top = 10, rounds = 5;
@@ -112,6 +114,7 @@ void print_summary(results::Store& store, std::int64_t id, const ExploreSummary&
 }
 
 int explore_cmd(const ExploreArgs& a) {
+  if (int rc = check_remote(a.remote)) return rc;
   std::unique_ptr<results::Store> store;
   try {
     store = results::Store::open(a.db);
@@ -141,7 +144,6 @@ int explore_cmd(const ExploreArgs& a) {
     TemplateFile tf;
     try {
       tf = load_template_file(a.file);
-      tf.parse_schedule();
     } catch (const std::exception& e) {
       std::cerr << e.what();
       return 1;
@@ -150,8 +152,9 @@ int explore_cmd(const ExploreArgs& a) {
     s.strategy = !a.strategy.empty()    ? a.strategy
                  : !tf.strategy.empty() ? tf.strategy
                                         : "evolution";
-    s.budget = a.budget ? a.budget : tf.budget ? static_cast<std::uint64_t>(tf.budget) : 200;
-    if (s.strategy == "exhaustive" && !a.budget && !tf.budget) s.budget = 0;
+    // --budget, else the file's, else 200 (exhaustive: the whole space); 0: no limit.
+    s.budget = a.budget_given ? a.budget : tf.budget ? *tf.budget : 200;
+    if (s.strategy == "exhaustive" && !a.budget_given && !tf.budget) s.budget = 0;
     s.time_limit_s = a.time_limit;
     s.seed = a.seed;
     s.top = a.top;
@@ -169,15 +172,18 @@ int explore_cmd(const ExploreArgs& a) {
     s.timeout_s = a.timeout;
     s.device = a.device;
     std::vector<ShapeSizes> shapes;
+    std::string shapes_field = "shapes";
     const bool ray = a.pool.backend == "ray" || !a.pool.ray_address.empty();
     bool gpu = ray ? a.pool.ray_interpreter_workers == 0 : !make_pool_options(a.pool).gpus.empty();
     if (!a.shape.empty()) {
       shapes.push_back(parse_shape(a.shape));
+      shapes_field = "--shape";
     } else if (a.test_shapes || (!gpu && !tf.test_shapes.empty())) {
       if (!a.test_shapes)
         std::cerr << "dtx: no GPU: exploring the template's test_shapes on the Triton "
                      "interpreter (give --shape to choose)\n";
       shapes = tf.test_shapes;
+      shapes_field = "test_shapes";
     } else {
       shapes = tf.shapes;
     }
@@ -185,18 +191,15 @@ int explore_cmd(const ExploreArgs& a) {
       std::cerr << "dtx: the template lists no shapes; give --shape\n";
       return kUsageError;
     }
-    dtc::Algorithm algorithm(tf.program(), tf.algorithm_name);
-    for (const ShapeSizes& shape : shapes) {
-      // A shape that does not fit the algorithm would fail every measurement: say so now.
-      if (algorithm.ok())
-        if (std::string problem = shape_problem(algorithm, shape); !problem.empty()) {
-          std::cerr << "dtx: " << tf.name << ": shape "
-                    << results::shape_key(results::Shape(shape.begin(), shape.end())) << ": "
-                    << problem << "\n";
-          return kUsageError;
-        }
-      jobs.push_back({tf, shape, s, 0});
+    // The rules of dtx expand and of dtxd's API: a shape that does not fit the algorithm would
+    // fail every measurement, so it is refused now.
+    try {
+      check_request(tf, shapes, shapes_field);
+    } catch (const RequestError& e) {
+      return report(e, a.file);
     }
+    for (const ShapeSizes& shape : shapes)
+      jobs.push_back({tf, shape, s, 0});
   }
 
   if (!a.remote.url.empty()) {
@@ -312,33 +315,51 @@ Command add_explore_command(CLI::App& app) {
                 "explore the file's small test_shapes (the default without a GPU)");
   sub->add_option("--strategy", a->strategy, "exhaustive, random, evolution (default) or local")
       ->check(CLI::IsMember(strategy_names()));
-  sub->add_option("--budget", a->budget,
-                  "distinct schedules to measure (default 200; exhaustive: all)");
-  sub->add_option("--time", a->time_limit, "stop searching after this many seconds")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--seed", a->seed, "the strategy's seed (default 0)");
+  // The settings follow the rules of a template file and of dtxd's API (setting_rule).
+  CLI::Option* budget =
+      sub->add_option("--budget", a->budget,
+                      "distinct schedules to measure (default: the file's, else 200; "
+                      "exhaustive: all; 0: no limit)")
+          ->check(setting_check("budget"));
+  sub->add_option("--time", a->time_limit, "stop searching after this many seconds (0: no limit)")
+      ->check(setting_check("time_limit_s"));
+  sub->add_option("--seed", a->seed, "the strategy's seed (default 0)")
+      ->check(setting_check("seed"));
   sub->add_option("--top", a->top, "schedules re-measured with the full protocol (default 10)")
-      ->check(CLI::Range(0, 1000));
+      ->check(setting_check("top"));
   sub->add_option("--rounds", a->rounds, "rounds of the full protocol (default 5)")
-      ->check(CLI::Range(1, 100));
-  sub->add_option("--screen-warmup", a->screen_warmup, "screening do_bench warm-up, ms (5)");
-  sub->add_option("--screen-rep", a->screen_rep, "screening do_bench repetitions, ms (20)");
-  sub->add_option("--full-warmup", a->full_warmup, "full-protocol warm-up, ms (25)");
-  sub->add_option("--full-rep", a->full_rep, "full-protocol repetitions, ms (100)");
+      ->check(setting_check("rounds"));
+  sub->add_option("--screen-warmup", a->screen_warmup, "screening do_bench warm-up, ms (5)")
+      ->check(setting_check("screen_warmup_ms"));
+  sub->add_option("--screen-rep", a->screen_rep, "screening do_bench repetitions, ms (20)")
+      ->check(setting_check("screen_rep_ms"));
+  sub->add_option("--full-warmup", a->full_warmup, "full-protocol warm-up, ms (25)")
+      ->check(setting_check("full_warmup_ms"));
+  sub->add_option("--full-rep", a->full_rep, "full-protocol repetitions, ms (100)")
+      ->check(setting_check("full_rep_ms"));
   sub->add_option("--times", a->times, "times of the full protocol: bench[,gpu][,host]");
-  sub->add_option("--timeout", a->timeout, "seconds per request and stage (default 120)");
-  sub->add_option("--in-flight", a->in_flight, "requests in the pool at once");
+  sub->add_option("--timeout", a->timeout, "seconds per request and stage (default 120)")
+      ->check(setting_check("timeout_s"));
+  sub->add_option("--in-flight", a->in_flight,
+                  "requests in the pool at once (default: twice the workers, at least 4)")
+      ->check(number_check({0, 100000}));
   sub->add_option("--device", a->device,
                   "the GPU model to measure on, as the workers name it (`NVIDIA H100 80GB "
-                  "HBM3`); default: the first timing worker's");
-  sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)");
-  sub->add_option("--resume", a->resume, "resume exploration ID of the database");
+                  "HBM3`); default: the first timing worker's")
+      ->check(non_empty_check());
+  sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)")
+      ->check(output_file_check());
+  sub->add_option("--resume", a->resume, "resume exploration ID of the database")
+      ->check(number_check({1, 9e18}));
   sub->add_flag("--json", a->json, "print a JSON summary");
   add_pool_options(*sub, a->pool);
   add_remote_options(*sub, a->remote);
   for (CLI::Option* opt : sub->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  return {sub, [a] { return explore_cmd(*a); }};
+  return {sub, [a, budget] {
+            a->budget_given = budget->count() > 0;
+            return explore_cmd(*a);
+          }};
 }
 
 } // namespace dtx::cli

@@ -116,6 +116,20 @@ int measure(const std::string& file, const std::string& shape, const std::string
   config.seed = sub.get_option("--seed")->as<int>();
   config.timeout_s = sub.get_option("--timeout")->as<double>();
   config.func = sub.get_option("--func")->as<std::string>();
+  if (!config.func.empty() && config.modules.empty()) {
+    // Said now, before any worker starts: a Func the program does not compile.
+    dtc::Algorithm program(config.source, file);
+    std::string compiled;
+    bool found = false;
+    for (const dtc::FuncInfo& f : program.funcs())
+      if (f.compiled) {
+        compiled += (compiled.empty() ? "" : ", ") + f.name;
+        found |= f.name == config.func;
+      }
+    if (program.ok() && !found)
+      throw CLI::ValidationError("--func", "`" + config.func + "` is not a compiled Func of " +
+                                               file + " (it compiles " + compiled + ")");
+  }
 
   bool json = sub.get_option("--json")->count() > 0;
   std::mutex log_mutex; // progress lines from pool threads
@@ -208,18 +222,25 @@ Command add_measure_command(CLI::App& app) {
                   "random order each, mean of the rounds' medians)")
       ->check(CLI::IsMember({"single", "thesis"}));
   sub->add_option("--rounds", "rounds (each times everything once, in a fresh random order)")
-      ->check(CLI::Range(1, 1000));
-  sub->add_option("--order-seed", "seed of the rounds' random orders")->default_val(0);
-  sub->add_option("--seed", "seed of the inputs")->default_val(0);
-  sub->add_option("--warmup", "do_bench warm-up in ms (default 25)")->check(CLI::PositiveNumber);
-  sub->add_option("--rep", "do_bench repetitions in ms (default 100)")->check(CLI::PositiveNumber);
+      ->check(number_check({1, 1000}));
+  sub->add_option("--order-seed", "seed of the rounds' random orders")
+      ->default_val(0)
+      ->check(number_check({0, 4294967295.0}));
+  sub->add_option("--seed", "seed of the inputs")
+      ->default_val(0)
+      ->check(number_check({0, 2147483647.0}));
+  // do_bench's times, by the rules of an exploration's (setting_rule).
+  sub->add_option("--warmup", "do_bench warm-up in ms (default 25)")
+      ->check(setting_check("full_warmup_ms"));
+  sub->add_option("--rep", "do_bench repetitions in ms (default 100)")
+      ->check(setting_check("full_rep_ms"));
   sub->add_option("--host-calls", "calls timed back to back for `host`")
-      ->check(CLI::PositiveNumber);
+      ->check(number_check({1, 1e7}));
   sub->add_flag("--json", json_flag, "print the report as JSON");
   add_pool_options(*sub, pool);
   sub->add_option("--timeout", "seconds per request and stage before the worker is killed")
       ->default_val(300)
-      ->check(CLI::PositiveNumber);
+      ->check(setting_check("timeout_s"));
   for (CLI::Option* opt : sub->get_options())
     if (opt->get_name() != "--schedule" && opt->get_name() != "--baseline" &&
         opt->get_name() != "--module")

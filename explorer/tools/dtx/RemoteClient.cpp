@@ -210,7 +210,7 @@ int remote_results(const Remote& r, std::int64_t id, const std::string& kernel,
                    const std::string& state, std::int64_t limit, bool json) {
   if (id == 0) {
     std::string q = "/v1/explorations?limit=" + std::to_string(limit);
-    if (!kernel.empty()) q += "&kernel=" + kernel;
+    if (!kernel.empty()) q += "&kernel=" + httplib::detail::encode_query_param(kernel);
     if (!state.empty()) q += "&state=" + state;
     Answer a = call(r, "GET", q);
     if (a.status != 200) return report(a);
@@ -244,7 +244,7 @@ int remote_best(const Remote& r, const std::string& kernel, const std::string& s
                 const std::string& dtype, const std::string& device, const std::string& out,
                 bool json) {
   std::string q = "/v1/best?kernel=" + kernel + "&shape=" + shape + "&dtype=" + dtype;
-  if (!device.empty()) q += "&device=" + device;
+  if (!device.empty()) q += "&device=" + httplib::detail::encode_query_param(device);
   Answer a = call(r, "GET", q);
   if (a.status != 200) return report(a);
   if (!out.empty()) {

@@ -35,6 +35,7 @@ nlohmann::json record_json(const results::MeasurementRecord& m) {
 }
 
 int results_cmd(const ResultsArgs& a) {
+  if (int rc = check_remote(a.remote)) return rc;
   if (!a.remote.url.empty()) {
     try {
       return remote_results(a.remote, a.id, a.kernel, a.state, a.limit, a.json);
@@ -156,13 +157,15 @@ Command add_results_command(CLI::App& app) {
   a->db = default_db();
   CLI::App* sub = app.add_subcommand(
       "results", "list the explorations of a results database, or show one ranked");
-  sub->add_option("EXPLORATION", a->id, "an exploration's id");
+  sub->add_option("EXPLORATION", a->id, "an exploration's id")->check(number_check({1, 9e18}));
   sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)")
       ->check(CLI::ExistingFile);
-  sub->add_option("--kernel", a->kernel, "only this kernel's explorations");
+  sub->add_option("--kernel", a->kernel, "only this kernel's explorations")
+      ->check(non_empty_check());
   sub->add_option("--state", a->state, "only explorations in this state")
       ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
-  sub->add_option("--limit", a->limit, "rows to show (default 20)");
+  sub->add_option("--limit", a->limit, "rows to show (default 20)")
+      ->check(number_check({1, 100000}));
   sub->add_flag("--json", a->json, "print JSON");
   add_remote_options(*sub, a->remote);
   return {sub, [a] { return results_cmd(*a); }};

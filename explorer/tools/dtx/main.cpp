@@ -3,11 +3,14 @@
 #include "RemoteClient.h"
 #include "dtx/RayBackend.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 
 namespace dtx::cli {
 
@@ -37,6 +40,16 @@ ShapeSizes parse_shape(const std::string& text, const std::string& option) {
   }
   if (sizes.empty()) throw CLI::ValidationError(option, "give LABEL=SIZE,...");
   return sizes;
+}
+
+int report(const RequestError& e, const std::string& file) {
+  if (e.kind == RequestError::Kind::BadField) {
+    std::cerr << "dtx: " << (e.field.rfind("--", 0) == 0 ? e.field : file) << ": " << e.what()
+              << "\n";
+    return kUsageError;
+  }
+  std::cerr << (e.rendered.empty() ? std::string(e.what()) + "\n" : e.rendered);
+  return 1;
 }
 
 std::string fmt_ms(double v) {
@@ -78,14 +91,18 @@ namespace dtx::cli {
 
 void add_pool_options(CLI::App& sub, PoolArgs& a) {
   sub.add_option("--compile-workers", a.compile_workers, "compile workers (default 1)")
-      ->check(CLI::Range(0, 256));
-  sub.add_option("--gpus", a.gpus, "GPU indices, one timing worker each (default: all visible)");
+      ->check(number_check(pool_rule("compile_workers")));
+  sub.add_option("--gpus", a.gpus,
+                 "GPU indices, one timing worker each (default: all visible; none: no GPU, the "
+                 "Triton interpreter)")
+      ->check(gpus_check());
   sub.add_option("--startup-timeout", a.startup_timeout, "seconds a worker may take to start")
-      ->check(CLI::PositiveNumber);
+      ->check(number_check(pool_rule("startup_timeout_s")));
   sub.add_option("--python", a.python,
-                 "the workers' Python (default: the project's .venv/bin/python)");
-  sub.add_option("--worker", a.worker,
-                 "the worker script (default: explorer/worker/dtx_worker.py)");
+                 "the workers' Python (default: the project's .venv/bin/python)")
+      ->check(program_check());
+  sub.add_option("--worker", a.worker, "the worker script (default: explorer/worker/dtx_worker.py)")
+      ->check(CLI::ExistingFile);
   sub.add_flag("-v,--verbose", a.verbose, "log the workers' standard error");
   sub.add_flag("--no-prefetch", a.no_prefetch,
                "do not let a timing worker ready its next request while it times one");
@@ -95,14 +112,15 @@ void add_pool_options(CLI::App& sub, PoolArgs& a) {
       ->check(CLI::IsMember({"local", "ray"}));
   sub.add_option("--ray-address", a.ray_address,
                  "the Ray cluster: the head's HOST:PORT, `auto`, ray://HOST:PORT, or `local` "
-                 "(default $RAY_ADDRESS); implies --backend ray");
+                 "(default $RAY_ADDRESS); implies --backend ray")
+      ->check(non_empty_check());
   sub.add_option("--ray-interpreter-workers", a.ray_interpreter_workers,
                  "time on this many CPU actors with the Triton interpreter instead of GPUs "
                  "(testing a cluster without GPUs)")
-      ->check(CLI::Range(0, 1024));
+      ->check(number_check(pool_rule("ray_interpreter_workers")));
   sub.add_option("--ray-compile-per-node", a.ray_compile_per_node,
                  "compile actors per node (default: one per GPU, at most the node's CPUs)")
-      ->check(CLI::Range(0, 1024));
+      ->check(number_check(pool_rule("ray_compile_per_node")));
 }
 
 namespace {
@@ -169,12 +187,7 @@ PoolOptions make_pool_options(const PoolArgs& a) {
   o.prefetch = !a.no_prefetch;
   if (!a.python.empty()) o.python = a.python;
   if (!a.worker.empty()) o.worker_script = a.worker;
-  if (!a.gpus.empty()) {
-    for (const auto& g : split(a.gpus, ','))
-      o.gpus.push_back(std::stoi(g));
-  } else {
-    o.gpus = visible_gpus();
-  }
+  o.gpus = a.gpus.empty() ? visible_gpus() : parse_gpus(a.gpus); // checked by gpus_check
   o.startup_timeout_s = a.startup_timeout;
   o.log = pool_log(a.verbose);
   return o;
@@ -185,8 +198,61 @@ void add_remote_options(CLI::App& sub, Remote& remote) {
   if (const char* env = std::getenv("DTX_TOKEN")) remote.token = env;
   sub.add_option("--server", remote.url,
                  "send the work to a dtxd at this URL (default $DTX_SERVER), e.g. "
-                 "http://127.0.0.1:8080");
-  sub.add_option("--token", remote.token, "the server's token (default $DTX_TOKEN)");
+                 "http://127.0.0.1:8080")
+      ->check(CLI::Validator([](std::string& url) { return server_url_problem(url); }, "URL"));
+  sub.add_option("--token", remote.token, "the server's token (default $DTX_TOKEN)")
+      ->check(token_check());
+}
+
+std::string server_url_problem(const std::string& url) {
+  // http(s)://HOST[:PORT], HOST a name or an [IPv6 address]: scanned, not matched by a regex
+  // (the text is the user's, of any length).
+  const std::string bad = "`" + url + "` is not a server URL: give http://HOST:PORT";
+  auto all = [](std::string_view s, auto ok) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), ok);
+  };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string_view rest = url;
+  if (rest.starts_with("http://"))
+    rest.remove_prefix(7);
+  else if (rest.starts_with("https://"))
+    rest.remove_prefix(8);
+  else
+    return bad;
+  if (rest.starts_with('[')) {
+    std::size_t close = rest.find(']');
+    if (close == rest.npos || !all(rest.substr(1, close - 1), [&](char c) {
+          return digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' ||
+                 c == '.';
+        }))
+      return bad;
+    rest.remove_prefix(close + 1);
+  } else {
+    std::size_t colon = std::min(rest.find(':'), rest.size());
+    if (!all(rest.substr(0, colon), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+        }))
+      return bad;
+    rest.remove_prefix(colon);
+  }
+  if (rest.empty() || (rest.front() == ':' && rest.size() <= 6 && all(rest.substr(1), digit)))
+    return "";
+  return bad;
+}
+
+int check_remote(const Remote& remote) {
+  // $DTX_SERVER and $DTX_TOKEN follow the rules of --server and --token.
+  std::string problem = remote.url.empty() ? "" : server_url_problem(remote.url);
+  if (!problem.empty()) {
+    std::cerr << "dtx: --server (or $DTX_SERVER): " << problem << "\n";
+    return kUsageError;
+  }
+  problem = remote.token.empty() ? "" : token_problem(remote.token);
+  if (!problem.empty()) {
+    std::cerr << "dtx: --token (or $DTX_TOKEN): " << problem << "\n";
+    return kUsageError;
+  }
+  return 0;
 }
 
 std::string default_db() {

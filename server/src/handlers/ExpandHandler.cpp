@@ -14,17 +14,24 @@ void register_expand(Api& api) {
       [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
         nlohmann::json b = body_json(req);
         nlohmann::json as_exploration = b;
-        std::int64_t offset = b.value("offset", 0), limit = b.value("limit", 100);
-        std::uint64_t max_points = b.value("max_points", 2000000ULL);
+        auto paging = [&](const char* key, double fallback, const NumberRule& rule) {
+          if (!b.contains(key)) return fallback;
+          double v = b[key].is_number() ? b[key].get<double>() : -1;
+          if (std::string p = rule.problem(v); !b[key].is_number() || !p.empty())
+            throw ApiError(400, "bad_field",
+                           std::string("`") + key + "` must be " + rule.describe(), key);
+          return v;
+        };
+        auto offset = static_cast<std::int64_t>(paging("offset", 0, {0, 1e12}));
+        auto limit = static_cast<std::int64_t>(paging("limit", 100, {0, 10000}));
+        auto max_points = static_cast<std::uint64_t>(paging("max_points", 2e6, {1, 1e9}));
         for (const char* k : {"offset", "limit", "max_points"})
           as_exploration.erase(k);
         if (!as_exploration.contains("kernel")) as_exploration["kernel"] = "expand";
-        std::vector<ExploreJob> jobs = jobs_from_json(as_exploration, ctx.config);
-        const ExploreJob& job = jobs.front();
-        auto algorithm =
-            std::make_shared<const dtc::Algorithm>(job.file.program(), job.file.algorithm_name);
-        Space space(algorithm, parse_template(job.file.schedule), job.shape,
-                    SpaceOptions{.dtype = job.file.dtype});
+        // The fields of an exploration, checked by the same rules; the first shape expanded.
+        TemplateRequest r = request_from_json(as_exploration, ctx.config);
+        Space space(r.checked.algorithm, r.checked.tmpl, r.shapes.front(),
+                    SpaceOptions{.dtype = r.file.dtype});
         unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
         Enumerator en(space, 0, max_points, threads);
         nlohmann::json page = nlohmann::json::array();

@@ -2,13 +2,9 @@
 // its events (server-sent), its cancel and its ranked schedules.
 #include "../Api.h"
 
-#include "dtx/Space.h"
-#include "dtx/Strategy.h"
+#include "dtx/Request.h"
 
 #include <algorithm>
-#include <cmath>
-#include <regex>
-
 #include <set>
 
 namespace dtx::server {
@@ -25,19 +21,15 @@ std::string text_field(const nlohmann::json& b, const char* key, bool required) 
   return b[key].get<std::string>();
 }
 
-template <class T>
-T number_field(const nlohmann::json& b, const char* key, T fallback, T lo, T hi) {
+/// A number of the request checked by its rule (setting_rule: the same as dtx's options and
+/// template files).
+template <class T> T number_field(const nlohmann::json& b, const char* key, T fallback) {
   if (!b.contains(key)) return fallback;
   if (!b[key].is_number())
     throw ApiError(400, "bad_field", std::string("`") + key + "` must be a number", key);
   double v = b[key].get<double>();
-  if (std::is_integral_v<T> && v != std::floor(v))
-    throw ApiError(400, "bad_field", std::string("`") + key + "` must be a whole number", key);
-  if (v < static_cast<double>(lo) || v > static_cast<double>(hi))
-    throw ApiError(400, "bad_field",
-                   std::string("`") + key + "` must be from " + std::to_string(lo) + " to " +
-                       std::to_string(hi),
-                   key);
+  if (std::string p = setting_rule(key).problem(v); !p.empty())
+    throw ApiError(400, "bad_field", std::string("`") + key + "` " + p, key);
   return static_cast<T>(v);
 }
 
@@ -47,7 +39,8 @@ ShapeSizes shape_of(const nlohmann::json& s, const std::string& field) {
                    field);
   ShapeSizes out;
   for (const auto& [label, size] : s.items()) {
-    if (!size.is_number_integer() || size.get<long long>() < 1)
+    // Its range is checked with the rest of the shape (shape_problem).
+    if (!size.is_number_integer())
       throw ApiError(400, "bad_field", "the size of `" + label + "` must be a whole number >= 1",
                      field);
     out[label] = size.get<long long>();
@@ -76,7 +69,32 @@ NamedBaseline baseline_of(const std::string& name, const std::string& kernel,
 
 } // namespace
 
-std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& config) {
+/// A broken rule as the API answers it: 400 naming the field, 422 with the diagnostics.
+ApiError api_error(const RequestError& e) {
+  nlohmann::json details = nullptr;
+  if (!e.details.empty()) {
+    details = nlohmann::json::array();
+    for (const RequestError::Detail& d : e.details) {
+      nlohmann::json j = {{"line", d.line}, {"col", d.col}, {"message", d.message}};
+      if (e.kind == RequestError::Kind::AlgorithmError) {
+        j["code"] = d.code;
+        j["severity"] = d.severity;
+      }
+      details.push_back(j);
+    }
+  }
+  switch (e.kind) {
+  case RequestError::Kind::TemplateError:
+    return ApiError(422, "template_error", e.what(), e.field, details);
+  case RequestError::Kind::AlgorithmError:
+    return ApiError(422, "algorithm_error", e.what(), e.field, details);
+  case RequestError::Kind::BadField:
+    break;
+  }
+  return ApiError(400, "bad_field", e.what(), e.field, details);
+}
+
+TemplateRequest request_from_json(const nlohmann::json& b, const Config& config) {
   static const std::set<std::string> known = {"kernel",        "algorithm",      "algorithm_name",
                                               "source",        "schedule",       "shapes",
                                               "shape",         "dtype",          "compile",
@@ -87,30 +105,19 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
                                               "timeout_s",     "test_shapes",    "device"};
   for (const auto& [k, v] : b.items())
     if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field `" + k + "`", k);
-  TemplateFile tf;
-  // Names go into file names, generated code and the command lines a CI job copies: words only.
-  static const std::regex word(R"([A-Za-z_][A-Za-z0-9_.-]{0,99})");
+  // What JSON needs (types, required fields) is checked here; what the fields mean, as for a
+  // template file on dtx's command line, by check_request.
+  TemplateRequest r;
+  TemplateFile& tf = r.file;
   tf.kernel = text_field(b, "kernel", true);
-  if (!std::regex_match(tf.kernel, word))
-    throw ApiError(400, "bad_field",
-                   "`kernel` is a name of letters, digits, `_`, `.` and `-` (up to 100), starting "
-                   "with a letter or `_`",
-                   "kernel");
+  if (std::string p = kernel_name_problem(tf.kernel); !p.empty())
+    throw ApiError(400, "bad_field", p, "kernel");
   tf.algorithm = text_field(b, b.contains("source") ? "source" : "algorithm", true);
   tf.algorithm_name =
       b.contains("algorithm_name") ? text_field(b, "algorithm_name", false) : tf.kernel + ".dt";
-  static const std::regex file(R"([A-Za-z_][A-Za-z0-9_.-]{0,119})");
-  if (!std::regex_match(tf.algorithm_name, file))
-    throw ApiError(400, "bad_field",
-                   "`algorithm_name` is a file name of letters, digits, `_`, `.` and `-`",
-                   "algorithm_name");
   tf.schedule = text_field(b, "schedule", true);
   tf.name = "schedule";
-  if (b.contains("dtype")) {
-    tf.dtype = text_field(b, "dtype", false);
-    if (tf.dtype != "float32" && tf.dtype != "float16" && tf.dtype != "bfloat16")
-      throw ApiError(400, "bad_field", "`dtype` is float32, float16 or bfloat16", "dtype");
-  }
+  if (b.contains("dtype")) tf.dtype = text_field(b, "dtype", false);
   if (b.contains("compile")) {
     if (!b["compile"].is_array())
       throw ApiError(400, "bad_field", "`compile` is a list of Func names", "compile");
@@ -128,36 +135,34 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
       tf.baselines.push_back(baseline_of(x.get<std::string>(), tf.kernel, config));
     }
   }
-  std::vector<ShapeSizes> shapes;
-  if (b.contains("shape")) shapes.push_back(shape_of(b["shape"], "shape"));
+  if (b.contains("shape")) r.shapes.push_back(shape_of(b["shape"], "shape"));
   if (b.contains("shapes")) {
     if (!b["shapes"].is_array() || b["shapes"].empty())
       throw ApiError(400, "bad_field", "`shapes` is a non-empty list of shapes", "shapes");
     for (const auto& s : b["shapes"])
-      shapes.push_back(shape_of(s, "shapes"));
+      r.shapes.push_back(shape_of(s, "shapes"));
   }
-  if (shapes.empty())
+  if (r.shapes.empty())
     throw ApiError(400, "missing_field", "give `shapes` (a list) or `shape`", "shapes");
 
-  ExploreSettings s = config.defaults;
+  ExploreSettings& s = r.settings;
+  s = config.defaults;
   if (b.contains("strategy")) {
     s.strategy = text_field(b, "strategy", false);
-    const auto& names = strategy_names();
-    if (std::find(names.begin(), names.end(), s.strategy) == names.end())
-      throw ApiError(400, "bad_field", "`strategy` is exhaustive, random, evolution or local",
-                     "strategy");
+    if (std::string p = strategy_problem(s.strategy); !p.empty())
+      throw ApiError(400, "bad_field", p, "strategy");
   }
-  s.budget = number_field<std::uint64_t>(b, "budget", s.budget, 0, 10000000);
+  s.budget = number_field<std::uint64_t>(b, "budget", s.budget);
   if (s.strategy == "exhaustive" && !b.contains("budget")) s.budget = 0;
-  s.time_limit_s = number_field<double>(b, "time_limit_s", s.time_limit_s, 0, 1e7);
-  s.seed = number_field<std::uint64_t>(b, "seed", s.seed, 0, 1ULL << 62);
-  s.top = number_field<int>(b, "top", s.top, 0, 1000);
-  s.rounds = number_field<int>(b, "rounds", s.rounds, 1, 100);
-  s.screen.warmup_ms = number_field<double>(b, "screen_warmup_ms", s.screen.warmup_ms, 0, 1e5);
-  s.screen.rep_ms = number_field<double>(b, "screen_rep_ms", s.screen.rep_ms, 0.01, 1e5);
-  s.full.warmup_ms = number_field<double>(b, "full_warmup_ms", s.full.warmup_ms, 0, 1e5);
-  s.full.rep_ms = number_field<double>(b, "full_rep_ms", s.full.rep_ms, 0.01, 1e5);
-  s.timeout_s = number_field<double>(b, "timeout_s", s.timeout_s, 1, 86400);
+  s.time_limit_s = number_field<double>(b, "time_limit_s", s.time_limit_s);
+  s.seed = number_field<std::uint64_t>(b, "seed", s.seed);
+  s.top = number_field<int>(b, "top", s.top);
+  s.rounds = number_field<int>(b, "rounds", s.rounds);
+  s.screen.warmup_ms = number_field<double>(b, "screen_warmup_ms", s.screen.warmup_ms);
+  s.screen.rep_ms = number_field<double>(b, "screen_rep_ms", s.screen.rep_ms);
+  s.full.warmup_ms = number_field<double>(b, "full_warmup_ms", s.full.warmup_ms);
+  s.full.rep_ms = number_field<double>(b, "full_rep_ms", s.full.rep_ms);
+  s.timeout_s = number_field<double>(b, "timeout_s", s.timeout_s);
   if (b.contains("device")) s.device = text_field(b, "device", false);
   if (b.contains("times")) {
     if (!b["times"].is_array()) throw ApiError(400, "bad_field", "`times` is a list", "times");
@@ -171,49 +176,19 @@ std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& co
         throw ApiError(400, "bad_field", "`times` holds bench, gpu and host", "times");
     }
   }
-
-  // The template and the algorithm must be usable: errors now, with their place.
-  Template tmpl;
   try {
-    tmpl = parse_template(tf.schedule);
-  } catch (const TemplateParseError& e) {
-    nlohmann::json details = nlohmann::json::array();
-    for (const TemplateError& err : e.errors)
-      details.push_back({{"line", err.loc.line}, {"col", err.loc.col}, {"message", err.message}});
-    throw ApiError(422, "template_error", "the schedule template has errors", "schedule", details);
+    r.checked = check_request(tf, r.shapes, b.contains("shapes") ? "shapes" : "shape");
+  } catch (const RequestError& e) {
+    throw api_error(e);
   }
-  auto algorithm = std::make_shared<const dtc::Algorithm>(tf.program(), tf.algorithm_name);
-  if (!algorithm->ok()) {
-    nlohmann::json details = nlohmann::json::array();
-    for (const dtc::Message& m : algorithm->messages())
-      details.push_back({{"line", m.line},
-                         {"col", m.col},
-                         {"code", m.code},
-                         {"severity", m.severity},
-                         {"message", m.text}});
-    throw ApiError(422, "algorithm_error", "the algorithm has errors", "algorithm", details);
-  }
+  return r;
+}
+
+std::vector<ExploreJob> jobs_from_json(const nlohmann::json& b, const Config& config) {
+  TemplateRequest r = request_from_json(b, config);
   std::vector<ExploreJob> jobs;
-  const char* shapes_field = b.contains("shapes") ? "shapes" : "shape";
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const ShapeSizes& shape = shapes[i];
-    std::string key = results::shape_key(results::Shape(shape.begin(), shape.end()));
-    if (std::string problem = shape_problem(*algorithm, shape); !problem.empty())
-      throw ApiError(400, "bad_field", "shape " + key + ": " + problem, shapes_field);
-    if (std::find(shapes.begin(), shapes.begin() + static_cast<std::ptrdiff_t>(i), shape) !=
-        shapes.begin() + static_cast<std::ptrdiff_t>(i))
-      throw ApiError(400, "bad_field", "shape " + key + " is listed twice", shapes_field);
-    try {
-      Space space(algorithm, tmpl, shape, SpaceOptions{.dtype = tf.dtype});
-    } catch (const TemplateParseError& e) {
-      nlohmann::json details = nlohmann::json::array();
-      for (const TemplateError& err : e.errors)
-        details.push_back({{"line", err.loc.line}, {"col", err.loc.col}, {"message", err.message}});
-      throw ApiError(422, "template_error", "the schedule template does not fit the algorithm",
-                     "schedule", details);
-    }
-    jobs.push_back({tf, shape, s, 0});
-  }
+  for (const ShapeSizes& shape : r.shapes)
+    jobs.push_back({r.file, shape, r.settings, 0});
   return jobs;
 }
 

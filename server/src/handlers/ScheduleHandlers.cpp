@@ -156,6 +156,11 @@ void register_schedules(Api& api) {
                          req.has_param("kernel") ? "shape" : "kernel");
         std::string kernel = req.get_param_value("kernel");
         std::string dtype = req.has_param("dtype") ? req.get_param_value("dtype") : "float32";
+        // The names an exploration can have (as `dtx best` checks them).
+        if (std::string p = kernel_name_problem(kernel); !p.empty())
+          throw ApiError(400, "bad_parameter", p, "kernel");
+        if (std::string p = dtype_problem(dtype); !p.empty())
+          throw ApiError(400, "bad_parameter", p, "dtype");
         results::Shape shape;
         try {
           shape = results::parse_shape(raw_param(req, "shape"));

@@ -55,7 +55,7 @@ void register_templates(Api& api) {
                                 {"dtype", tf.dtype},
                                 {"baselines", baselines},
                                 {"strategy", tf.strategy},
-                                {"budget", tf.budget}});
+                                {"budget", tf.budget.value_or(0)}});
               } catch (const std::exception& e) {
                 // One broken file does not hide the others.
                 errors.push_back({{"name", f.stem().string()}, {"message", e.what()}});

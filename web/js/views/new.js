@@ -46,7 +46,10 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
   const from = h("select", { id: "from" }, h("option", { value: "" }, "(empty)"),
     templates.map((t) => h("option", { value: t.name }, `${t.name}: ${t.kernel}`)));
   const description = h("p.muted.small-text");
-  const kernel = h("input", { id: "kernel", required: true, pattern: "[A-Za-z_][A-Za-z0-9_.\\-]{0,99}", placeholder: "geglu" });
+  // The server says what a kernel's name may be (the rules dtx follows too): its answers to the
+  // expansion below and to the submit show here.
+  const kernel = h("input", { id: "kernel", required: true, placeholder: "geglu" });
+  const kernelError = h("div.field-error", { id: "kernel-error", role: "alert" });
   const algorithm = new Editor("Algorithm", "", { rows: 14 });
   const template = new Editor("Schedule template", "", { rows: 10 });
   const shapes = h("textarea", { id: "shapes", rows: 3, spellcheck: "false", placeholder: "x=4096,y=4096 (one shape per line)" });
@@ -90,7 +93,8 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
   const field = (label, input, hint) => h("div.field", h("label", { for: input.id }, label), input, hint ? h("div.hint", hint) : null);
   const form = h("form.new-exploration", { novalidate: true },
     h("div.field", h("label", { for: "from" }, "Start from a template"), from, description),
-    field("Kernel", kernel, "the name results are stored and looked up under (dtx best KERNEL)"),
+    h("div.field", h("label", { for: "kernel" }, "Kernel"), kernel,
+      h("div.hint", "the name results are stored and looked up under (dtx best KERNEL)"), kernelError),
     algorithm.el,
     template.el,
     space,
@@ -149,6 +153,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     controller = new AbortController();
     const signal = controller.signal;
     fill(shapesError);
+    fill(kernelError);
     // The space is shown at the first shape that reads; the server checks every one of them
     // against the algorithm; an error in any line is shown too.
     const valid = [];
@@ -198,7 +203,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     try {
       const r = await api.post("/v1/expand", {
         algorithm: algorithm.value, schedule: template.value, shapes: valid, dtype: dtype.value,
-        kernel: "kernel", limit: 5, max_points: 200000,
+        kernel: kernel.value || "kernel", limit: 5, max_points: 200000,
       }, signal);
       template.setDiagnostics([], h("span.ok", `✓ ${count(r.distinct)} schedule${r.distinct === 1 ? "" : "s"} at ${shapeText(shape)}`));
       const pruned = Object.entries(r.rejected || {});
@@ -228,6 +233,10 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
       fill(space);
     } else if (e.field === "algorithm" && details.length) {
       algorithm.setDiagnostics(details, h("span.bad", e.message));
+    } else if (e.field === "kernel") {
+      fill(kernelError, e.message);
+      template.setStatus("");
+      fill(space);
     } else if (e.field === "shapes" || e.field === "shape") {
       fill(shapesError, e.message);
       template.setStatus("");
@@ -249,8 +258,6 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
     fill(submitError);
     let body;
     try {
-      if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,99}$/.test(kernel.value))
-        throw Object.assign(new Error("the kernel's name is letters, digits, _, . and -, starting with a letter or _"), { field: "kernel" });
       body = {
         kernel: kernel.value,
         algorithm: algorithm.value,
@@ -268,7 +275,6 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
       for (const [f, , , input] of advanced) if (input.value !== "") body[f] = Number(input.value);
     } catch (err) {
       fill(submitError, errorBox(err, "Not started"));
-      if (err.field === "kernel") kernel.focus();
       return;
     }
     submit.disabled = true;
@@ -280,6 +286,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
       submit.disabled = false;
       submit.textContent = "Start exploring";
       showError(err);
+      if (err.field === "kernel") kernel.focus();
     }
   });
 

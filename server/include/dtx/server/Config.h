@@ -1,6 +1,7 @@
 #pragma once
 // dtxd's configuration: a YAML file (docs/server.md) with command-line overrides.
 #include "dtx/Explore.h"
+#include "dtx/Request.h"
 
 #include <cstddef>
 #include <filesystem>
@@ -54,7 +55,15 @@ struct Config {
   std::filesystem::path db_path() const { return db.empty() ? data_dir / "dtx.db" : db; }
 };
 
-/// Reads a configuration file; unknown keys and bad values are errors naming file:line.
+/// Reads a configuration file; unknown keys and bad values are errors naming file:line and the
+/// key.
 Config load_config(const std::filesystem::path& path);
+
+/// The range of a numeric setting by its key (`port`, `max_running`, `max_body`,
+/// `http_threads`), for the file and the command line alike (the pool's: pool_rule).
+const NumberRule& config_rule(const std::string& key);
+/// "" when `bind` is an address to listen on (or a host name that resolves to one), else why
+/// not.
+std::string bind_problem(const std::string& bind);
 
 } // namespace dtx::server

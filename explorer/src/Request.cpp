@@ -1,0 +1,202 @@
+// The rules of a request (Request.h): one place for dtx and dtxd.
+#include "dtx/Request.h"
+
+#include "dtx/Strategy.h"
+
+#include <dtx/results/Store.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+namespace dtx {
+
+RequestError::RequestError(Kind k, std::string f, const std::string& message, std::vector<Detail> d,
+                           std::string r)
+    : std::runtime_error(message), kind(k), field(std::move(f)), details(std::move(d)),
+      rendered(std::move(r)) {}
+
+namespace {
+
+bool ascii_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/// Letters, digits, `_`, `.` and `-`, at most `max`, the first a letter, a digit or `_`. A scan,
+/// not a regex: the text is a user's, of any length.
+bool is_name(const std::string& s, std::size_t max) {
+  if (s.empty() || s.size() > max || s[0] == '.' || s[0] == '-') return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return ascii_alnum(c) || c == '_' || c == '.' || c == '-'; });
+}
+
+/// An optional sign and 1 to 19 digits.
+bool is_integer(const std::string& s) {
+  std::size_t digits = s.size() - (!s.empty() && (s[0] == '+' || s[0] == '-'));
+  return digits >= 1 && digits <= 19 &&
+         std::all_of(s.end() - static_cast<std::ptrdiff_t>(digits), s.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string number_text(double v) {
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 9.2e18)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+} // namespace
+
+std::string NumberRule::describe() const {
+  return std::string(whole ? "a whole number" : "a number") + " from " + number_text(lo) + " to " +
+         number_text(hi);
+}
+
+std::string NumberRule::problem(double v) const {
+  if (!std::isfinite(v) || v < lo || v > hi || (whole && v != std::floor(v)))
+    return "must be " + describe();
+  return "";
+}
+
+std::string NumberRule::problem(const std::string& text) const {
+  std::string bad = "`" + text + "` is not " + describe();
+  if (whole && !is_integer(text)) return bad;
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return bad;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return bad;
+  return problem(v).empty() ? "" : bad;
+}
+
+const NumberRule& setting_rule(const std::string& field) {
+  // The limits of an exploration's settings, wherever they are given.
+  static const std::map<std::string, NumberRule> rules = {
+      {"budget", {0, 1e7, true}},                 // distinct schedules measured; 0: no limit
+      {"time_limit_s", {0, 1e7, false}},          // 0: no limit
+      {"seed", {0, 4611686018427387904.0, true}}, // 2^62: exact in JSON's doubles
+      {"top", {0, 1000, true}},
+      {"rounds", {1, 100, true}},
+      {"screen_warmup_ms", {0, 1e5, false}},
+      {"screen_rep_ms", {0.01, 1e5, false}},
+      {"full_warmup_ms", {0, 1e5, false}},
+      {"full_rep_ms", {0.01, 1e5, false}},
+      {"timeout_s", {1, 86400, false}},
+  };
+  return rules.at(field);
+}
+
+const NumberRule& pool_rule(const std::string& field) {
+  static const std::map<std::string, NumberRule> rules = {
+      {"compile_workers", {0, 256, true}},
+      {"startup_timeout_s", {1, 86400, false}},
+      {"ray_interpreter_workers", {0, 1024, true}},
+      {"ray_compile_per_node", {0, 1024, true}},
+  };
+  return rules.at(field);
+}
+
+std::string kernel_name_problem(const std::string& name) {
+  if (is_name(name, 100)) return "";
+  return "`kernel` is a name of letters, digits, `_`, `.` and `-` (up to 100), starting with a "
+         "letter, a digit or `_`";
+}
+
+std::string algorithm_name_problem(const std::string& name) {
+  if (is_name(name, 120)) return "";
+  return "`algorithm_name` is a file name of letters, digits, `_`, `.` and `-`, starting with a "
+         "letter, a digit or `_`";
+}
+
+std::string dtype_problem(const std::string& dtype) {
+  if (dtype == "float32" || dtype == "float16" || dtype == "bfloat16") return "";
+  return "`dtype` is float32, float16 or bfloat16";
+}
+
+std::string strategy_problem(const std::string& strategy) {
+  const auto& names = strategy_names();
+  if (std::find(names.begin(), names.end(), strategy) != names.end()) return "";
+  return "`strategy` is exhaustive, random, evolution or local";
+}
+
+std::string token_problem(const std::string& token) {
+  if (token.empty()) return "a token cannot be empty";
+  for (char c : token)
+    if (c <= ' ' || c > '~') return "a token is printable ASCII without spaces";
+  return "";
+}
+
+namespace {
+
+std::vector<RequestError::Detail> details_of(const std::vector<TemplateError>& errors) {
+  std::vector<RequestError::Detail> out;
+  for (const TemplateError& e : errors)
+    out.push_back({e.loc.line, e.loc.col, "", "error", e.message});
+  return out;
+}
+
+/// Template errors located in the file the template came from (as TemplateFile does).
+std::string rendered_in_file(const TemplateFile& file, std::vector<TemplateError> errors) {
+  for (TemplateError& e : errors)
+    if (e.loc.line == 1) e.loc.col += file.schedule_col;
+  return render_template_errors(errors, file.name.empty() ? std::string("template") : file.name,
+                                file.schedule_line);
+}
+
+[[noreturn]] void bad(const std::string& field, const std::string& message) {
+  throw RequestError(RequestError::Kind::BadField, field, message);
+}
+
+} // namespace
+
+CheckedRequest check_request(const TemplateFile& file, const std::vector<ShapeSizes>& shapes,
+                             const std::string& shapes_field) {
+  if (std::string p = kernel_name_problem(file.kernel); !p.empty()) bad("kernel", p);
+  if (std::string p = algorithm_name_problem(file.algorithm_name); !p.empty())
+    bad("algorithm_name", p);
+  if (std::string p = dtype_problem(file.dtype); !p.empty()) bad("dtype", p);
+  if (!file.strategy.empty())
+    if (std::string p = strategy_problem(file.strategy); !p.empty()) bad("strategy", p);
+  if (file.budget)
+    if (std::string p = setting_rule("budget").problem(static_cast<double>(*file.budget));
+        !p.empty())
+      bad("budget", "`budget` " + p);
+
+  // The template and the algorithm must be usable: errors now, with their place.
+  CheckedRequest out;
+  try {
+    out.tmpl = parse_template(file.schedule);
+  } catch (const TemplateParseError& e) {
+    throw RequestError(RequestError::Kind::TemplateError, "schedule",
+                       "the schedule template has errors", details_of(e.errors),
+                       rendered_in_file(file, e.errors));
+  }
+  out.algorithm = std::make_shared<const dtc::Algorithm>(file.program(), file.algorithm_name);
+  if (!out.algorithm->ok()) {
+    std::vector<RequestError::Detail> details;
+    for (const dtc::Message& m : out.algorithm->messages())
+      details.push_back({m.line, m.col, m.code, m.severity, m.text});
+    throw RequestError(RequestError::Kind::AlgorithmError, "algorithm", "the algorithm has errors",
+                       std::move(details), out.algorithm->diagnostics());
+  }
+  try {
+    Space space(out.algorithm, out.tmpl, {}, SpaceOptions{.dtype = file.dtype});
+  } catch (const TemplateParseError& e) {
+    throw RequestError(RequestError::Kind::TemplateError, "schedule",
+                       "the schedule template does not fit the algorithm", details_of(e.errors),
+                       rendered_in_file(file, e.errors));
+  }
+  for (auto it = shapes.begin(); it != shapes.end(); ++it) {
+    std::string key = results::shape_key(results::Shape(it->begin(), it->end()));
+    if (std::string problem = shape_problem(*out.algorithm, *it); !problem.empty())
+      bad(shapes_field, "shape " + key + ": " + problem);
+    if (std::find(shapes.begin(), it, *it) != it)
+      bad(shapes_field, "shape " + key + " is listed twice");
+  }
+  return out;
+}
+
+} // namespace dtx
