@@ -66,7 +66,7 @@ COMMANDS = {
         "--compile-workers": "-1", "--gpus": "x", "--python": MISSING, "--backend": "slurm",
         "--ray-address": "", "--ray-interpreter-workers": "-1", "--max-running": "0",
         "--token": "", "--log-format": "xml", "--log-level": "loud", "--protect-reads": "=maybe",
-        "--no-example": "=maybe",
+        "--no-example": "=maybe", "--lease-s": "0.5",
     }),
 }
 POSITIONAL = {"dtc": PROGRAM, "dtx measure": PROGRAM, "dtx expand": TEMPLATE,
@@ -172,7 +172,8 @@ CONFIG = {
     "tokens": "tokens: ['']", "log_format": "log_format: xml", "log_level": "log_level: loud",
     "example": "example: maybe", "http_threads": "http_threads: 100000000",
     "protect_reads": "protect_reads: maybe", "backend": "backend: slurm",
-    "ray": "ray: 5", "explore": "explore: [1]",
+    "ray": "ray: 5", "explore": "explore: [1]", "lease_s": "lease_s: .nan",
+    "hosts": "hosts: dtx.internal",
 }
 RAY = {"address": "ray: {address: ''}", "interpreter_workers": "ray: {interpreter_workers: -1}",
        "compile_per_node": "ray: {compile_per_node: -7}"}
