@@ -71,7 +71,10 @@ const NumberRule& config_rule(const std::string& key) {
       {"port", {0, 65535, true}},
       {"max_running", {1, 64, true}},
       {"max_body", {1024, 1 << 30, true}},
-      {"http_threads", {1, 4096, true}},
+      {"max_connections", {1, 65536, true}},
+      {"max_event_streams", {1, 65536, true}},
+      {"request_timeout_s", {1, 3600, false}},
+      {"expand_time_s", {0.1, 3600, false}},
   };
   return rules.at(key);
 }
@@ -103,13 +106,33 @@ Config load_config(const std::filesystem::path& path) {
   Config c;
   if (root.IsNull()) return c;
   if (!root.IsMap()) throw ConfigError(path.string() + ": error: the configuration is a YAML map");
-  static const std::set<std::string> keys = {
-      "bind",          "port",         "data_dir",        "db",
-      "templates_dir", "web_dir",      "compile_workers", "gpus",
-      "python",        "worker",       "max_running",     "max_body",
-      "tokens",        "log_format",   "log_level",       "example",
-      "explore",       "http_threads", "protect_reads",   "vendor_dir",
-      "backend",       "ray",          "lease_s",         "hosts"};
+  static const std::set<std::string> keys = {"bind",
+                                             "port",
+                                             "data_dir",
+                                             "db",
+                                             "templates_dir",
+                                             "web_dir",
+                                             "compile_workers",
+                                             "gpus",
+                                             "python",
+                                             "worker",
+                                             "max_running",
+                                             "max_body",
+                                             "tokens",
+                                             "log_format",
+                                             "log_level",
+                                             "example",
+                                             "explore",
+                                             "protect_reads",
+                                             "vendor_dir",
+                                             "backend",
+                                             "ray",
+                                             "lease_s",
+                                             "hosts",
+                                             "max_connections",
+                                             "max_event_streams",
+                                             "request_timeout_s",
+                                             "expand_time_s"};
   for (const auto& kv : root) {
     std::string k = kv.first.as<std::string>();
     if (!keys.count(k)) fail(path, kv.first, "unknown setting `" + k + "`");
@@ -154,7 +177,13 @@ Config load_config(const std::filesystem::path& path) {
     if (k == "lease_s") c.lease_s = get<double>(path, v, "lease_s");
     if (k == "max_body") c.max_body = number<std::size_t>(path, v, k, config_rule(k));
     if (k == "protect_reads") c.protect_reads = get<bool>(path, v, "protect_reads");
-    if (k == "http_threads") c.http_threads = number<std::size_t>(path, v, k, config_rule(k));
+    if (k == "max_connections")
+      c.connections.max_connections = number<std::size_t>(path, v, k, config_rule(k));
+    if (k == "max_event_streams")
+      c.connections.max_event_streams = number<std::size_t>(path, v, k, config_rule(k));
+    if (k == "request_timeout_s")
+      c.connections.request_timeout_s = number<double>(path, v, k, config_rule(k));
+    if (k == "expand_time_s") c.expand_time_s = number<double>(path, v, k, config_rule(k));
     if (k == "tokens") {
       c.tokens = get<std::vector<std::string>>(path, v, "tokens");
       for (const std::string& t : c.tokens)

@@ -2,6 +2,7 @@
 #include "dtx/server/Server.h"
 
 #include "Api.h"
+#include "Connection.h"
 #include "Guard.h"
 
 #include "dtx/Files.h"
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 namespace dtx::server {
@@ -22,7 +24,7 @@ struct Server::Impl {
   std::unique_ptr<MeasurementBackend> pool;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Context> context;
-  httplib::Server http;
+  std::unique_ptr<HttpServer> http; // made at start(), with the configuration's limits
   std::unique_ptr<Api> api;
   int port = 0;
   int listen_fd = -1;
@@ -110,23 +112,37 @@ void Server::start() {
   s.context =
       std::make_unique<Context>(Context{s.config, *s.store, *s.scheduler, s.metrics, s.log});
 
-  s.http.set_payload_max_length(c.max_body);
-  s.http.set_tcp_nodelay(true); // headers and body are separate writes: no Nagle delay
+  s.http = std::make_unique<HttpServer>(ConnectionLimits{
+      .max_connections = c.connections.max_connections,
+      .max_event_streams = c.connections.max_event_streams,
+      .request_timeout_s = c.connections.request_timeout_s,
+  });
+  HttpServer& http = *s.http;
+  // A thread and a descriptor per connection: raise the descriptor limit to what is allowed.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    if (files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = files.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &files);
+    }
+    if (files.rlim_cur < c.connections.max_connections + 256)
+      s.log->warn("max_connections {} needs about {} open files; this process may open {} "
+                  "(raise `ulimit -n` or LimitNOFILE=)",
+                  c.connections.max_connections, c.connections.max_connections + 256,
+                  static_cast<unsigned long long>(files.rlim_cur));
+  }
+  http.set_payload_max_length(c.max_body);
+  http.set_tcp_nodelay(true); // headers and body are separate writes: no Nagle delay
   // Debian's cpp-httplib listens with a backlog of 5: many clients connecting at once would
   // see dropped SYNs (a second's retransmission). Keep the socket to listen again with more.
   int* listen_fd = &s.listen_fd;
-  s.http.set_socket_options([listen_fd](socket_t sock) {
+  http.set_socket_options([listen_fd](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     *listen_fd = sock;
   });
-  // A keep-alive connection holds its thread while it is open: enough threads for many clients
-  // (each mostly waiting), so that 64 concurrent CI jobs are not served eight at a time.
-  const std::size_t threads = c.http_threads;
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.http.set_read_timeout(30, 0);
   // Before any route, a page or a static file: the request's Host and Origin.
-  s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
     auto refused = refuse_origin(req, s.config, s.port);
     if (!refused) return httplib::Server::HandlerResponse::Unhandled;
     send_json(res, {{"error", {{"code", refused->code}, {"message", refused->what()}}}},
@@ -134,16 +150,16 @@ void Server::start() {
     s.log->debug("{} {} refused: {}", req.method, req.path, refused->what());
     return httplib::Server::HandlerResponse::Handled;
   });
-  s.api = std::make_unique<Api>(s.http, *s.context);
+  s.api = std::make_unique<Api>(http, *s.context);
   register_system(*s.api);
   register_compile(*s.api);
   register_expand(*s.api);
   register_explorations(*s.api);
   register_schedules(*s.api);
   register_templates(*s.api);
-  register_web(*s.api, s.http, *s.log);
+  register_web(*s.api, http, *s.log);
   s.api->finish();
-  s.http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404)
       send_json(res, {{"error", {{"code", "not_found"}, {"message", "no route " + req.path}}}},
@@ -195,8 +211,8 @@ void Server::start() {
     }
   }
 
-  s.port = c.port == 0 ? s.http.bind_to_any_port(c.bind) : c.port;
-  if (c.port != 0 && !s.http.bind_to_port(c.bind, c.port))
+  s.port = c.port == 0 ? http.bind_to_any_port(c.bind) : c.port;
+  if (c.port != 0 && !http.bind_to_port(c.bind, c.port))
     throw std::runtime_error("cannot listen on " + c.bind + ":" + std::to_string(c.port) +
                              " (in use, or not an address of this machine)");
   if (s.port < 0) throw std::runtime_error("cannot listen on " + c.bind);
@@ -205,7 +221,7 @@ void Server::start() {
 
 void Server::run() {
   impl_->log->info("dtxd listening on http://{}:{}", impl_->config.bind, impl_->port);
-  impl_->http.listen_after_bind();
+  impl_->http->listen_after_bind();
 }
 
 void Server::stop() {
@@ -213,7 +229,7 @@ void Server::stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   if (impl_->log) impl_->log->info("stopping: checkpointing explorations, stopping workers");
-  impl_->http.stop();
+  if (impl_->http) impl_->http->shut_down();
   if (impl_->scheduler) impl_->scheduler->shutdown();
   if (impl_->pool) impl_->pool->shutdown();
   if (impl_->log) impl_->log->info("stopped");

@@ -18,6 +18,7 @@
 #include <dtc/Algorithm.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -140,6 +141,10 @@ public:
   /// (ok false), but not unused-variable or duplicate points.
   std::optional<Candidate> next(bool rejected = false);
   const ExpansionStats& stats() const { return stats_; }
+  /// Ends the walk early once `stop` answers true (asked every 64 points): next() then
+  /// returns nothing and stopped() is true.
+  void stop_when(std::function<bool()> stop) { stop_ = std::move(stop); }
+  bool stopped() const { return stopped_; }
 
 private:
   struct Parallel;
@@ -150,6 +155,9 @@ private:
   std::unordered_set<std::uint64_t> seen_;
   ExpansionStats stats_;
   std::unique_ptr<Parallel> parallel_;
+  std::function<bool()> stop_;
+  std::uint64_t steps_ = 0;
+  bool stopped_ = false;
 };
 
 /// The canonical text's 64-bit hash used for deduplication.

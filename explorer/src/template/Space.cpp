@@ -535,7 +535,12 @@ std::optional<Candidate> Enumerator::step() {
 }
 
 std::optional<Candidate> Enumerator::next(bool rejected) {
+  if (stopped_) return std::nullopt;
   while (auto c = step()) {
+    if (stop_ && ++steps_ % 64 == 0 && stop_()) {
+      stopped_ = true;
+      return std::nullopt;
+    }
     if (!c->ok && c->reason == kReasonUnused) {
       ++stats_.unused;
       continue;

@@ -1,9 +1,13 @@
 // POST /v1/expand: a template, an algorithm and a shape to the space's size, the pruned counts
 // by reason and a page of distinct canonical schedules. Template errors come back at their line.
+// The walk is bounded: `max_points` points in index order, `expand_time_s` of the configuration,
+// and it ends when the client goes or the daemon stops.
 #include "../Api.h"
+#include "../Connection.h"
 
 #include "dtx/Space.h"
 
+#include <chrono>
 #include <thread>
 
 namespace dtx::server {
@@ -34,6 +38,14 @@ void register_expand(Api& api) {
                     SpaceOptions{.dtype = r.file.dtype});
         unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
         Enumerator en(space, 0, max_points, threads);
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(ctx.config.expand_time_s));
+        bool out_of_time = false;
+        en.stop_when([&] {
+          out_of_time = std::chrono::steady_clock::now() >= deadline;
+          return out_of_time || client_gone() || stopping();
+        });
         nlohmann::json page = nlohmann::json::array();
         std::int64_t n = 0;
         while (auto c = en.next()) {
@@ -41,10 +53,21 @@ void register_expand(Api& api) {
             page.push_back({{"index", c->index}, {"canonical", c->canonical}});
           ++n;
         }
+        if (en.stopped() && !out_of_time) {
+          if (stopping()) throw ApiError(503, "stopping", "dtxd is stopping");
+          return; // the client has gone: nobody reads an answer
+        }
         const ExpansionStats& st = en.stats();
+        nlohmann::json stopped = nullptr;
+        if (en.stopped())
+          stopped = "time";
+        else if (space.size() > max_points)
+          stopped = "max_points";
         send_json(res, {{"space_size", st.space_size},
                         {"overflowed", space.overflowed()},
-                        {"truncated", space.size() > max_points},
+                        {"truncated", !stopped.is_null()},
+                        {"stopped", stopped},
+                        {"walked", st.visited + st.unused},
                         {"unused_choices", st.unused},
                         {"rejected", st.rejected},
                         {"duplicates", st.duplicates},

@@ -1,6 +1,7 @@
 // POST /v1/explorations (and POST /explore), GET /v1/explorations, GET /v1/explorations/{id},
 // its events (server-sent), its cancel and its ranked schedules.
 #include "../Api.h"
+#include "../Connection.h"
 
 #include "dtx/Request.h"
 
@@ -322,13 +323,23 @@ void register_explorations(Api& api) {
             std::int64_t id = path_id(req);
             auto x = ctx.store.exploration(id);
             if (!x) throw ApiError(404, "not_found", "no exploration " + std::to_string(id));
+            // Each open stream holds a connection's thread: a bounded number at once.
+            std::shared_ptr<void> place = take_event_stream();
+            if (!place) {
+              res.set_header("Retry-After", "5");
+              throw ApiError(503, "busy",
+                             "dtxd has " + std::to_string(connection_counts().max_event_streams) +
+                                 " event streams open (max_event_streams); poll GET "
+                                 "/v1/explorations/" +
+                                 std::to_string(id) + " or try again shortly");
+            }
             auto last = std::make_shared<std::uint64_t>(0);
             auto ended = std::make_shared<bool>(false);
             Context* c = &ctx;
             res.set_header("Cache-Control", "no-cache");
             res.set_chunked_content_provider(
-                "text/event-stream", [c, id, last, ended](size_t, httplib::DataSink& sink) {
-                  if (*ended) {
+                "text/event-stream", [c, id, last, ended, place](size_t, httplib::DataSink& sink) {
+                  if (*ended || stopping()) {
                     sink.done();
                     return true;
                   }

@@ -2,6 +2,7 @@
 // kernels: 0 is the Triton interpreter),
 // GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look, or the page).
 #include "../Api.h"
+#include "../Connection.h"
 #include "dtx/Files.h"
 
 #include <fstream>
@@ -26,6 +27,11 @@ void register_system(Api& api) {
             {"paused", ctx.scheduler.paused_count()},   {"elsewhere", ctx.scheduler.elsewhere()},
             {"gpus", ctx.config.gpus.size()},           {"backend", ctx.config.backend},
             {"database", ctx.config.db_path().string()}};
+        ConnectionCounts conns = connection_counts();
+        body["connections"] = {{"open", conns.open},
+                               {"max_connections", conns.max_connections},
+                               {"event_streams", conns.event_streams},
+                               {"max_event_streams", conns.max_event_streams}};
         if (!store.ok)
           body["reason"] =
               "the results store cannot be written since " + store.since + ": " + store.error;

@@ -45,7 +45,14 @@ struct Config {
   double lease_s = 30;
   ExploreSettings defaults; // for fields a request leaves out
   std::size_t max_body = 1 << 20;
-  std::size_t http_threads = 128;  // connections served at once (keep-alive holds one each)
+  /// Connections open at once (each has a thread), event streams open at once, the time a
+  /// request may take to arrive (docs/server.md, "Limits").
+  struct Connections {
+    std::size_t max_connections = 512;
+    std::size_t max_event_streams = 64;
+    double request_timeout_s = 20;
+  } connections;
+  double expand_time_s = 30;       // the most one /v1/expand request walks its space
   std::vector<std::string> tokens; // non-empty: writes need `Authorization: Bearer TOKEN`
   bool protect_reads = false;      // with tokens: reads need one too (not /healthz, /metrics)
   std::string log_format = "text"; // text or json
@@ -60,7 +67,8 @@ struct Config {
 Config load_config(const std::filesystem::path& path);
 
 /// The range of a numeric setting by its key (`port`, `max_running`, `max_body`,
-/// `http_threads`), for the file and the command line alike (the pool's: pool_rule).
+/// `max_connections`, `max_event_streams`, `request_timeout_s`, `expand_time_s`), for the file and
+/// the command line alike (the pool's: pool_rule).
 const NumberRule& config_rule(const std::string& key);
 /// "" when `bind` is an address to listen on (or a host name that resolves to one), else why
 /// not.
