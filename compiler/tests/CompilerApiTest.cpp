@@ -1,7 +1,9 @@
 // The library interface dtc::compile: never throws, reports every problem as a diagnostic, and
 // emits the requested text.
+#include "codegen/TritonMath.h"
 #include "dtc/Compiler.h"
 #include "ir/Builtins.h"
+#include "kir/Intrinsics.h"
 
 #include <gtest/gtest.h>
 
@@ -213,8 +215,9 @@ TEST(CompilerApi, EveryBuiltinLowersToKernelIR) {
     EXPECT_TRUE(r.ok) << b.name << ": " << r.diagnostics;
     EXPECT_TRUE(contains(r.output, "def f_kernel(")) << b.name;
     // The module defines every helper it calls, and the helpers those call.
-    if (b.helper) {
-      std::vector<std::string> work{b.helper};
+    std::optional<dtc::kir::Intrinsic> fn = dtc::kir::intrinsic_named(b.name);
+    if (fn && dtc::is_helper(*fn)) {
+      std::vector<std::string> work{dtc::triton_function(*fn)};
       while (!work.empty()) {
         std::string h = work.back();
         work.pop_back();

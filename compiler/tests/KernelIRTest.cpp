@@ -207,9 +207,9 @@ TEST(CommonSubexpressions, NamesAValueComputedTwiceInOneBlock) {
   ExprPtr mask = b.let(body, "mask", lt(idx, b.p("n_size")));
   ExprPtr a = b.let(body, "A",
                     cast(load(add(b.p("A_ptr"), mul(idx, b.p("A_stride0"))), mask), Scalar::F32));
-  ExprPtr s =
-      b.let(body, "s", reduce(ReduceOp::Sum, select(mask, call("tl.exp", {a}), float_imm(0.0)), 0));
-  ExprPtr q = b.let(body, "q", binary(BinOp::Div, call("tl.exp", {a}), s));
+  ExprPtr s = b.let(
+      body, "s", reduce(ReduceOp::Sum, select(mask, call(Intrinsic::Exp, {a}), float_imm(0.0)), 0));
+  ExprPtr q = b.let(body, "q", binary(BinOp::Div, call(Intrinsic::Exp, {a}), s));
   body.push_back(Stmt::store(add(b.p("out_ptr"), idx), q, mask));
   eliminate_common_subexpressions(b.k);
   verify_kernel(b.k, "common subexpressions");
@@ -230,8 +230,8 @@ TEST(CommonSubexpressions, AValueContainingOneJustNamedIsStillFound) {
   ExprPtr x = b.let(body, "x", cast(b.p("n_size"), Scalar::F32));
   ExprPtr y = b.let(body, "y", add(x, float_imm(2.0)));
   auto sum = [&] {
-    ExprPtr e = call("tl.exp", {x});
-    return add(e, mul(call("tl.exp", {x}), y));
+    ExprPtr e = call(Intrinsic::Exp, {x});
+    return add(e, mul(call(Intrinsic::Exp, {x}), y));
   };
   b.let(body, "z", mul(sum(), sum()));
   eliminate_common_subexpressions(b.k);
@@ -263,9 +263,9 @@ TEST(CommonSubexpressions, KeepsAValueWhoseOperandWasBoundAgain) {
   auto& body = b.k.body;
   ExprPtr n = b.p("n_size");
   ExprPtr x = b.let(body, "x", cast(n, Scalar::F32));
-  b.let(body, "y", call("tl.exp", {x}));
+  b.let(body, "y", call(Intrinsic::Exp, {x}));
   x = b.let(body, "x", add(x, float_imm(1.0)));
-  b.let(body, "z", call("tl.exp", {x}));
+  b.let(body, "z", call(Intrinsic::Exp, {x}));
   std::string before = b.text();
   eliminate_common_subexpressions(b.k);
   EXPECT_EQ(b.text(), before);
@@ -291,11 +291,11 @@ TEST(CommonSubexpressions, AValueNamedBeforeALoopIsReusedInsideIt) {
   KernelBuilder b;
   auto& body = b.k.body;
   ExprPtr n = b.let(body, "n", cast(b.p("n_size"), Scalar::F32));
-  b.let(body, "r", call("tl.sqrt", {n}));
+  b.let(body, "r", call(Intrinsic::Sqrt, {n}));
   StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(1));
   loop->body.push_back(
       Stmt::assign("v", binary(BinOp::Div, cast(var("i", scalar(Scalar::Int)), Scalar::F32),
-                               call("tl.sqrt", {n}))));
+                               call(Intrinsic::Sqrt, {n}))));
   body.push_back(std::move(loop));
   eliminate_common_subexpressions(b.k);
   verify_kernel(b.k);
@@ -315,7 +315,7 @@ TEST(HoistLoopInvariants, MovesValuesTheLoopDoesNotChangeOutOfNestedLoops) {
   StmtPtr inner = Stmt::loop("j", int_imm(0), n, int_imm(1));
   ExprPtr i = var("i", scalar(Scalar::Int)), j = var("j", scalar(Scalar::Int));
   // s depends on nothing of either loop, t on i only, u on j.
-  inner->body.push_back(Stmt::assign("s", call("tl.sqrt", {cast(n, Scalar::F32)})));
+  inner->body.push_back(Stmt::assign("s", call(Intrinsic::Sqrt, {cast(n, Scalar::F32)})));
   inner->body.push_back(
       Stmt::assign("t", mul(var("s", scalar(Scalar::F32)), cast(i, Scalar::F32))));
   inner->body.push_back(

@@ -1,7 +1,7 @@
 // Prints kernel IR as Python: expressions with the fewest parentheses Python's precedence
 // allows, and each kernel as a @triton.jit function. The only place kernel code becomes text.
 #include "codegen/PythonCodegen.h"
-#include "ir/Builtins.h"
+#include "codegen/TritonMath.h"
 #include "ir/IR.h"
 
 #include <cmath>
@@ -108,7 +108,7 @@ Printed print_expr(const Expr& e) {
             p};
   }
   case ExprKind::Call:
-    return {e.name + "(" + args_text(e) + ")"};
+    return {std::string(triton_function(e.fn)) + "(" + args_text(e) + ")"};
   case ExprKind::Select:
     return {"tl.where(" + args_text(e) + ")"};
   case ExprKind::Cast: {
@@ -259,6 +259,7 @@ const PrinterHelper kPrinterHelpers[] = {
 };
 
 void printer_helpers(const kir::Expr& e, std::set<std::string>& out) {
+  if (e.kind == kir::ExprKind::Call && is_helper(e.fn)) out.insert(triton_function(e.fn));
   if (e.kind == kir::ExprKind::Reduce && e.reduce != kir::ReduceOp::Sum)
     out.insert(e.reduce == kir::ReduceOp::Max ? "_dt_max" : "_dt_min");
   for (const kir::ExprPtr& a : e.args)
@@ -278,7 +279,7 @@ void printer_helpers(const std::vector<kir::StmtPtr>& stmts, std::set<std::strin
 } // namespace
 
 std::set<std::string> kernel_helpers(const kir::Kernel& kernel) {
-  std::set<std::string> out = kernel.helpers;
+  std::set<std::string> out;
   printer_helpers(kernel.body, out);
   // And the helpers those call, transitively.
   std::vector<std::string> work(out.begin(), out.end());

@@ -30,7 +30,7 @@ struct ModuleInput {
 /// Prints one kernel as a `@triton.jit` function.
 std::string print_kernel(const kir::Kernel& kernel);
 
-/// The `@triton.jit` helpers a printed kernel calls: the builtins' that lowering recorded and the
+/// The `@triton.jit` helpers a printed kernel calls: its intrinsics' (TritonMath.h) and the
 /// printer's own (a NaN-propagating maximum or minimum, of a tile or atomic), and the helpers
 /// those call.
 std::set<std::string> kernel_helpers(const kir::Kernel& kernel);

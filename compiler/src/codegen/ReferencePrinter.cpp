@@ -5,11 +5,76 @@
 #include "codegen/WrapperSignature.h"
 #include "ir/Builtins.h"
 #include "ir/IRVisitor.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 namespace dtc {
 namespace {
+
+/// PyTorch's spelling of each DT builtin; {0}, {1}, {2} stand for the arguments.
+const char* torch_pattern(std::string_view builtin) {
+  static const std::pair<const char*, const char*> patterns[] = {
+      {"abs", "torch.abs({0})"},
+      {"ceil", "torch.ceil({0})"},
+      {"floor", "torch.floor({0})"},
+      {"cos", "torch.cos({0})"},
+      {"sin", "torch.sin({0})"},
+      {"erf", "torch.erf({0})"},
+      {"exp", "torch.exp({0})"},
+      {"exp2", "torch.exp2({0})"},
+      {"log", "torch.log({0})"},
+      {"log2", "torch.log2({0})"},
+      {"rsqrt", "torch.rsqrt({0})"},
+      {"sigmoid", "torch.sigmoid({0})"},
+      {"sqrt", "torch.sqrt({0})"},
+      {"sqrt_rn", "torch.sqrt({0})"},
+      {"maximum", "torch.maximum({0}, {1})"},
+      {"minimum", "torch.minimum({0}, {1})"},
+      {"fdiv", "torch.div({0}, {1})"},
+      {"div_rn", "torch.div({0}, {1})"},
+      {"clamp", "torch.minimum(torch.maximum({0}, {1}), {2})"},
+      {"fma", "({0} * {1} + {2})"},
+      {"where", "torch.where({0} != 0, {1}, {2})"},
+      {"tanh", "torch.tanh({0})"},
+      {"sinh", "torch.sinh({0})"},
+      {"cosh", "torch.cosh({0})"},
+      {"tan", "torch.tan({0})"},
+      {"pow", "torch.pow({0}, {1})"},
+      {"log1p", "torch.log1p({0})"},
+      {"expm1", "torch.expm1({0})"},
+      {"log10", "torch.log10({0})"},
+      {"erfc", "torch.erfc({0})"},
+      {"sign", "torch.sign({0})"},
+      {"reciprocal", "torch.reciprocal({0})"},
+      {"square", "torch.square({0})"},
+      {"relu", "torch.relu({0})"},
+      {"silu", "torch.nn.functional.silu({0})"},
+      {"softplus", "torch.nn.functional.softplus({0})"},
+      {"gelu", "torch.nn.functional.gelu({0})"},
+      {"gelu_tanh", "torch.nn.functional.gelu({0}, approximate='tanh')"},
+  };
+  for (const auto& [name, pattern] : patterns)
+    if (builtin == name) return pattern;
+  throw InternalError("no PyTorch spelling of the builtin " + std::string(builtin));
+}
+
+/// Replaces {0}, {1}, ... in `pattern` with `args`.
+std::string substitute(std::string_view pattern, const std::vector<std::string>& args) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '{' && i + 2 < pattern.size() && pattern[i + 2] == '}' &&
+        pattern[i + 1] >= '0' && pattern[i + 1] <= '9') {
+      out += args.at(pattern[i + 1] - '0');
+      i += 2;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
 
 /// PyTorch text of an expression, over a layout of labels.
 class ReferenceExpr : public ir::IRVisitor {
@@ -82,7 +147,7 @@ public:
     std::vector<std::string> args;
     for (const ir::ExprPtr& a : e.args)
       args.push_back("(" + tensor_arg(*a) + ")");
-    out = substitute(find_builtin(e.fn)->torch, args);
+    out = substitute(torch_pattern(e.fn), args);
   }
   void visit(const ir::Reduce& e) override {
     // An empty reduction yields its identity: 0, -inf or inf (torch.amax would raise).

@@ -1,3 +1,6 @@
+// DT's builtin functions: what each computes. Lowering (lower/LowerExprs.cpp) makes each an
+// intrinsic of the kernel IR (kir/Intrinsics.h) or other operations; the printers spell them for
+// Triton (codegen/TritonMath.cpp) and for the PyTorch reference (codegen/ReferencePrinter.cpp).
 #include "ir/Builtins.h"
 
 #include <algorithm>
@@ -6,62 +9,44 @@ namespace dtc {
 
 const std::vector<Builtin>& builtins() {
   static const std::vector<Builtin> table = {
-      // triton.language math functions
-      {"abs", 1, "tl.abs({0})", "torch.abs({0})", nullptr, "absolute value"},
-      {"ceil", 1, "tl.ceil({0})", "torch.ceil({0})", nullptr, "round up"},
-      {"floor", 1, "tl.floor({0})", "torch.floor({0})", nullptr, "round down"},
-      {"cos", 1, "tl.cos({0})", "torch.cos({0})", nullptr, "cosine"},
-      {"sin", 1, "tl.sin({0})", "torch.sin({0})", nullptr, "sine"},
-      {"erf", 1, "tl.erf({0})", "torch.erf({0})", nullptr, "error function"},
-      {"exp", 1, "tl.exp({0})", "torch.exp({0})", nullptr, "e to the power"},
-      {"exp2", 1, "tl.exp2({0})", "torch.exp2({0})", nullptr, "2 to the power"},
-      {"log", 1, "tl.log({0})", "torch.log({0})", nullptr, "natural logarithm"},
-      {"log2", 1, "tl.log2({0})", "torch.log2({0})", nullptr, "base-2 logarithm"},
-      {"rsqrt", 1, "tl.rsqrt({0})", "torch.rsqrt({0})", nullptr, "1 / sqrt"},
-      {"sigmoid", 1, "tl.sigmoid({0})", "torch.sigmoid({0})", nullptr, "1 / (1 + exp(-v))"},
-      {"sqrt", 1, "tl.sqrt({0})", "torch.sqrt({0})", nullptr, "square root"},
-      {"sqrt_rn", 1, "tl.sqrt_rn({0})", "torch.sqrt({0})", nullptr,
-       "square root, rounded to nearest"},
-      {"maximum", 2, "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
-       "torch.maximum({0}, {1})", nullptr, "element-wise maximum, NaN if either is NaN"},
-      {"minimum", 2, "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
-       "torch.minimum({0}, {1})", nullptr, "element-wise minimum, NaN if either is NaN"},
-      {"fdiv", 2, "tl.fdiv({0}, {1})", "torch.div({0}, {1})", nullptr, "fast division"},
-      {"div_rn", 2, "tl.div_rn({0}, {1})", "torch.div({0}, {1})", nullptr,
-       "division, rounded to nearest"},
-      {"clamp", 3,
-       "tl.minimum(tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL), {2}, "
-       "propagate_nan=tl.PropagateNan.ALL)",
-       "torch.minimum(torch.maximum({0}, {1}), {2})", nullptr, "clamp(v, lo, hi)"},
-      {"fma", 3, "tl.fma({0}, {1}, {2})", "({0} * {1} + {2})", nullptr, "fused a * b + c"},
-      {"where", 3, "tl.where({0} != 0, {1}, {2})", "torch.where({0} != 0, {1}, {2})", nullptr,
-       "where(cond, a, b): a where cond is non-zero, else b"},
-      // helpers built from triton.language operations
-      {"tanh", 1, "_dt_tanh({0})", "torch.tanh({0})", "_dt_tanh", "hyperbolic tangent"},
-      {"sinh", 1, "_dt_sinh({0})", "torch.sinh({0})", "_dt_sinh", "hyperbolic sine"},
-      {"cosh", 1, "_dt_cosh({0})", "torch.cosh({0})", "_dt_cosh", "hyperbolic cosine"},
-      {"tan", 1, "_dt_tan({0})", "torch.tan({0})", "_dt_tan", "tangent"},
-      {"pow", 2, "_dt_pow({0}, {1})", "torch.pow({0}, {1})", "_dt_pow",
-       "pow(v, e); a small integer literal e becomes repeated multiplication"},
-      {"log1p", 1, "_dt_log1p({0})", "torch.log1p({0})", "_dt_log1p",
-       "log(1 + v), accurate near 0"},
-      {"expm1", 1, "_dt_expm1({0})", "torch.expm1({0})", "_dt_expm1",
-       "exp(v) - 1, accurate near 0"},
-      {"log10", 1, "_dt_log10({0})", "torch.log10({0})", "_dt_log10", "base-10 logarithm"},
-      {"erfc", 1, "_dt_erfc({0})", "torch.erfc({0})", "_dt_erfc",
-       "1 - erf(v), accurate for large v"},
-      {"sign", 1, "_dt_sign({0})", "torch.sign({0})", "_dt_sign", "-1, 0 or 1"},
-      {"reciprocal", 1, "(1.0 / {0})", "torch.reciprocal({0})", nullptr, "1 / v"},
-      {"square", 1, "({0} * {0})", "torch.square({0})", nullptr, "v * v"},
-      {"relu", 1, "tl.maximum({0}, 0.0, propagate_nan=tl.PropagateNan.ALL)", "torch.relu({0})",
-       nullptr, "max(v, 0)"},
-      {"silu", 1, "_dt_silu({0})", "torch.nn.functional.silu({0})", "_dt_silu", "v * sigmoid(v)"},
-      {"softplus", 1, "_dt_softplus({0})", "torch.nn.functional.softplus({0})", "_dt_softplus",
-       "log(1 + exp(v)), without overflow"},
-      {"gelu", 1, "_dt_gelu({0})", "torch.nn.functional.gelu({0})", "_dt_gelu",
-       "GELU with erf: 0.5 v (1 + erf(v / sqrt 2))"},
-      {"gelu_tanh", 1, "_dt_gelu_tanh({0})", "torch.nn.functional.gelu({0}, approximate='tanh')",
-       "_dt_gelu_tanh", "GELU, tanh approximation"},
+      {"abs", 1, "absolute value"},
+      {"ceil", 1, "round up"},
+      {"floor", 1, "round down"},
+      {"cos", 1, "cosine"},
+      {"sin", 1, "sine"},
+      {"erf", 1, "error function"},
+      {"exp", 1, "e to the power"},
+      {"exp2", 1, "2 to the power"},
+      {"log", 1, "natural logarithm"},
+      {"log2", 1, "base-2 logarithm"},
+      {"rsqrt", 1, "1 / sqrt"},
+      {"sigmoid", 1, "1 / (1 + exp(-v))"},
+      {"sqrt", 1, "square root"},
+      {"sqrt_rn", 1, "square root, rounded to nearest"},
+      {"maximum", 2, "element-wise maximum, NaN if either is NaN"},
+      {"minimum", 2, "element-wise minimum, NaN if either is NaN"},
+      {"fdiv", 2, "fast division"},
+      {"div_rn", 2, "division, rounded to nearest"},
+      {"clamp", 3, "clamp(v, lo, hi)"},
+      {"fma", 3, "fused a * b + c"},
+      {"where", 3, "where(cond, a, b): a where cond is non-zero, else b"},
+      {"tanh", 1, "hyperbolic tangent"},
+      {"sinh", 1, "hyperbolic sine"},
+      {"cosh", 1, "hyperbolic cosine"},
+      {"tan", 1, "tangent"},
+      {"pow", 2, "pow(v, e); a small integer literal e becomes repeated multiplication"},
+      {"log1p", 1, "log(1 + v), accurate near 0"},
+      {"expm1", 1, "exp(v) - 1, accurate near 0"},
+      {"log10", 1, "base-10 logarithm"},
+      {"erfc", 1, "1 - erf(v), accurate for large v"},
+      {"sign", 1, "-1, 0 or 1"},
+      {"reciprocal", 1, "1 / v"},
+      {"square", 1, "v * v"},
+      {"relu", 1, "max(v, 0)"},
+      {"silu", 1, "v * sigmoid(v)"},
+      {"softplus", 1, "log(1 + exp(v)), without overflow"},
+      {"gelu", 1, "GELU with erf: 0.5 v (1 + erf(v / sqrt 2))"},
+      {"gelu_tanh", 1, "GELU, tanh approximation"},
   };
   return table;
 }
@@ -70,299 +55,6 @@ const Builtin* find_builtin(std::string_view name) {
   for (const Builtin& b : builtins())
     if (name == b.name) return &b;
   return nullptr;
-}
-
-namespace {
-
-struct Helper {
-  const char* name;
-  std::vector<const char*> uses; // the helpers its source calls
-  const char* source;
-};
-
-// The @triton.jit helpers, each accurate to a few float32 ulps over its whole domain, as a
-// float64 oracle computes it (tests/e2e/test_math_accuracy.py): no cancellation, no overflow
-// before the result overflows, and the exponential, logarithm and small-argument erf they
-// build on computed here from + - * / and exact bit operations (and no float-to-integer
-// conversion, slow on the GPU), so that their accuracy is that of the formulas, not that of
-// tl.exp, tl.log and tl.erf (MUFU approximations on the GPU, numpy's under the interpreter).
-// tan uses tl.sin and tl.cos, pow float64's tl.exp2 and tl.log2. Every public helper starts
-// with tl.cast: under the interpreter a scalar is a Python float.
-const std::vector<Helper>& helper_table() {
-  static const std::vector<Helper> helpers = {
-      {"_dt_exp_parts", {}, R"py(def _dt_exp_parts(a, b):
-    # e^(a + b), b small beside a, as (q, k) with e^(a + b) = (1 + q) 2^k: a + b = k ln2 + r,
-    # |r| <= ln2 / 2 (ln2 in two parts, k * 0.693145751953125 exact), q = e^r - 1 by its
-    # Taylor series to r^8 (the rest is below 2^-30 of q). k, an int32, is rounded by adding
-    # 1.5 * 2^23 and read from the sum's bits (no conversion). The caller keeps a + b within
-    # [-150, 90]: k is then within _dt_ldexp's range.
-    t = (a + b) * 1.4426950408889634 + 12582912.0
-    kf = t - 12582912.0
-    r = ((a - kf * 0.693145751953125) + b) - kf * 1.4286068203094173e-06
-    q = r + r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 + r * (
-        0.0013888889 + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))))
-    return q, t.to(tl.int32, bitcast=True) - 0x4B400000
-)py"},
-      {"_dt_ldexp", {"_dt_pow2"}, R"py(def _dt_ldexp(x, k):
-    # x 2^k for an int32 k in [-252, 254]: two exact powers of two, so that a result below the
-    # normal range is rounded once.
-    h = k >> 1
-    return x * _dt_pow2(h) * _dt_pow2(k - h)
-)py"},
-      {"_dt_pow2", {}, R"py(def _dt_pow2(k):
-    # 2^k for an int32 k in [-126, 127], from its bits.
-    return ((k + 127) << 23).to(tl.float32, bitcast=True)
-)py"},
-      {"_dt_log1p_reduced", {}, R"py(def _dt_log1p_reduced(f):
-    # log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: with s = f / (2 + f), log(1 + f) is
-    # 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R)), R = 2s^2/3 + 2s^4/5 + ... (|s| < 0.172, Taylor
-    # to s^10: the rest is below 2^-35 of the result).
-    s = f / (2.0 + f)
-    z = s * s
-    r = z * (0.6666667 + z * (0.4 + z * (0.2857143 + z * (0.22222222 + z * 0.18181819))))
-    hfsq = 0.5 * f * f
-    return f - (hfsq - s * (hfsq + r))
-)py"},
-      {"_dt_erfcx_near", {}, R"py(def _dt_erfcx_near(t):
-    # e^(z^2) erfc(z) for z = t + 1.25 in [0.5, 2]: a polynomial fitted to within 3e-10.
-    p = -1.98582293e-05 * t + 6.40109647e-05
-    p = p * t - 0.000161764154
-    p = p * t + 0.000467524456
-    p = p * t - 0.00132593594
-    p = p * t + 0.00355499936
-    p = p * t - 0.00908165425
-    p = p * t + 0.0220111161
-    p = p * t - 0.0502182692
-    p = p * t + 0.106795587
-    p = p * t - 0.208821878
-    return 0.367822915 + (1.04625464e-09 + p * t)
-)py"},
-      {"_dt_erfcx_far", {}, R"py(def _dt_erfcx_far(s):
-    # z e^(z^2) erfc(z) for s = 1 / z^2, z >= 2: a polynomial fitted to within 8e-10.
-    p = -93.712883 * s + 137.899887
-    p = p * s - 92.8000565
-    p = p * s + 39.0826149
-    p = p * s - 12.2924967
-    p = p * s + 3.44091225
-    p = p * s - 1.04750621
-    p = p * s + 0.422896862
-    p = p * s - 0.282091796
-    return 0.564189553 + (1.62694036e-08 + p * s)
-)py"},
-      {"_dt_erf_small", {}, R"py(def _dt_erf_small(x):
-    # erf x for |x| <= 0.5: its Taylor series, x (2/sqrt(pi)) (1 - x^2/3 + ...), to x^15.
-    z = x * x
-    p = -1.4925650e-05 * z + 0.00012055333
-    p = p * z - 0.0008548327
-    p = p * z + 0.0052239778
-    p = p * z - 0.026866172
-    p = p * z + 0.11283792
-    p = p * z - 0.37612638
-    return x * (p * z + 1.1283792)
-)py"},
-      {"_dt_tanh", {"_dt_exp_parts", "_dt_pow2"}, R"py(def _dt_tanh(v):
-    # tanh |v| = -m / (2 + m), m = e^(-2|v|) - 1 = 2^k q + (2^k - 1) (as in _dt_expm1): no
-    # cancellation near 0, none near 1 (2 + m is in [1, 2]), no overflow; |v| is clamped to
-    # 10, whose tanh is 1 in float32. The sign restored, zero's included.
-    v = tl.cast(v, tl.float32)
-    a = tl.abs(v)
-    q, k = _dt_exp_parts(-2.0 * tl.where(a > 10.0, 10.0, a), 0.0)
-    s = _dt_pow2(k)
-    m = q * s + (s - 1.0)
-    t = -m / (2.0 + m)
-    return tl.where(v < 0.0, -t, tl.where(v == 0.0, v, t))
-)py"},
-      {"_dt_sinh", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp"}, R"py(def _dt_sinh(v):
-    # sinh |v| = (m + m / (1 + m)) / 2, m = e^|v| - 1 (as in _dt_expm1): no cancellation near
-    # 0; from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so that sinh(89) does not
-    # overflow. The sign restored, zero's included.
-    v = tl.cast(v, tl.float32)
-    a = tl.abs(v)
-    q, k = _dt_exp_parts(tl.where(a > 90.0, 90.0, a), 0.0)
-    s = _dt_pow2(tl.minimum(k, 30))
-    m = q * s + (s - 1.0)
-    t = tl.where(a < 9.0, 0.5 * (m + m / (1.0 + m)), _dt_ldexp(1.0 + q, k - 1))
-    return tl.where(v < 0.0, -t, tl.where(v == 0.0, v, t))
-)py"},
-      {"_dt_cosh", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp"}, R"py(def _dt_cosh(v):
-    # (e^|v| + e^-|v|) / 2; from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so
-    # that cosh(89) does not overflow.
-    v = tl.cast(v, tl.float32)
-    a = tl.abs(v)
-    q, k = _dt_exp_parts(tl.where(a > 90.0, 90.0, a), 0.0)
-    e = (1.0 + q) * _dt_pow2(tl.minimum(k, 30))
-    return tl.where(a < 9.0, 0.5 * e + 0.5 / e, _dt_ldexp(1.0 + q, k - 1))
-)py"},
-      {"_dt_tan", {}, R"py(def _dt_tan(v):
-    # sin v / cos v: their relative errors add (no cancellation, also next to a pole). Below
-    # 2^-12, v + v^3 / 3 (a GPU's sin flushes a tiny value to 0).
-    v = tl.cast(v, tl.float32)
-    small = v + v * v * v * 0.33333334
-    return tl.where(tl.abs(v) < 0.000244140625, small, tl.sin(v) / tl.cos(v))
-)py"},
-      {"_dt_pow", {}, R"py(def _dt_pow(v, e):
-    # pow as IEEE 754 (C99 F.10.4.4) and torch.pow define it. |v|^e is 2^(e log2|v|) in
-    # float64, right to the last float32 bit (in float32, log2's rounding would be multiplied
-    # by e log2|v|). The base's sign for an odd integer exponent (of -0 and -inf too), NaN for
-    # a finite negative base and a non-integer exponent; v^0, 1^e and (-1)^(+-inf) are 1,
-    # NaN or not.
-    # (Nested tl.where, not & and |: one of v and e may be a scalar, which the interpreter
-    # does not broadcast in & and |. -m is 0 - m in Triton, +0 for m = 0: m * -1.0 is -0.)
-    v = tl.cast(v, tl.float32)
-    e = tl.cast(e, tl.float32)
-    a = tl.abs(v)
-    m = tl.exp2(e.to(tl.float64) * tl.log2(a.to(tl.float64))).to(tl.float32)
-    integer = tl.floor(e) == e
-    odd = tl.where(integer, tl.floor(e * 0.5) != e * 0.5, False)
-    r = tl.where(v.to(tl.int32, bitcast=True) < 0, tl.where(odd, m * -1.0, m), m)
-    finite_negative = tl.where(v < 0.0, v > float("-inf"), False)
-    r = tl.where(finite_negative, tl.where(integer, r, float("nan")), r)
-    one = tl.where(a == 1.0, tl.abs(e) == float("inf"), False)
-    return tl.where(e == 0.0, 1.0, tl.where(v == 1.0, 1.0, tl.where(one, 1.0, r)))
-)py"},
-      {"_dt_pow_frac", {}, R"py(def _dt_pow_frac(v, e):
-    # v^e for a finite non-integer constant e (IEEE 754): |v|^e in float64 as in _dt_pow, +0
-    # or +inf for -0 and -inf, NaN for a finite negative base.
-    v = tl.cast(v, tl.float32)
-    m = tl.exp2(e * tl.log2(tl.abs(v).to(tl.float64))).to(tl.float32)
-    return tl.where((v < 0.0) & (v > float("-inf")), float("nan"), m)
-)py"},
-      {"_dt_pow_half", {}, R"py(def _dt_pow_half(v):
-    # v^0.5 as IEEE 754 defines it: sqrt v, correctly rounded (tl.sqrt is an approximation on
-    # the GPU, which flushes tiny values), but +0 for -0 and +inf for -inf.
-    v = tl.cast(v, tl.float32)
-    return tl.where(v == float("-inf"), float("inf"), tl.sqrt_rn(v) + 0.0)
-)py"},
-      {"_dt_log1p", {"_dt_log1p_reduced"}, R"py(def _dt_log1p(v):
-    # log(1 + v): u = 1 + v rounded, u = 2^k (1 + f) with f in [sqrt(1/2) - 1, sqrt(2) - 1]
-    # (exact), log(1 + f) by _dt_log1p_reduced, and u's rounding error c = v - (u - 1), or
-    # 1 - (u - v) for v > 1 (both exact), added as c / u: for a tiny v, u is 1 and c is v.
-    v = tl.cast(v, tl.float32)
-    u = 1.0 + v
-    c = tl.where(v > 1.0, 1.0 - (u - v), v - (u - 1.0))
-    bits = u.to(tl.int32, bitcast=True) + (0x3F800000 - 0x3F3504F3)
-    k = ((bits >> 23) - 127).to(tl.float32)
-    f = ((bits & 0x007FFFFF) + 0x3F3504F3).to(tl.float32, bitcast=True) - 1.0
-    low = k * 1.4286068203094173e-06 + c / u
-    out = k * 0.693145751953125 + (_dt_log1p_reduced(f) + low)
-    out = tl.where(v == -1.0, float("-inf"), tl.where(v < -1.0, float("nan"), out))
-    return tl.where((v == float("inf")) | (v == 0.0), v, out)
-)py"},
-      {"_dt_expm1", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp"}, R"py(def _dt_expm1(v):
-    # e^v - 1 = 2^k q + (2^k - 1) with q = e^r - 1 (_dt_exp_parts): no cancellation; past
-    # |v| = 17 it is e^v, or -1, in float32. Zero keeps its sign.
-    v = tl.cast(v, tl.float32)
-    q, k = _dt_exp_parts(tl.where(v > 90.0, 90.0, tl.where(v < -20.0, -20.0, v)), 0.0)
-    s = _dt_pow2(tl.minimum(k, 30))
-    out = tl.where(v > 17.0, _dt_ldexp(1.0 + q, k), tl.where(v < -17.0, -1.0, q * s + (s - 1.0)))
-    return tl.where(v == 0.0, v, out)
-)py"},
-      {"_dt_log10", {"_dt_log1p_reduced"}, R"py(def _dt_log10(v):
-    # log10 v = k log10(2) + log(1 + f) / ln 10 for v = 2^k (1 + f), f in
-    # [sqrt(1/2) - 1, sqrt(2) - 1] (exact), log10(2) in two parts (k * 0.30102920532 exact);
-    # a subnormal v is scaled by 2^25 first.
-    v = tl.cast(v, tl.float32)
-    tiny = v < 1.1754944e-38
-    bits = tl.where(tiny, v * 33554432.0, v).to(tl.int32, bitcast=True)
-    bits = bits + (0x3F800000 - 0x3F3504F3)
-    k = ((bits >> 23) - 127).to(tl.float32) - tl.where(tiny, 25.0, 0.0)
-    f = ((bits & 0x007FFFFF) + 0x3F3504F3).to(tl.float32, bitcast=True) - 1.0
-    low = k * 7.9034151668e-07 + _dt_log1p_reduced(f) * 0.4342944819032518
-    out = k * 0.30102920532226562 + low
-    out = tl.where(v == 0.0, float("-inf"), tl.where(v < 0.0, float("nan"), out))
-    return tl.where((v == float("inf")) | (v != v), v, out)
-)py"},
-      {"_dt_erfc",
-       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_erf_small"},
-       R"py(def _dt_erfc(v):
-    # 1 - erf v for |v| < 0.5 (erf by its series; no cancellation); above, with w = |v|,
-    # erfc w = e^(-w^2) erfcx(w), w^2 exact as hi^2 + lo (w + hi) (hi = w to 12 bits), erfcx
-    # from _dt_erfcx_near/_far, and erfc v = 2 - erfc w for v < 0.
-    v = tl.cast(v, tl.float32)
-    w = tl.abs(v)
-    hi = (w.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
-    lo = w - hi
-    q, k = _dt_exp_parts(tl.maximum(-(hi * hi), -150.0), -(lo * (w + hi)))
-    r = 1.0 / w
-    g = tl.where(w < 2.0, _dt_erfcx_near(w - 1.25), _dt_erfcx_far(r * r) * r)
-    tail = tl.where(w > 10.1, 0.0, _dt_ldexp(g + q * g, k))
-    far = tl.where(v < 0.0, 2.0 - tail, tail)
-    return tl.where(w < 0.5, 1.0 - _dt_erf_small(v), far)
-)py"},
-      {"_dt_sign", {}, R"py(def _dt_sign(v):
-    return tl.where(v > 0, 1.0, tl.where(v < 0, -1.0, 0.0))
-)py"},
-      {"_dt_silu", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_silu(v):
-    # v sigmoid(v) with t = e^-|v| = (1 + q) 2^k: v / (1 + t) for v >= 0, v t / (1 + t) below,
-    # 2^k applied last so that a tiny result is rounded once; one division.
-    v = tl.cast(v, tl.float32)
-    a = tl.abs(v)
-    q, k = _dt_exp_parts(-tl.where(a > 150.0, 150.0, a), 0.0)
-    y = tl.where(v >= 0.0, v, v * (1.0 + q)) / (1.0 + _dt_ldexp(1.0 + q, k))
-    return tl.where(v >= 0.0, y, tl.where(v < -120.0, v * 0.0, _dt_ldexp(y, k)))
-)py"},
-      {"_dt_softplus", {"_dt_exp_parts", "_dt_ldexp", "_dt_log1p"}, R"py(def _dt_softplus(v):
-    # torch's softplus: v past 20; below, max(v, 0) + log(1 + e^-|v|), e^-|v| and the log1p
-    # accurate, so that a tiny e^v (subnormal too) is the result.
-    v = tl.cast(v, tl.float32)
-    a = tl.abs(v)
-    q, k = _dt_exp_parts(-tl.where(a > 150.0, 150.0, a), 0.0)
-    return tl.where(v > 20.0, v, tl.where(v > 0.0, v, 0.0) + _dt_log1p(_dt_ldexp(1.0 + q, k)))
-)py"},
-      {"_dt_gelu",
-       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_erf_small"},
-       R"py(def _dt_gelu(v):
-    # v Phi(v), Phi(v) = (1 + erf(v / sqrt 2)) / 2: with z = |v| / sqrt 2, below 0.5 erf by
-    # its series; above, T = |v| erfc(z) / 2 = |v| Phi(-|v|) from e^(-v^2 / 2) (v^2 exact as
-    # in _dt_erfc) times |v| erfcx(z) / 2 (which is erfcx_far(2 / v^2) / sqrt 2 for z >= 2),
-    # and gelu(v) = -T for v < 0, v - T above (no cancellation: Phi(v) >= 0.69 there).
-    v = tl.cast(v, tl.float32)
-    w = tl.abs(v)
-    hi = (w.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
-    lo = w - hi
-    q, k = _dt_exp_parts(tl.maximum(-0.5 * (hi * hi), -150.0), -0.5 * (lo * (w + hi)))
-    z = w * 0.70710677
-    p = tl.where(z < 2.0, 0.5 * w * _dt_erfcx_near(z - 1.25),
-                 0.70710677 * _dt_erfcx_far(2.0 / (w * w)))
-    tail = _dt_ldexp(p + q * p, k)
-    far = tl.where(v < 0.0, tl.where(v < -20.0, v * 0.0, tail * -1.0),  # (-x is 0 - x: +0)
-                   tl.where(v > 10.0, v, v - tail))
-    return tl.where(z < 0.5, 0.5 * v * (1.0 + _dt_erf_small(v * 0.70710677)), far)
-)py"},
-      {"_dt_gelu_tanh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_gelu_tanh(v):
-    # v (1 + tanh u) / 2 = v / (1 + e^(-2u)), u = sqrt(2/pi) (v + 0.044715 v^3): no
-    # cancellation. 2u is computed in float64 and passed to _dt_exp_parts in two parts, since
-    # e^(2u) for large |u| needs more bits of it than float32 has; for v < 0, v t / (1 + t)
-    # with t = e^(2u), as in _dt_silu.
-    v = tl.cast(v, tl.float32)
-    x = v.to(tl.float64)
-    u2 = -tl.abs(1.5957691216057308 * (x + 0.044715 * x * x * x))
-    u2 = tl.where(u2 < -150.0, -150.0, u2)
-    hi = u2.to(tl.float32)
-    q, k = _dt_exp_parts(hi, (u2 - hi.to(tl.float64)).to(tl.float32))
-    y = tl.where(v >= 0.0, v, v * (1.0 + q)) / (1.0 + _dt_ldexp(1.0 + q, k))
-    return tl.where(v >= 0.0, y, tl.where(v < -20.0, v * 0.0, _dt_ldexp(y, k)))
-)py"},
-  };
-  return helpers;
-}
-
-const Helper* find_helper(std::string_view name) {
-  for (const Helper& h : helper_table())
-    if (name == h.name) return &h;
-  return nullptr;
-}
-
-} // namespace
-
-std::string helper_source(std::string_view name) {
-  const Helper* h = find_helper(name);
-  return h ? h->source : std::string();
-}
-
-std::vector<std::string> helper_uses(std::string_view name) {
-  const Helper* h = find_helper(name);
-  return h ? std::vector<std::string>(h->uses.begin(), h->uses.end()) : std::vector<std::string>();
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -394,20 +86,6 @@ std::string closest_builtin(std::string_view name) {
   for (const char* e : extra)
     consider(e);
   return best;
-}
-
-std::string substitute(std::string_view pattern, const std::vector<std::string>& args) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '{' && i + 2 < pattern.size() && pattern[i + 2] == '}' &&
-        pattern[i + 1] >= '0' && pattern[i + 1] <= '9') {
-      out += args.at(pattern[i + 1] - '0');
-      i += 2;
-    } else {
-      out += pattern[i];
-    }
-  }
-  return out;
 }
 
 } // namespace dtc

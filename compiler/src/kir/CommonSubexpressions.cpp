@@ -77,16 +77,12 @@ std::string stem(const std::string& name) {
   return name;
 }
 
-/// A name for a new binding of `e`: `exp_A` for tl.exp(A), `x_y_mask` for x_mask & y_mask,
+/// A name for a new binding of `e`: `exp_A` for exp(A), `x_y_mask` for x_mask & y_mask,
 /// `A_addr` for an address into A, else `cse`.
 std::string base_name(const Expr& e) {
   const std::vector<ExprPtr>& a = e.args;
-  if (e.kind == ExprKind::Call && !a.empty() && a[0]->kind == ExprKind::Var) {
-    std::string fn = e.name;
-    for (const char* prefix : {"tl.", "_dt_"})
-      if (fn.rfind(prefix, 0) == 0) fn = fn.substr(std::string(prefix).size());
-    return fn + "_" + a[0]->name;
-  }
+  if (e.kind == ExprKind::Call && !a.empty() && a[0]->kind == ExprKind::Var)
+    return std::string(info(e.fn).name) + "_" + a[0]->name;
   if (e.kind == ExprKind::Binary && e.op == kir::BinOp::And && a[0]->kind == ExprKind::Var &&
       a[1]->kind == ExprKind::Var)
     return stem(a[0]->name) + "_" + stem(a[1]->name) + "_mask";

@@ -156,8 +156,8 @@ const char* op_text(BinOp op) {
 
 bool equal(const Expr& a, const Expr& b) {
   if (&a == &b) return true;
-  if (a.kind != b.kind || a.name != b.name || a.value_int != b.value_int || a.op != b.op ||
-      a.reduce != b.reduce || a.expand != b.expand || a.precision != b.precision ||
+  if (a.kind != b.kind || a.name != b.name || a.fn != b.fn || a.value_int != b.value_int ||
+      a.op != b.op || a.reduce != b.reduce || a.expand != b.expand || a.precision != b.precision ||
       a.args.size() != b.args.size() || !(a.type == b.type))
     return false;
   // Bitwise, so that 0.0 and -0.0 (and NaNs) stay apart.
@@ -170,6 +170,7 @@ bool equal(const Expr& a, const Expr& b) {
 size_t hash(const Expr& e) {
   size_t h = std::hash<int>()(static_cast<int>(e.kind));
   hash_combine(h, std::hash<std::string>()(e.name));
+  hash_combine(h, static_cast<size_t>(e.fn));
   hash_combine(h, std::hash<long long>()(e.value_int));
   hash_combine(h, std::hash<double>()(e.value_float));
   hash_combine(h, static_cast<size_t>(e.op) * 31 + static_cast<size_t>(e.reduce));
@@ -258,15 +259,17 @@ ExprPtr and_(ExprPtr a, ExprPtr b) {
   return binary(BinOp::And, std::move(a), std::move(b));
 }
 
-ExprPtr call(std::string fn, std::vector<ExprPtr> args) {
+ExprPtr call(Intrinsic fn, std::vector<ExprPtr> args) {
   auto e = node(ExprKind::Call, args);
-  e->name = std::move(fn);
-  if (e->args.empty()) ill_typed(e->name + " without arguments");
+  e->fn = fn;
+  const IntrinsicInfo& f = info(fn);
+  if (e->args.size() != static_cast<size_t>(f.arity))
+    ill_typed(std::string(f.name) + " of " + std::to_string(e->args.size()) + " operands");
   Type t = e->args[0]->type;
   for (const ExprPtr& a : e->args) {
     if (a->type.scalar == Scalar::Ptr || a->type.scalar == Scalar::I1)
-      ill_typed(e->name + " of a " + to_string(a->type));
-    t = promote(t, a->type, e->name.c_str());
+      ill_typed(std::string(f.name) + " of a " + to_string(a->type));
+    t = promote(t, a->type, f.name);
   }
   e->type = t;
   return e;

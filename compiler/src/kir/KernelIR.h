@@ -9,6 +9,8 @@
 // an InternalError. Statements own their children. A name is bound by `Assign` or a loop and
 // may be bound again (a loop-carried accumulator, a mask recomputed for a second loop): passes
 // that reuse a value check that none of the names it reads was bound again in between.
+#include "kir/Intrinsics.h"
+
 #include <map>
 #include <memory>
 #include <set>
@@ -63,7 +65,7 @@ enum class ExprKind {
   Float,     // float literal (a Python float in the kernel: weakly typed, float32)
   Neg,       // -a
   Binary,    // a op b, broadcasting; Max and Min as calls (tl.maximum, tl.minimum)
-  Call,      // an element-wise function of triton.language or a `_dt_` helper: fn(args)
+  Call,      // an element-wise intrinsic: fn(args)
   Select,    // tl.where(cond, a, b)
   Cast,      // a converted to `type`
   Load,      // tl.load(ptr, mask=mask, other=0.0)
@@ -91,10 +93,11 @@ using ExprPtr = std::shared_ptr<const Expr>;
 struct Expr {
   ExprKind kind;
   Type type;
-  std::string name;        // Var: the name; Call: the function (`tl.exp`, `_dt_tanh`)
-  long long value_int = 0; // Int; Reduce and ProgramId: the axis
-  double value_float = 0;  // Float; Full: the fill value
-  BinOp op = BinOp::Add;   // Binary
+  std::string name;              // Var: the name
+  Intrinsic fn = Intrinsic::Abs; // Call
+  long long value_int = 0;       // Int; Reduce and ProgramId: the axis
+  double value_float = 0;        // Float; Full: the fill value
+  BinOp op = BinOp::Add;         // Binary
   ReduceOp reduce = ReduceOp::Sum;
   std::vector<ExprPtr> args; // operands, in printing order (Load: ptr, mask?; Dot: a, b, acc?)
   std::vector<bool> expand;  // Expand: true for a kept axis (`:`), false for a new one (`None`)
@@ -121,7 +124,7 @@ ExprPtr maximum(ExprPtr a, ExprPtr b);
 ExprPtr minimum(ExprPtr a, ExprPtr b);
 /// `a & b` over conditions; a null operand is "always true" and drops out.
 ExprPtr and_(ExprPtr a, ExprPtr b);
-ExprPtr call(std::string fn, std::vector<ExprPtr> args);
+ExprPtr call(Intrinsic fn, std::vector<ExprPtr> args);
 ExprPtr select(ExprPtr cond, ExprPtr a, ExprPtr b);
 ExprPtr cast(ExprPtr a, Scalar to, std::string elem_of = "");
 ExprPtr load(ExprPtr ptr, ExprPtr mask);
@@ -225,7 +228,6 @@ struct Kernel {
   std::vector<GridFactor> grid;  // the 1-D grid is their product; none: one program instance
   int num_warps = 4;
   int num_stages = 3;
-  std::set<std::string> helpers; // @triton.jit helpers the body calls
   /// For a kernel that combines into its output with atomics: the output's initial value
   /// ("0.0", "float(\"-inf\")", ...); the wrapper allocates it in float32 filled with that.
   std::string output_init;

@@ -1,6 +1,6 @@
 // Stage 6 of lowering a Func: expressions. Each DT expression becomes a typed kernel IR value
 // at the current bindings of its labels: loads (cached per loop level and index), arithmetic in
-// float32, builtins in their Triton form; reductions go to LowerReductions.cpp and rdot on the
+// float32, builtins as intrinsics; reductions go to LowerReductions.cpp and rdot on the
 // tensor cores to LowerDots.cpp.
 #include "ir/Builtins.h"
 #include "lower/LowerState.h"
@@ -47,7 +47,7 @@ kir::BinOp kernel_op(ir::BinOp op) {
   throw InternalError("kernel_op: unknown operator");
 }
 
-/// A builtin's Triton form as kernel IR. Most are one call `fn(args)`; the rest are spelled out.
+/// A builtin as kernel IR: most are one intrinsic call; the rest are other nodes.
 ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
   std::string_view name = b.name;
   if (name == "reciprocal") return kir::binary(kir::BinOp::Div, kir::float_imm(1.0), a[0]);
@@ -63,14 +63,9 @@ ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
                        : kir::binary(kir::BinOp::Ne, a[0], kir::float_imm(0.0));
     return kir::select(cond, a[1], a[2]);
   }
-  // The remaining patterns are `fn({0}, {1}, ...)`.
-  std::string pattern = b.triton;
-  std::string fn = pattern.substr(0, pattern.find('('));
-  std::string expected = fn + "(";
-  for (size_t i = 0; i < a.size(); ++i)
-    expected += (i ? ", {" : "{") + std::to_string(i) + "}";
-  DTC_ASSERT(pattern == expected + ")", "builtin " + std::string(name) + " has no kernel IR form");
-  return kir::call(fn, a);
+  std::optional<kir::Intrinsic> fn = kir::intrinsic_named(name);
+  DTC_ASSERT(fn, "builtin " + std::string(name) + " has no kernel IR form");
+  return kir::call(*fn, a);
 }
 
 int access_patterns(const LowerState& s, const ir::Symbol* t) {
@@ -143,12 +138,8 @@ Value call(LowerState& s, const ir::Call& c, Body& body) {
       // A non-integer constant: no sign to work out, NaN for a negative base.
       if (std::isfinite(n) && n != std::floor(n)) {
         Value base = numeric(lower_expr(s, *c.args[0], body));
-        if (n == 0.5) {
-          s.kernel.helpers.insert("_dt_pow_half");
-          return shallow(s, kir::call("_dt_pow_half", {base}), body);
-        }
-        s.kernel.helpers.insert("_dt_pow_frac");
-        return shallow(s, kir::call("_dt_pow_frac", {base, kir::float_imm(n)}), body);
+        if (n == 0.5) return shallow(s, kir::call(kir::Intrinsic::PowHalf, {base}), body);
+        return shallow(s, kir::call(kir::Intrinsic::PowFrac, {base, kir::float_imm(n)}), body);
       }
     }
   }
@@ -159,7 +150,6 @@ Value call(LowerState& s, const ir::Call& c, Body& body) {
     if (!(c.fn == "where" && &a == &c.args.front())) v = numeric(v);
     args.push_back(v);
   }
-  if (b->helper) s.kernel.helpers.insert(b->helper);
   return shallow(s, builtin_expr(*b, args), body);
 }
 
