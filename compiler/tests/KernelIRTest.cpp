@@ -382,7 +382,7 @@ struct MaskedLoad {
     b.let(b.k.body, "s", reduce(ReduceOp::Sum, select(cond, mul(a, a), float_imm(fill)), 0));
     simplify_masks(b.k);
     verify_kernel(b.k, "mask simplification");
-    return print(*b.k.body.back()->value());
+    return print(*b.k.body.back()->value);
   }
 };
 
@@ -412,7 +412,7 @@ TEST(SimplifyMasks, AConjunctionRepeatsNoCondition) {
   m.b.k.body.push_back(
       Stmt::store(add(m.b.p("out_ptr"), m.idx), m.a, and_(and_(m.mask, m.row), m.mask)));
   simplify_masks(m.b.k);
-  EXPECT_EQ(print(*m.b.k.body.back()->mask()), "mask & row");
+  EXPECT_EQ(print(*m.b.k.body.back()->mask), "mask & row");
 }
 
 // ---- dead code ------------------------------------------------------------------------------

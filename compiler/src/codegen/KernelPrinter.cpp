@@ -5,6 +5,7 @@
 #include "ir/IR.h"
 
 #include <cmath>
+#include <utility>
 
 namespace dtc {
 namespace kir {
@@ -163,29 +164,29 @@ void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out)
   for (const StmtPtr& s : stmts) {
     switch (s->kind) {
     case StmtKind::Assign:
-      out += indent + s->name + " = " + print_expr(*s->a).text + "\n";
+      out += indent + s->name + " = " + print_expr(*s->value).text + "\n";
       break;
     case StmtKind::Comment:
-      out += indent + "# " + s->name + "\n";
+      out += indent + "# " + s->text + "\n";
       break;
     case StmtKind::Barrier:
       out += indent + "tl.debug_barrier()\n";
       break;
     case StmtKind::Store: {
-      std::string args = print_expr(*s->a).text + ", " + print_expr(*s->b).text;
+      std::string args = print_expr(*s->ptr).text + ", " + print_expr(*s->value).text;
       if (s->atomic == Atomic::Max || s->atomic == Atomic::Min) {
         // tl.atomic_max and tl.atomic_min drop NaN: a helper combines the bit patterns.
         out += indent + (s->atomic == Atomic::Max ? "_dt_atomic_max(" : "_dt_atomic_min(") + args +
-               ", " + (s->c ? print_expr(*s->c).text : "True") + ")\n";
+               ", " + (s->mask ? print_expr(*s->mask).text : "True") + ")\n";
         break;
       }
       out += indent + (s->atomic == Atomic::None ? "tl.store(" : "tl.atomic_add(") + args +
-             (s->c ? ", mask=" + print_expr(*s->c).text : "") + ")\n";
+             (s->mask ? ", mask=" + print_expr(*s->mask).text : "") + ")\n";
       break;
     }
     case StmtKind::For:
-      out += indent + "for " + s->name + " in range(" + print_expr(*s->a).text + ", " +
-             print_expr(*s->b).text + ", " + print_expr(*s->c).text + "):\n";
+      out += indent + "for " + s->name + " in range(" + print_expr(*s->lo).text + ", " +
+             print_expr(*s->hi).text + ", " + print_expr(*s->step).text + "):\n";
       print_stmts(s->body, depth + 1, out);
       break;
     }
@@ -268,7 +269,7 @@ void printer_helpers(const kir::Expr& e, std::set<std::string>& out) {
 
 void printer_helpers(const std::vector<kir::StmtPtr>& stmts, std::set<std::string>& out) {
   for (const kir::StmtPtr& s : stmts) {
-    for (const kir::ExprPtr* e : {&s->a, &s->b, &s->c})
+    for (const kir::ExprPtr* e : std::as_const(*s).operands())
       if (*e) printer_helpers(**e, out);
     if (s->atomic == kir::Atomic::Max) out.insert("_dt_atomic_max");
     if (s->atomic == kir::Atomic::Min) out.insert("_dt_atomic_min");

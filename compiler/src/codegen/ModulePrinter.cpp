@@ -235,7 +235,7 @@ private:
     std::vector<std::string> kept, kept_names, kept_values;
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::In && !copied.count(py_(in))) kept.push_back(py_(in));
-    if (in_.kernels.at(f).output_init.empty()) kept.push_back(name);
+    if (!in_.kernels.at(f).output_init) kept.push_back(name);
     std::string strides;
     for (const std::string& t : kept) {
       kept_names.push_back(t + "_strides");
@@ -269,7 +269,7 @@ private:
     std::vector<kir::Temporary> work;
     for (const ir::Symbol* k : c.kernel_funcs) {
       const kir::Kernel& kernel = in_.kernels.at(k);
-      if (k != f && kernel.output_init.empty()) {
+      if (k != f && !kernel.output_init) {
         kir::Temporary t{py_(k), {}};
         for (ir::Label l : prog_.def(k).dims)
           t.sizes.push_back(py_(l));
@@ -327,7 +327,7 @@ private:
     out_ += "        " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
             (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
     const kir::Kernel& last = in_.kernels.at(f);
-    bool atomic = !last.output_init.empty();
+    bool atomic = last.output_init.has_value();
     if (!atomic) {
       out_ += "        " + name + " = _dt_out(out, " + out_shape + ", dtype, device, " +
               tuple_of(tensor_inputs) + ")\n";
@@ -402,7 +402,7 @@ private:
     if (atomic)
       out_ +=
           "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
-          name + " = torch.full(" + out_shape + ", " + last.output_init +
+          name + " = torch.full(" + out_shape + ", " + ir::python_float(*last.output_init) +
           ", dtype=torch.float32, device=device)\n";
     int slot = 0;
     for (const ir::Symbol* k : c.kernel_funcs) {
@@ -411,9 +411,9 @@ private:
         out_ += "    # " + k->name +
                 " is computed by a kernel of its own; float32 keeps its "
                 "precision.\n";
-        if (!kernel.output_init.empty())
+        if (kernel.output_init)
           out_ += "    " + py_(k) + " = torch.full(" + size_tuple(py_, prog_.def(k).dims) + ", " +
-                  kernel.output_init + ", dtype=torch.float32, device=device)\n";
+                  ir::python_float(*kernel.output_init) + ", dtype=torch.float32, device=device)\n";
       }
       for (const auto& [tensor, axis] : kernel.k_contiguous_inputs) {
         auto r = std::find_if(relayouts.begin(), relayouts.end(),

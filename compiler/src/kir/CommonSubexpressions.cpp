@@ -160,7 +160,7 @@ private:
       Stmt* first = const_cast<Stmt*>(x.first);
       ExprPtr ref = kir::var(x.holder, type);
       if (first != at) // the statement being rewritten is renamed once it is done
-        for (ExprPtr* slot : {&first->a, &first->b, &first->c})
+        for (ExprPtr* slot : first->operands())
           if (*slot) *slot = replace_all(*slot, *x.expr, ref);
       auto pos =
           std::find_if(blk.begin(), blk.end(), [&](const StmtPtr& s) { return s.get() == first; });
@@ -213,34 +213,33 @@ private:
   void block(std::vector<StmtPtr>& blk, std::vector<Entry>& table) {
     for (size_t i = 0; i < blk.size(); ++i) {
       Stmt* s = blk[i].get();
-      bool was_copy = s->kind == StmtKind::Assign && s->a->kind == ExprKind::Var;
+      bool was_copy = s->kind == StmtKind::Assign && s->value->kind == ExprKind::Var;
       auto rewrite_slot = [&](ExprPtr& slot) {
         if (!slot) return;
         // Insertions before this statement shift it; find it again afterwards.
         slot = rewrite(slot, blk, s, table);
       };
-      rewrite_slot(s->a);
-      rewrite_slot(s->b);
-      rewrite_slot(s->c);
+      for (ExprPtr* slot : s->operands())
+        rewrite_slot(*slot);
       // A value first computed earlier in this same statement: its first use is named too.
       for (const auto& [what, by] : pending_)
-        for (ExprPtr* slot : {&s->a, &s->b, &s->c})
+        for (ExprPtr* slot : s->operands())
           if (*slot) *slot = replace_all(*slot, *what, by);
       pending_.clear();
       while (blk[i].get() != s)
         ++i;
       switch (s->kind) {
       case StmtKind::Assign: {
-        if (s->a->kind == ExprKind::Var && s->a->name == s->name) {
+        if (s->value->kind == ExprKind::Var && s->value->name == s->name) {
           // Binds the value the name already holds.
           std::erase_if(table, [&](const Entry& x) { return x.first == s; });
           blk.erase(blk.begin() + i--);
           break;
         }
-        if (!was_copy && s->a->kind == ExprKind::Var) made_copies_.insert(s);
+        if (!was_copy && s->value->kind == ExprKind::Var) made_copies_.insert(s);
         invalidate(table, {s->name}, false);
-        if (worth_naming(*s->a)) {
-          Entry x = entry_of(s->a);
+        if (worth_naming(*s->value)) {
+          Entry x = entry_of(s->value);
           if (!x.reads.count(s->name)) {
             x.holder = s->name;
             std::erase_if(table, [&](const Entry& y) {
@@ -275,7 +274,7 @@ private:
 
   static void substitute(std::vector<StmtPtr>& stmts, const Expr& what, const ExprPtr& by) {
     for (StmtPtr& s : stmts) {
-      for (ExprPtr* slot : {&s->a, &s->b, &s->c})
+      for (ExprPtr* slot : s->operands())
         if (*slot) *slot = replace_all(*slot, what, by);
       substitute(s->body, what, by);
     }
@@ -287,8 +286,8 @@ private:
     for (auto it = stmts.begin(); it != stmts.end(); ++it) {
       Stmt& s = **it;
       if (made_copies_.count(&s) && bindings.at(s.name) == 1 &&
-          (!bindings.count(s.a->name) || bindings.at(s.a->name) == 1)) {
-        ExprPtr by = s.a;
+          (!bindings.count(s.value->name) || bindings.at(s.value->name) == 1)) {
+        ExprPtr by = s.value;
         ExprPtr what = kir::var(s.name, by->type);
         stmts.erase(it);
         substitute(k_.body, *what, by);

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include <utility>
+
 namespace dtc {
 namespace {
 
@@ -10,7 +12,7 @@ namespace {
 void count_reads(const std::vector<kir::StmtPtr>& stmts, std::set<std::string>& read) {
   for (const kir::StmtPtr& s : stmts) {
     std::set<std::string> names;
-    for (const kir::ExprPtr* e : {&s->a, &s->b, &s->c})
+    for (const kir::ExprPtr* e : std::as_const(*s).operands())
       if (*e) kir::free_vars(**e, names);
     if (s->kind == kir::StmtKind::Assign) names.erase(s->name);
     read.insert(names.begin(), names.end());

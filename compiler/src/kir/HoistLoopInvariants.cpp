@@ -36,7 +36,7 @@ struct LoopEffects {
 void effects(const std::vector<StmtPtr>& stmts, LoopEffects& out) {
   for (const StmtPtr& s : stmts) {
     if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) out.bound.insert(s->name);
-    if (s->kind == StmtKind::Store) out.stored.insert(base_pointer(*s->a));
+    if (s->kind == StmtKind::Store) out.stored.insert(base_pointer(*s->ptr));
     if (s->kind == StmtKind::Barrier) out.barrier = true;
     effects(s->body, out);
   }
@@ -64,11 +64,11 @@ private:
   bool movable(const Stmt& s, const LoopEffects& loop) const {
     if (s.kind != StmtKind::Assign || bindings_.at(s.name) != 1) return false;
     std::set<std::string> reads;
-    kir::free_vars(*s.a, reads);
+    kir::free_vars(*s.value, reads);
     for (const std::string& r : reads)
       if (loop.bound.count(r)) return false;
     std::set<std::string> loads;
-    loaded_pointers(*s.a, loads);
+    loaded_pointers(*s.value, loads);
     if (loads.empty()) return true;
     if (loop.barrier || loop.stored.count("")) return false;
     for (const std::string& p : loads)

@@ -439,7 +439,7 @@ StmtPtr Stmt::assign(std::string name, ExprPtr value) {
   auto s = std::make_unique<Stmt>();
   s->kind = StmtKind::Assign;
   s->name = std::move(name);
-  s->a = std::move(value);
+  s->value = std::move(value);
   return s;
 }
 
@@ -448,9 +448,9 @@ StmtPtr Stmt::store(ExprPtr ptr, ExprPtr value, ExprPtr mask) {
   broadcast(ptr->type.shape, value->type.shape, "tl.store");
   auto s = std::make_unique<Stmt>();
   s->kind = StmtKind::Store;
-  s->a = std::move(ptr);
-  s->b = std::move(value);
-  s->c = std::move(mask);
+  s->ptr = std::move(ptr);
+  s->value = std::move(value);
+  s->mask = std::move(mask);
   return s;
 }
 
@@ -461,17 +461,39 @@ StmtPtr Stmt::loop(std::string var, ExprPtr lo, ExprPtr hi, ExprPtr step) {
   auto s = std::make_unique<Stmt>();
   s->kind = StmtKind::For;
   s->name = std::move(var);
-  s->a = std::move(lo);
-  s->b = std::move(hi);
-  s->c = std::move(step);
+  s->lo = std::move(lo);
+  s->hi = std::move(hi);
+  s->step = std::move(step);
   return s;
 }
 
 StmtPtr Stmt::comment(std::string text) {
   auto s = std::make_unique<Stmt>();
   s->kind = StmtKind::Comment;
-  s->name = std::move(text);
+  s->text = std::move(text);
   return s;
+}
+
+std::vector<ExprPtr*> Stmt::operands() {
+  switch (kind) {
+  case StmtKind::Assign:
+    return {&value};
+  case StmtKind::Store:
+    return {&ptr, &value, &mask};
+  case StmtKind::For:
+    return {&lo, &hi, &step};
+  case StmtKind::Comment:
+  case StmtKind::Barrier:
+    break;
+  }
+  return {};
+}
+
+std::vector<const ExprPtr*> Stmt::operands() const {
+  std::vector<const ExprPtr*> out;
+  for (ExprPtr* e : const_cast<Stmt*>(this)->operands())
+    out.push_back(e);
+  return out;
 }
 
 StmtPtr Stmt::barrier() {
@@ -492,9 +514,8 @@ std::vector<Shape> shapes_of(const std::vector<StmtPtr>& stmts) {
   };
   std::function<void(const std::vector<StmtPtr>&)> block = [&](const std::vector<StmtPtr>& b) {
     for (const StmtPtr& s : b) {
-      expr(s->a);
-      expr(s->b);
-      expr(s->c);
+      for (const ExprPtr* e : s->operands())
+        expr(*e);
       block(s->body);
     }
   };

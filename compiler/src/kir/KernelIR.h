@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -156,25 +157,32 @@ enum class Atomic { None, Add, Max, Min };
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
 
+/// One kind per statement, with the fields of that kind:
+///   Assign   name = value
+///   Store    tl.store(ptr, value, mask) (mask may be null), or an atomic combination
+///   For      for name in range(lo, hi, step): body
+///   Comment  # text
+///   Barrier  tl.debug_barrier()
 struct Stmt {
   StmtKind kind;
-  // Assign: name = value. For: for name in range(lo, hi, step): body. Comment: name is the text.
-  std::string name;
-  // Assign: value. Store: ptr, value, mask (mask may be null). For: lo, hi, step.
-  ExprPtr a, b, c;
+  std::string name;             // Assign: the name bound; For: the loop variable
+  std::string text;             // Comment
+  ExprPtr value;                // Assign, Store
+  ExprPtr ptr, mask;            // Store
+  ExprPtr lo, hi, step;         // For
   Atomic atomic = Atomic::None; // Store
   std::vector<StmtPtr> body;    // For
+
+  /// The statement's expressions in evaluation (and printing) order: Assign's value; Store's
+  /// ptr, value and mask (null when there is none); For's lo, hi and step.
+  std::vector<ExprPtr*> operands();
+  std::vector<const ExprPtr*> operands() const;
 
   static StmtPtr assign(std::string name, ExprPtr value);
   static StmtPtr store(ExprPtr ptr, ExprPtr value, ExprPtr mask);
   static StmtPtr loop(std::string var, ExprPtr lo, ExprPtr hi, ExprPtr step);
   static StmtPtr comment(std::string text);
   static StmtPtr barrier();
-
-  // Readable accessors.
-  const ExprPtr& value() const { return kind == StmtKind::Store ? b : a; }
-  const ExprPtr& ptr() const { return a; }
-  const ExprPtr& mask() const { return c; }
 };
 
 /// How many statements bind each name (assignments and loops, nested bodies included).
@@ -228,9 +236,10 @@ struct Kernel {
   std::vector<GridFactor> grid;  // the 1-D grid is their product; none: one program instance
   int num_warps = 4;
   int num_stages = 3;
-  /// For a kernel that combines into its output with atomics: the output's initial value
-  /// ("0.0", "float(\"-inf\")", ...); the wrapper allocates it in float32 filled with that.
-  std::string output_init;
+  /// For a kernel that combines into its output with atomics: the output's initial value (the
+  /// reduction's identity: 0, -inf or +inf); the wrapper allocates it in float32 filled with
+  /// that.
+  std::optional<double> output_init;
   /// "tf32", "tf32x3" or "ieee" when the kernel multiplies on tl.dot; "" otherwise.
   std::string dot_precision;
   /// 2-D float32 inputs that feed tl.dot, with the axis tl.dot reduces over: the wrapper makes

@@ -32,7 +32,7 @@ public:
 private:
   void collect(const std::vector<StmtPtr>& stmts, const std::map<std::string, int>& n) {
     for (const StmtPtr& s : stmts) {
-      if (s->kind == StmtKind::Assign && n.at(s->name) == 1) defs_[s->name] = s->a;
+      if (s->kind == StmtKind::Assign && n.at(s->name) == 1) defs_[s->name] = s->value;
       collect(s->body, n);
     }
   }
@@ -126,7 +126,7 @@ private:
 
   void block(std::vector<StmtPtr>& stmts) {
     for (StmtPtr& s : stmts) {
-      for (ExprPtr* slot : {&s->a, &s->b, &s->c})
+      for (ExprPtr* slot : s->operands())
         if (*slot) *slot = simplify(*slot);
       block(s->body);
     }

@@ -56,26 +56,28 @@ private:
     for (const kir::StmtPtr& s : stmts) {
       switch (s->kind) {
       case kir::StmtKind::Assign:
-        expr(*s->a);
-        bind(s->name, s->a->type);
+        expr(*s->value);
+        bind(s->name, s->value->type);
         break;
       case kir::StmtKind::Store:
-        expr(*s->a);
-        expr(*s->b);
-        if (s->c) expr(*s->c);
-        if (!s->a->type.shape.empty() && !s->c) fail("unmasked tensor store: " + kir::print(*s->a));
-        if (s->b->type.shape.size() > s->a->type.shape.size())
-          fail("stores a " + kir::to_string(s->b->type) + " to " + kir::to_string(s->a->type));
+        expr(*s->ptr);
+        expr(*s->value);
+        if (s->mask) expr(*s->mask);
+        if (!s->ptr->type.shape.empty() && !s->mask)
+          fail("unmasked tensor store: " + kir::print(*s->ptr));
+        if (s->value->type.shape.size() > s->ptr->type.shape.size())
+          fail("stores a " + kir::to_string(s->value->type) + " to " +
+               kir::to_string(s->ptr->type));
         break;
       case kir::StmtKind::For: {
-        expr(*s->a);
-        expr(*s->b);
-        expr(*s->c);
-        const kir::Expr& step = *s->c;
+        expr(*s->lo);
+        expr(*s->hi);
+        expr(*s->step);
+        const kir::Expr& step = *s->step;
         bool positive = (step.kind == kir::ExprKind::Int && step.value_int > 0) ||
                         (step.kind == kir::ExprKind::Var && params_.count(step.name));
         if (!positive) fail("loop " + s->name + " steps by " + kir::print(step));
-        bind(s->name, kir::loop_var_type(*s->a, *s->b, *s->c));
+        bind(s->name, kir::loop_var_type(*s->lo, *s->hi, *s->step));
         loops_.push_back(bound_);
         check(s->body);
         loops_.pop_back();

@@ -68,7 +68,7 @@ void emit_store(LowerState& s, Body& body) {
     store->atomic = op == ir::ReduceOp::Sum   ? kir::Atomic::Add
                     : op == ir::ReduceOp::Max ? kir::Atomic::Max
                                               : kir::Atomic::Min;
-    s.kernel.output_init = ir::python_float(identity_of(op));
+    s.kernel.output_init = identity_of(op);
   }
   body.push_back(std::move(store));
 }
