@@ -1,5 +1,7 @@
 #include "kir/CommonSubexpressions.h"
 
+#include "kir/KirVisitor.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -58,14 +60,31 @@ ExprPtr replace_all(const ExprPtr& root, const Expr& what, const ExprPtr& by) {
   return changed ? kir::with_args(*root, std::move(args)) : root;
 }
 
-/// Every name a statement binds, its loops' bodies included.
-void bound_names(const std::vector<StmtPtr>& stmts, std::set<std::string>& out, bool& stores) {
-  for (const StmtPtr& s : stmts) {
-    if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) out.insert(s->name);
-    if (s->kind == StmtKind::Store || s->kind == StmtKind::Barrier) stores = true;
-    bound_names(s->body, out, stores);
+/// Every name statements bind, their loops' bodies included, and whether they store.
+struct Bindings : kir::KirVisitor {
+  using KirVisitor::visit;
+  Bindings(std::set<std::string>& o, bool& s) : out(o), stores(s) {}
+  std::set<std::string>& out;
+  bool& stores;
+  void visit(const Stmt& s) override {
+    if (s.kind == StmtKind::Assign || s.kind == StmtKind::For) out.insert(s.name);
+    if (s.kind == StmtKind::Store || s.kind == StmtKind::Barrier) stores = true;
+    visit(s.body);
   }
+};
+
+void bound_names(const std::vector<StmtPtr>& stmts, std::set<std::string>& out, bool& stores) {
+  Bindings(out, stores).visit(stmts);
 }
+
+/// Every occurrence of `what` in statements' operands replaced by `by`.
+struct Substitute : kir::KirMutator {
+  using KirMutator::mutate;
+  Substitute(const Expr& w, const ExprPtr& b) : what(w), by(b) {}
+  const Expr& what;
+  const ExprPtr& by;
+  ExprPtr mutate(const ExprPtr& e) override { return replace_all(e, what, by); }
+};
 
 /// `x_mask` -> `x`, `A_ptr` -> `A`: a name's stem for a derived name.
 std::string stem(const std::string& name) {
@@ -272,14 +291,6 @@ private:
     }
   }
 
-  static void substitute(std::vector<StmtPtr>& stmts, const Expr& what, const ExprPtr& by) {
-    for (StmtPtr& s : stmts) {
-      for (ExprPtr* slot : s->operands())
-        if (*slot) *slot = replace_all(*slot, what, by);
-      substitute(s->body, what, by);
-    }
-  }
-
   // `a = b` made a copy by this pass, where each name is bound once (b may be a parameter):
   // every read of a reads b. Copies lowering wrote (`x_block = pid`) keep their names.
   bool forward_copy(std::vector<StmtPtr>& stmts, const std::map<std::string, int>& bindings) {
@@ -290,7 +301,7 @@ private:
         ExprPtr by = s.value;
         ExprPtr what = kir::var(s.name, by->type);
         stmts.erase(it);
-        substitute(k_.body, *what, by);
+        Substitute(*what, by).mutate(k_.body);
         return true;
       }
       if (forward_copy(s.body, bindings)) return true;

@@ -1,55 +1,65 @@
 #include "kir/EliminateDeadCode.h"
 
-#include <map>
+#include "kir/KirVisitor.h"
 
-#include <utility>
+#include <set>
 
 namespace dtc {
 namespace {
 
+using kir::Stmt;
+using kir::StmtKind;
+using kir::StmtPtr;
+
 // Names read by a statement other than by an assignment to that same name: a loop-carried
 // accumulator reads itself, which alone does not keep it alive.
-void count_reads(const std::vector<kir::StmtPtr>& stmts, std::set<std::string>& read) {
-  for (const kir::StmtPtr& s : stmts) {
+struct Reads : kir::KirVisitor {
+  using KirVisitor::visit;
+  std::set<std::string> read;
+  void visit(const Stmt& s) override {
     std::set<std::string> names;
-    for (const kir::ExprPtr* e : std::as_const(*s).operands())
+    for (const kir::ExprPtr* e : s.operands())
       if (*e) kir::free_vars(**e, names);
-    if (s->kind == kir::StmtKind::Assign) names.erase(s->name);
+    if (s.kind == StmtKind::Assign) names.erase(s.name);
     read.insert(names.begin(), names.end());
-    count_reads(s->body, read);
+    visit(s.body);
   }
-}
+};
 
-bool has_effect(const std::vector<kir::StmtPtr>& stmts) {
-  for (const kir::StmtPtr& s : stmts)
-    if (s->kind != kir::StmtKind::Comment) return true;
+bool has_effect(const std::vector<StmtPtr>& stmts) {
+  for (const StmtPtr& s : stmts)
+    if (s->kind != StmtKind::Comment) return true;
   return false;
 }
 
-bool sweep(std::vector<kir::StmtPtr>& stmts, const std::set<std::string>& read) {
+// Drops assignments nothing reads and loops left with nothing to do.
+struct Sweep : kir::KirMutator {
+  using KirMutator::mutate;
+  explicit Sweep(const std::set<std::string>& r) : read(r) {}
+  const std::set<std::string>& read;
   bool changed = false;
-  for (auto it = stmts.begin(); it != stmts.end();) {
-    kir::Stmt& s = **it;
-    if (s.kind == kir::StmtKind::For) changed |= sweep(s.body, read);
-    bool dead = (s.kind == kir::StmtKind::Assign && !read.count(s.name)) ||
-                (s.kind == kir::StmtKind::For && !has_effect(s.body) && !read.count(s.name));
-    if (dead) {
-      it = stmts.erase(it);
+  std::vector<StmtPtr> mutate(StmtPtr s) override {
+    if (s->kind == StmtKind::For) mutate(s->body);
+    bool dead = (s->kind == StmtKind::Assign && !read.count(s->name)) ||
+                (s->kind == StmtKind::For && !has_effect(s->body) && !read.count(s->name));
+    std::vector<StmtPtr> out;
+    if (dead)
       changed = true;
-      continue;
-    }
-    ++it;
+    else
+      out.push_back(std::move(s));
+    return out;
   }
-  return changed;
-}
+};
 
 } // namespace
 
 void eliminate_dead_code(kir::Kernel& kernel) {
   while (true) {
-    std::set<std::string> read;
-    count_reads(kernel.body, read);
-    if (!sweep(kernel.body, read)) return;
+    Reads reads;
+    reads.visit(kernel.body);
+    Sweep sweep(reads.read);
+    sweep.mutate(kernel.body);
+    if (!sweep.changed) return;
   }
 }
 

@@ -1,5 +1,7 @@
 #include "kir/HoistLoopInvariants.h"
 
+#include "kir/KirVisitor.h"
+
 #include <map>
 
 namespace dtc {
@@ -33,34 +35,36 @@ struct LoopEffects {
   bool barrier = false;
 };
 
-void effects(const std::vector<StmtPtr>& stmts, LoopEffects& out) {
-  for (const StmtPtr& s : stmts) {
-    if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) out.bound.insert(s->name);
-    if (s->kind == StmtKind::Store) out.stored.insert(base_pointer(*s->ptr));
-    if (s->kind == StmtKind::Barrier) out.barrier = true;
-    effects(s->body, out);
+struct Effects : kir::KirVisitor {
+  using KirVisitor::visit;
+  LoopEffects out;
+  void visit(const Stmt& s) override {
+    if (s.kind == StmtKind::Assign || s.kind == StmtKind::For) out.bound.insert(s.name);
+    if (s.kind == StmtKind::Store) out.stored.insert(base_pointer(*s.ptr));
+    if (s.kind == StmtKind::Barrier) out.barrier = true;
+    visit(s.body);
   }
-}
+};
 
-class Hoister {
+// A loop (inner loops first) becomes its invariant assignments, then the loop.
+class Hoister : public kir::KirMutator {
 public:
+  using KirMutator::mutate;
   explicit Hoister(kir::Kernel& k) : k_(k), bindings_(kir::binding_counts(k.body)) {}
 
-  void run() { block(k_.body); }
+  void run() { mutate(k_.body); }
 
-private:
-  void block(std::vector<StmtPtr>& stmts) {
-    for (size_t i = 0; i < stmts.size(); ++i) {
-      if (stmts[i]->kind != StmtKind::For) continue;
-      block(stmts[i]->body);
-      std::vector<StmtPtr> moved = invariants(*stmts[i]);
-      size_t n = moved.size();
-      stmts.insert(stmts.begin() + i, std::make_move_iterator(moved.begin()),
-                   std::make_move_iterator(moved.end()));
-      i += n;
+  std::vector<StmtPtr> mutate(StmtPtr s) override {
+    std::vector<StmtPtr> out;
+    if (s->kind == StmtKind::For) {
+      mutate(s->body);
+      out = invariants(*s);
     }
+    out.push_back(std::move(s));
+    return out;
   }
 
+private:
   bool movable(const Stmt& s, const LoopEffects& loop) const {
     if (s.kind != StmtKind::Assign || bindings_.at(s.name) != 1) return false;
     std::set<std::string> reads;
@@ -78,9 +82,10 @@ private:
 
   // Takes the loop's invariant assignments out of its body, in order.
   std::vector<StmtPtr> invariants(Stmt& loop) {
-    LoopEffects fx;
+    Effects e;
+    e.visit(loop.body);
+    LoopEffects fx = std::move(e.out);
     fx.bound.insert(loop.name);
-    effects(loop.body, fx);
     std::vector<StmtPtr> out;
     for (auto it = loop.body.begin(); it != loop.body.end();) {
       if (movable(**it, fx)) {

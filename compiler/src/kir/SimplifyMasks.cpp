@@ -1,5 +1,7 @@
 #include "kir/SimplifyMasks.h"
 
+#include "kir/KirVisitor.h"
+
 #include <functional>
 #include <map>
 
@@ -21,22 +23,33 @@ bool is_zero(const Expr& e) {
   return e.kind == ExprKind::Float && e.value_float == 0.0;
 }
 
-class Simplifier {
+// The values of names bound once.
+struct Definitions : kir::KirVisitor {
+  using KirVisitor::visit;
+  explicit Definitions(const std::map<std::string, int>& n) : bindings(n) {}
+  const std::map<std::string, int>& bindings;
+  std::map<std::string, ExprPtr> defs;
+  void visit(const kir::Stmt& s) override {
+    if (s.kind == StmtKind::Assign && bindings.at(s.name) == 1) defs[s.name] = s.value;
+    visit(s.body);
+  }
+};
+
+// Each operand of a statement (a whole value, not its parts) simplified.
+class Simplifier : public kir::KirMutator {
 public:
+  using KirMutator::mutate;
   explicit Simplifier(kir::Kernel& k) : k_(k), bindings_(kir::binding_counts(k.body)) {
-    collect(k.body, bindings_);
+    Definitions d(bindings_);
+    d.visit(k.body);
+    defs_ = std::move(d.defs);
   }
 
-  void run() { block(k_.body); }
+  void run() { mutate(k_.body); }
+
+  ExprPtr mutate(const ExprPtr& e) override { return simplify(e); }
 
 private:
-  void collect(const std::vector<StmtPtr>& stmts, const std::map<std::string, int>& n) {
-    for (const StmtPtr& s : stmts) {
-      if (s->kind == StmtKind::Assign && n.at(s->name) == 1) defs_[s->name] = s->value;
-      collect(s->body, n);
-    }
-  }
-
   // The conditions a conjunction `e` requires, each once, looking through names bound once to a
   // conjunction (`x_y_mask = x_mask & y_mask`).
   void conjuncts(const ExprPtr& e, std::vector<ExprPtr>& out) const {
@@ -122,14 +135,6 @@ private:
       if (!kir::equal(*joined, *out)) return joined;
     }
     return out;
-  }
-
-  void block(std::vector<StmtPtr>& stmts) {
-    for (StmtPtr& s : stmts) {
-      for (ExprPtr* slot : s->operands())
-        if (*slot) *slot = simplify(*slot);
-      block(s->body);
-    }
   }
 
   kir::Kernel& k_;

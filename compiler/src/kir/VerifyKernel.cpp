@@ -1,5 +1,7 @@
 #include "kir/VerifyKernel.h"
 
+#include "kir/Dump.h"
+#include "kir/KirVisitor.h"
 #include "support/Diagnostics.h"
 
 #include <map>
@@ -8,8 +10,9 @@
 namespace dtc {
 namespace {
 
-class Verifier {
+class Verifier : public kir::KirVisitor {
 public:
+  using KirVisitor::visit;
   Verifier(const kir::Kernel& k, const std::string& after) : k_(k), after_(after) {}
 
   void run() {
@@ -18,7 +21,7 @@ public:
       params_.insert(p.name);
     }
     if (k_.launch.size() != k_.params.size()) fail("launch arguments mismatch");
-    check(k_.body);
+    visit(k_.body);
   }
 
 private:
@@ -38,7 +41,7 @@ private:
     bound_[name] = type;
   }
 
-  void expr(const kir::Expr& e) {
+  void visit(const kir::Expr& e) override {
     if (e.kind == kir::ExprKind::Var) {
       auto it = bound_.find(e.name);
       if (it == bound_.end()) fail("reads " + e.name + " before binding it");
@@ -47,39 +50,39 @@ private:
              kir::to_string(it->second));
     }
     if (e.kind == kir::ExprKind::Load && !e.args[0]->type.shape.empty() && e.args.size() < 2)
-      fail("unmasked tensor load: " + kir::print(e));
-    for (const kir::ExprPtr& a : e.args)
-      expr(*a);
+      fail("unmasked tensor load: " + kir::dump(e));
+    KirVisitor::visit(e);
   }
 
-  void check(const std::vector<kir::StmtPtr>& stmts) {
-    for (const kir::StmtPtr& s : stmts) {
+  void visit(const kir::Stmt& stmt) override {
+    const kir::Stmt* s = &stmt;
+    {
       switch (s->kind) {
       case kir::StmtKind::Assign:
-        expr(*s->value);
+        visit(*s->value);
         bind(s->name, s->value->type);
         break;
       case kir::StmtKind::Store:
-        expr(*s->ptr);
-        expr(*s->value);
-        if (s->mask) expr(*s->mask);
+        visit(*s->ptr);
+        visit(*s->value);
+        if (s->mask) visit(*s->mask);
         if (!s->ptr->type.shape.empty() && !s->mask)
-          fail("unmasked tensor store: " + kir::print(*s->ptr));
+          fail("unmasked tensor store: " + kir::dump(*s->ptr));
         if (s->value->type.shape.size() > s->ptr->type.shape.size())
           fail("stores a " + kir::to_string(s->value->type) + " to " +
                kir::to_string(s->ptr->type));
         break;
       case kir::StmtKind::For: {
-        expr(*s->lo);
-        expr(*s->hi);
-        expr(*s->step);
+        visit(*s->lo);
+        visit(*s->hi);
+        visit(*s->step);
         const kir::Expr& step = *s->step;
         bool positive = (step.kind == kir::ExprKind::Int && step.value_int > 0) ||
                         (step.kind == kir::ExprKind::Var && params_.count(step.name));
-        if (!positive) fail("loop " + s->name + " steps by " + kir::print(step));
+        if (!positive) fail("loop " + s->name + " steps by " + kir::dump(step));
         bind(s->name, kir::loop_var_type(*s->lo, *s->hi, *s->step));
         loops_.push_back(bound_);
-        check(s->body);
+        visit(s->body);
         loops_.pop_back();
         break;
       }
