@@ -31,7 +31,7 @@ REMOTE = {"--server": "foo", "--token": "a b"}
 COMMANDS = {
     "dtc": ([PROGRAM], {
         "FILE": MISSING, "--output": MISSING + "/out.py", "--check": "=maybe",
-        "--canonical": "=maybe", "--emit": "asm",
+        "--canonical": "=maybe", "--emit": "asm", "--dump-after": "parse",
     }),
     "dtx measure": ([PROGRAM, "--shape", "x=4,y=64", "--gpus", "none"], {
         "FILE": MISSING, "--shape": "x=q", "--dtype": "float64", "--schedules": MISSING,

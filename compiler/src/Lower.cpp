@@ -3,9 +3,8 @@
 //
 //   parse -> check -> fold constants (verify IR) -> apply schedule -> python names
 //   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR) -> plan kernels
-//   -> lower each kernel (verify kernel) -> hoist loop invariants (verify kernel)
-//   -> common subexpressions (verify kernel) -> simplify masks (verify kernel)
-//   -> eliminate dead code (verify kernel) -> check tensor sizes -> print module
+//   -> lower each kernel (verify kernel) -> the kernel passes of kKernelPasses, each verified
+//      and dumped on request (`dtc --dump-after=PASS`) -> check tensor sizes -> print module
 #include "Pipeline.h"
 #include "codegen/PythonCodegen.h"
 #include "codegen/WrapperSignature.h"
@@ -15,6 +14,7 @@
 #include "ir/ConstantFold.h"
 #include "ir/VerifyIR.h"
 #include "kir/CommonSubexpressions.h"
+#include "kir/Dump.h"
 #include "kir/EliminateDeadCode.h"
 #include "kir/HoistLoopInvariants.h"
 #include "kir/SimplifyMasks.h"
@@ -30,6 +30,43 @@
 
 namespace dtc {
 namespace {
+
+/// The passes over each kernel after lowering, in order: a name for --dump-after, the words of
+/// the verifier's message, the pass.
+struct KernelPass {
+  const char* name;
+  const char* what;
+  void (*run)(kir::Kernel&);
+};
+constexpr KernelPass kKernelPasses[] = {
+    {"hoist", "loop-invariant code motion", hoist_loop_invariants},
+    {"cse", "common subexpressions", eliminate_common_subexpressions},
+    {"masks", "mask simplification", simplify_masks},
+    {"dce", "dead code", eliminate_dead_code},
+};
+
+/// Lowers `k`, then runs every kernel pass, verifying after each and dumping where asked.
+kir::Kernel build_kernel(const ir::Program& program, const KernelPlan& plan, const PythonNames& py,
+                         const ir::Symbol* k, const CompileOptions& options,
+                         DiagnosticEngine& diags, std::string& dumps) {
+  auto dump = [&](const char* pass, const kir::Kernel& kernel) {
+    for (const std::string& d : options.dump_after)
+      if (d == "all" || d == pass) {
+        dumps += std::string("// after ") + pass + ": " + kernel.name + "\n" + kir::dump(kernel);
+        return;
+      }
+  };
+  kir::Kernel kernel = lower_func(program, plan, py, k, diags);
+  if (diags.has_errors()) return kernel;
+  verify_kernel(kernel, "lowering");
+  dump("lower", kernel);
+  for (const KernelPass& pass : kKernelPasses) {
+    pass.run(kernel);
+    verify_kernel(kernel, pass.what);
+    dump(pass.name, kernel);
+  }
+  return kernel;
+}
 
 /// The Funcs that need a kernel to compute `func`, dependencies first (a Func fused into its
 /// consumer has none of its own).
@@ -106,17 +143,8 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
     CompiledFunc c{f, plan_kernels(program, f)};
     for (const ir::Symbol* k : c.kernel_funcs) {
       if (module.kernels.count(k)) continue;
-      kir::Kernel kernel = lower_func(program, plan, py, k, diags);
+      kir::Kernel kernel = build_kernel(program, plan, py, k, options, diags, result.dumps);
       if (diags.has_errors()) return result;
-      verify_kernel(kernel, "lowering");
-      hoist_loop_invariants(kernel);
-      verify_kernel(kernel, "loop-invariant code motion");
-      eliminate_common_subexpressions(kernel);
-      verify_kernel(kernel, "common subexpressions");
-      simplify_masks(kernel);
-      verify_kernel(kernel, "mask simplification");
-      eliminate_dead_code(kernel);
-      verify_kernel(kernel, "dead code");
       const FuncSchedule& fs = plan.of(k);
       check_tensor_sizes(
           kernel, k->name,
@@ -141,6 +169,16 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
 }
 
 } // namespace
+
+const std::vector<std::string>& kernel_passes() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n{"lower"};
+    for (const KernelPass& p : kKernelPasses)
+      n.push_back(p.name);
+    return n;
+  }();
+  return names;
+}
 
 std::unique_ptr<Frontend> run_frontend(std::string_view source, DiagnosticEngine& diags,
                                        bool stop_after_parse) {

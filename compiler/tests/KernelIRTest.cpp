@@ -3,8 +3,10 @@
 #include "kir/KernelIR.h"
 #include "codegen/PythonCodegen.h"
 #include "kir/CommonSubexpressions.h"
+#include "kir/Dump.h"
 #include "kir/EliminateDeadCode.h"
 #include "kir/HoistLoopInvariants.h"
+#include "kir/KirVisitor.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "support/Diagnostics.h"
@@ -256,6 +258,53 @@ TEST(CommonSubexpressions, DropsARebindingToTheSameValue) {
   EXPECT_EQ(b.text(), "idx = tl.arange(0, 8).to(tl.int64)\n"
                       "mask = idx < n_size\n"
                       "tl.store(out_ptr + idx, 1.0, mask=mask)\n");
+}
+
+// A mutator that overrides only calls: exp becomes exp2, every other node is kept as it is,
+// shared, and statements it replaces come out in order.
+TEST(KirMutator, RewritesOnlyWhatItOverridesAndSharesTheRest) {
+  struct ExpToExp2 : KirMutator {
+    using KirMutator::mutate;
+    ExprPtr mutate(const ExprPtr& e) override {
+      ExprPtr m = KirMutator::mutate(e);
+      return m->kind == ExprKind::Call && m->fn == Intrinsic::Exp
+                 ? call(Intrinsic::Exp2, {m->args[0]})
+                 : m;
+    }
+    std::vector<StmtPtr> mutate(StmtPtr s) override {
+      std::vector<StmtPtr> out = KirMutator::mutate(std::move(s));
+      if (out.front()->kind == StmtKind::Store) out.insert(out.begin(), Stmt::comment("store"));
+      return out;
+    }
+  };
+  KernelBuilder b;
+  auto& body = b.k.body;
+  ExprPtr x = b.let(body, "x", cast(b.p("n_size"), Scalar::F32));
+  ExprPtr untouched = add(x, float_imm(1.0));
+  b.let(body, "u", untouched);
+  b.let(body, "y", mul(call(Intrinsic::Exp, {x}), x));
+  StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(1));
+  loop->body.push_back(Stmt::store(b.p("out_ptr"), call(Intrinsic::Exp, {x}), nullptr));
+  body.push_back(std::move(loop));
+  ExpToExp2().mutate(body);
+  verify_kernel(b.k);
+  EXPECT_EQ(body[1]->value, untouched); // nothing changed below it: the same node
+  EXPECT_EQ(dump(body), "x: f32 = cast<f32>(n_size)\n"
+                        "u: f32 = x + 1.0\n"
+                        "y: f32 = exp2(x) * x\n"
+                        "for i in range(0, n_size, 1):\n"
+                        "  // store\n"
+                        "  store(out_ptr, exp2(x))\n");
+  struct Calls : KirVisitor {
+    using KirVisitor::visit;
+    int calls = 0;
+    void visit(const Expr& e) override {
+      calls += e.kind == ExprKind::Call;
+      KirVisitor::visit(e);
+    }
+  } calls;
+  calls.visit(body);
+  EXPECT_EQ(calls.calls, 2);
 }
 
 TEST(CommonSubexpressions, KeepsAValueWhoseOperandWasBoundAgain) {

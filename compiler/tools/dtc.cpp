@@ -37,8 +37,9 @@ int main(int argc, char** argv) {
                "wrappers and a PyTorch reference.",
                "dtc"};
   const char* usage = "usage: dtc FILE.dt [-o OUT.py] [--check | --canonical | "
-                      "--emit=ast|ir|python] [--schedule \"STATEMENTS\"]";
+                      "--emit=ast|ir|python] [--schedule \"STATEMENTS\"] [--dump-after=PASS]";
   std::string input, output, emit, schedule;
+  std::vector<std::string> dump_after;
   bool check_only = false, canonical_only = false;
   app.add_option("FILE", input, "the DT program (`-` reads standard input)")
       ->required()
@@ -56,11 +57,22 @@ int main(int argc, char** argv) {
                      "replace the file's schedule (its compile statements stay) with these "
                      "statements, separated by `;` or newlines")
           ->option_text("TEXT");
+  std::vector<std::string> passes = dtc::kernel_passes();
+  std::string pass_list;
+  for (const std::string& p : passes)
+    pass_list += p + ", ";
+  passes.push_back("all");
+  auto* dump_opt = app.add_option("--dump-after", dump_after,
+                                  "print each kernel's IR to standard error after this pass (" +
+                                      pass_list + "or all; repeatable)")
+                       ->check(CLI::IsMember(passes))
+                       ->option_text("PASS");
   check->excludes(canonical)->excludes(emit_opt);
   canonical->excludes(emit_opt);
   // A value given twice is a mistake, not an override.
   for (CLI::Option* opt : app.get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  dump_opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 
   try {
     app.parse(argc, argv);
@@ -83,6 +95,7 @@ int main(int argc, char** argv) {
   if (emit == "ast") options.emit = dtc::Emit::Ast;
   if (emit == "ir") options.emit = dtc::Emit::Ir;
   if (*schedule_opt) options.schedule = schedule;
+  options.dump_after = dump_after;
 
   std::stringstream source;
   if (input == "-") {
@@ -98,7 +111,7 @@ int main(int argc, char** argv) {
     options.file_name = input;
   }
   dtc::CompileResult result = dtc::compile(source.str(), options);
-  std::cerr << result.diagnostics;
+  std::cerr << result.dumps << result.diagnostics;
   if (!result.ok) return 1;
   if (options.emit == dtc::Emit::Check) return 0;
   if (output.empty() || output == "-") {

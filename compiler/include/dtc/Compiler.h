@@ -33,7 +33,14 @@ struct CompileOptions {
   /// separated by `;` or newlines.
   std::optional<std::string> schedule;
   Emit emit = Emit::Python;
+  /// Kernel passes (kernel_passes(), or `all`) after which each kernel's IR is dumped into
+  /// CompileResult::dumps.
+  std::vector<std::string> dump_after;
 };
+
+/// The names of the passes over each kernel, in the order they run: `lower` (the kernel as
+/// lowering built it), then each rewriting pass.
+const std::vector<std::string>& kernel_passes();
 
 /// The sizes a call of one compiled Func's wrapper (and of its `make_inputs`) takes: one for
 /// each of `labels`, except that a label of `tied` may be left out: it takes the size of the
@@ -57,6 +64,9 @@ struct CompileResult {
   /// Per compiled Func, in `compile` order: the sizes its wrapper takes (Python and Check
   /// emission, when ok).
   std::vector<CallSizes> call_sizes;
+  /// The kernel IR after each pass of CompileOptions::dump_after, each headed
+  /// `// after PASS: KERNEL`.
+  std::string dumps;
 };
 
 /// Compiles one DT program. Never throws for bad input; an internal compiler error is reported
