@@ -277,9 +277,9 @@ ExprPtr call(Intrinsic fn, std::vector<ExprPtr> args) {
 
 ExprPtr select(ExprPtr cond, ExprPtr a, ExprPtr b) {
   auto e = node(ExprKind::Select, {cond, a, b});
-  if (cond->type.scalar != Scalar::I1) ill_typed("tl.where on a " + to_string(cond->type));
-  e->type = promote(a->type, b->type, "tl.where");
-  e->type.shape = broadcast(cond->type.shape, e->type.shape, "tl.where");
+  if (cond->type.scalar != Scalar::I1) ill_typed("select on a " + to_string(cond->type));
+  e->type = promote(a->type, b->type, "select");
+  e->type.shape = broadcast(cond->type.shape, e->type.shape, "select");
   return e;
 }
 
@@ -303,7 +303,7 @@ ExprPtr load(ExprPtr ptr, ExprPtr mask) {
   e->type.shape = ptr->type.shape;
   if (mask) {
     if (mask->type.scalar != Scalar::I1) ill_typed("load mask of type " + to_string(mask->type));
-    e->type.shape = broadcast(ptr->type.shape, mask->type.shape, "tl.load");
+    e->type.shape = broadcast(ptr->type.shape, mask->type.shape, "load");
   }
   return e;
 }
@@ -352,12 +352,12 @@ ExprPtr dot(ExprPtr a, ExprPtr b, ExprPtr acc, std::string precision) {
   const Shape &sa = a->type.shape, &sb = b->type.shape;
   if (sa.size() != 2 || sb.size() != 2 || !(sa[1] == sb[0]) || !a->type.is_float() ||
       !b->type.is_float())
-    ill_typed("tl.dot of " + to_string(a->type) + " and " + to_string(b->type));
+    ill_typed("dot of " + to_string(a->type) + " and " + to_string(b->type));
   std::vector<ExprPtr> args{a, b};
   Shape out{sa[0], sb[1]};
   if (acc) {
     if (acc->type.shape != out || acc->type.scalar != Scalar::F32)
-      ill_typed("tl.dot accumulator " + to_string(acc->type) + " for " + to_string(out));
+      ill_typed("dot accumulator " + to_string(acc->type) + " for " + to_string(out));
     args.push_back(acc);
   }
   auto e = node(ExprKind::Dot, args);
@@ -386,7 +386,7 @@ ExprPtr reshape(ExprPtr a, Shape shape) {
 }
 
 ExprPtr trans(ExprPtr a) {
-  if (a->type.shape.size() != 2) ill_typed("tl.trans of " + to_string(a->type));
+  if (a->type.shape.size() != 2) ill_typed("trans of " + to_string(a->type));
   auto e = node(ExprKind::Trans, {a});
   e->type = a->type;
   std::swap(e->type.shape[0], e->type.shape[1]);
@@ -445,7 +445,7 @@ StmtPtr Stmt::assign(std::string name, ExprPtr value) {
 
 StmtPtr Stmt::store(ExprPtr ptr, ExprPtr value, ExprPtr mask) {
   if (ptr->type.scalar != Scalar::Ptr) ill_typed("store to a " + to_string(ptr->type));
-  broadcast(ptr->type.shape, value->type.shape, "tl.store");
+  broadcast(ptr->type.shape, value->type.shape, "store");
   auto s = std::make_unique<Stmt>();
   s->kind = StmtKind::Store;
   s->ptr = std::move(ptr);
