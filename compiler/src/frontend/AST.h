@@ -1,6 +1,7 @@
 #pragma once
 // The syntax tree of a DT file, exactly as written: no names resolved, no shapes. Every node
 // carries the location of its first token.
+#include "schedule/ScheduleSyntax.h"
 #include "support/Diagnostics.h"
 
 #include <memory>
@@ -11,11 +12,6 @@ namespace dtc::ast {
 
 enum class DeclKind { Func, In, SIn, Var, RVar };
 const char* decl_keyword(DeclKind kind);
-
-struct Name {
-  std::string text;
-  Loc loc;
-};
 
 /// `Func a, b;` — one declaration statement naming one or more symbols.
 struct Decl {
@@ -51,23 +47,6 @@ struct Definition {
   Name func;
   std::vector<Name> labels;
   ExprPtr value;
-  Loc loc;
-};
-
-/// One argument of a schedule statement: `x:64`, `x:xi/4`, `x`, `8`.
-struct ScheduleArg {
-  Loc loc;
-  std::string name;       // empty for a bare integer
-  bool has_value = false; // `name:value`
-  long long value = 0;    // the integer (bare, or after ':')
-  std::string split_name; // `x:xi/4` -> "xi" (value = 4)
-};
-
-/// `f.block(x:64, y:16);`
-struct ScheduleStmt {
-  Name func;
-  Name primitive;
-  std::vector<ScheduleArg> args;
   Loc loc;
 };
 

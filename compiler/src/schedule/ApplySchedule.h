@@ -1,9 +1,9 @@
 #pragma once
-// From schedule statements (the front end's AST) to a Schedule: each statement goes to its
-// primitive (Primitive.h, one file each), which checks it and merges it into its Func's
-// FuncSchedule. The only part of the schedule layer that sees the AST.
-#include "frontend/AST.h"
+// From schedule statements (ScheduleSyntax.h, as the parser writes them) to a Schedule: each
+// statement goes to its primitive (Primitive.h, one file each), which checks it and merges it
+// into its Func's FuncSchedule.
 #include "schedule/Schedule.h"
+#include "schedule/ScheduleSyntax.h"
 
 namespace dtc {
 
