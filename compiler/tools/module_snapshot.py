@@ -21,10 +21,15 @@ DTX = ROOT / "build" / "explorer" / "dtx"
 
 
 def compile_case(path, schedule=None):
-    cmd = [str(DTC), str(path)] + (["--schedule", schedule] if schedule is not None else [])
+    cmd = [str(ARGS.dtc), str(path)] + (["--schedule", schedule] if schedule is not None else [])
     r = subprocess.run(cmd, capture_output=True, text=True)
     text = r.stdout if r.returncode == 0 else "FAILED\n" + r.stderr
+    if ARGS.strip_from and ARGS.strip_from in text:
+        text = text[:text.index(ARGS.strip_from)]
     return hashlib.sha256(text.encode()).hexdigest(), text
+
+
+ARGS = None
 
 
 def cases(per_template):
@@ -50,7 +55,11 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--compare")
     ap.add_argument("--texts", help="a directory to write each differing module to")
-    args = ap.parse_args()
+    ap.add_argument("--dtc", default=DTC, help="the compiler to run (default: the build's)")
+    ap.add_argument("--strip-from", help="hash each module only up to this text (a part a "
+                                         "change added on purpose)")
+    global ARGS
+    args = ARGS = ap.parse_args()
     snapshot, texts = {}, {}
     for name, path, schedule in cases(args.per_template):
         snapshot[name], texts[name] = compile_case(path, schedule)

@@ -3,6 +3,7 @@
 
 #include "dtx/Measure.h"
 #include "dtx/Protocol.h"
+#include "dtx/Sha256.h"
 #include "dtx/Strategy.h"
 
 #include <algorithm>

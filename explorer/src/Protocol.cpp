@@ -1,6 +1,6 @@
 #include "dtx/Protocol.h"
 
-#include <dtx/results/Sha256.h>
+#include <dtx/Sha256.h>
 
 #include <array>
 #include <cstdint>
@@ -82,10 +82,6 @@ std::optional<Status> parse_status(std::string_view name) {
                    Status::WrongResult, Status::Timeout, Status::Crashed})
     if (status_name(s) == name) return s;
   return std::nullopt;
-}
-
-std::string sha256_hex(std::string_view data) {
-  return results::sha256_hex(data);
 }
 
 nlohmann::json request_json(const Request& request, std::string_view id) {

@@ -230,67 +230,27 @@ def classify(exc, what):
 # Modules
 
 
-SCHEDULE_LINE = re.compile(r'SCHEDULE = "[^"\\]*"\n?')
-DOT_PRECISION_LINE = re.compile(r'DOT_PRECISION = (None|"[a-z0-9]*")\n?')
+INPUTS_KEY_LINE = "INPUTS_KEY = ("
 
 
-def inputs_key(module, source):
-    """What a module's make_inputs and reference compute depends on everything in it but its
-    kernels, its wrappers and its schedule: the SHA-256 of its text without those. Modules of
-    one program under different schedules share it, so their inputs and reference result are
-    made once (at 4096^2 making them cost a timing worker 0.3 s a request on an H100). None
-    when the module has no COMPILED tuple.
-
-    Left out: each @triton.jit kernel and each COMPILED wrapper defined in the module, from its
-    `def` (with the decorator line when that is exactly `@triton.jit`) to the next line that
-    starts a statement in column 0 (the body of a def cannot reach past it); a
-    `SCHEDULE = "..."` or `DOT_PRECISION = ...` line of that exact form; the opening docstring
-    when its text is exactly `__doc__` (it names the schedule). Anything else in the file is
-    hashed, so a module can only lose sharing by an unusual form, never share by one. The
-    functions are found from the imported module's code objects, not by parsing: parsing cost
-    7 ms a request, and dumping the syntax tree 10 ms, against a screening measurement's 25 ms.
-    """
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-    if not isinstance(getattr(module, "COMPILED", None), tuple):
+def inputs_key(source):
+    """What a module's make_inputs and references compute depends on, as dtc wrote it in the
+    module's last line, `INPUTS_KEY = ("<key>", "<sha256 of the text above>")`: modules of one
+    program under different schedules share it, so their inputs and reference result are made
+    once (at 4096^2 making them cost a timing worker 0.3 s a request on an H100). None when the
+    module has no such line or its text is not what dtc wrote (the second hash differs): an
+    edited module never shares what it might compute differently."""
+    at = source.rfind("\n" + INPUTS_KEY_LINE) + 1
+    line = source[at:] if at else ""
+    if not line.endswith(")\n") or line.count("\n") != 1:
         return None
-    compiled = tuple(python_names(module).values())
-    lines = source.splitlines(keepends=True)
-    path = getattr(module, "__file__", None)
-    skip = [False] * len(lines)
-    # What the check runs is never left out, whatever COMPILED says.
-    checked = {id(getattr(module, f"{what}_{f}", None)) for f in compiled
-               for what in ("reference", "make_inputs")}
-    for name, value in vars(module).items():
-        kernel = isinstance(value, (JITFunction, InterpretedFunction))
-        wrapper = name in compiled and id(value) not in checked
-        fn = getattr(value, "fn", None) if kernel else value if wrapper else None
-        code = getattr(fn, "__code__", None)
-        if code is None or code.co_filename != path or not 0 < code.co_firstlineno <= len(lines):
-            continue
-        first = code.co_firstlineno - 1
-        while first < len(lines) and lines[first].startswith("@"):
-            if not kernel or lines[first].strip() != "@triton.jit":
-                break
-            first += 1
-        if first >= len(lines) or not lines[first].startswith("def "):
-            continue  # another decorator, or not where the code says: keep it all
-        if kernel and (first == 0 or lines[first - 1].strip() != "@triton.jit"):
-            continue
-        start = first - 1 if kernel else first
-        end = first + 1
-        while end < len(lines) and (not lines[end][:1].strip() or lines[end][0] in "#)]}"):
-            end += 1  # blank, indented, a comment, or the closing bracket of the signature
-        for i in range(start, end):
-            skip[i] = True
-    for i, line in enumerate(lines):
-        if SCHEDULE_LINE.fullmatch(line) or DOT_PRECISION_LINE.fullmatch(line):
-            skip[i] = True
-    text = "".join(line for i, line in enumerate(lines) if not skip[i])
-    doc = getattr(module, "__doc__", None)
-    if isinstance(doc, str) and text.startswith('"""' + doc + '"""\n'):
-        text = text[len(doc) + 7:]
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    fields = line[len(INPUTS_KEY_LINE):-2].split(", ")
+    if len(fields) != 2 or not all(len(f) == 66 and f[0] == f[-1] == '"' for f in fields):
+        return None
+    key, above = (f[1:-1] for f in fields)
+    if hashlib.sha256(source[:at].encode("utf-8")).hexdigest() != above:
+        return None
+    return key
 
 
 class Prepared:
@@ -383,7 +343,7 @@ class Modules:
         start = time.perf_counter()
         module = import_path(name, path, "the module does not import")
         seconds = time.perf_counter() - start
-        module.__dtx_inputs_key__ = inputs_key(module, source)
+        module.__dtx_inputs_key__ = inputs_key(source)
         self.by_hash[actual] = module
         return module, seconds
 

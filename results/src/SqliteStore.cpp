@@ -3,7 +3,7 @@
 // several statements: one snapshot). See docs/results-store.md for the schema and the rules.
 #include "Database.h"
 #include "Schema.h"
-#include "dtx/results/Sha256.h"
+#include "dtx/Sha256.h"
 #include "dtx/results/Store.h"
 
 #include <algorithm>

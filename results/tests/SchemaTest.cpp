@@ -1,6 +1,5 @@
 #include "Schema.h"
 #include "TestSupport.h"
-#include "dtx/results/Sha256.h"
 
 #include <gtest/gtest.h>
 
@@ -206,14 +205,4 @@ TEST(Schema, AMissingDirectoryIsAnError) {
   auto error = open_error(path);
   EXPECT_NE(error.find(path.string()), std::string::npos) << error;
   EXPECT_NE(error.find("open"), std::string::npos) << error;
-}
-
-TEST(Sha256, KnownVectors) {
-  using dtx::results::sha256_hex;
-  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(sha256_hex(std::string(1000, 'a')),
-            "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
 }

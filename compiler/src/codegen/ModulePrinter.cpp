@@ -7,6 +7,7 @@
 #include "codegen/ReferencePrinter.h"
 #include "codegen/Runtime.h" // generated from compiler/runtime/*.py
 #include "codegen/WrapperSignature.h"
+#include "dtx/Sha256.h"
 #include "ir/Builtins.h"
 #include "ir/IRVisitor.h"
 #include "lower/Names.h"
@@ -37,7 +38,9 @@ public:
         "\"\"\"\n\nimport math\nimport numbers\nimport os\n\nimport torch\nimport triton\nimport "
         "triton.language as tl\n\n";
     out_ += "SCHEDULE = " + quote(in_.canonical_schedule) + "\n";
+    size_t names_at = out_.size();
     print_names();
+    keyed_ += out_.substr(names_at);
     // How float32 products run on tl.dot, so a check can pick its tolerance (TF32 rounds
     // operands to 10-bit mantissas).
     std::string precision = "None";
@@ -46,13 +49,14 @@ public:
         precision = quote(k.dot_precision);
     out_ += "DOT_PRECISION = " + precision + "\n";
     out_ += kRuntime;
+    keyed_ += kRuntime;
     bool relayout = false;
     for (const auto& [f, k] : in_.kernels)
       relayout |= !k.k_contiguous_inputs.empty();
     if (relayout) out_ += kRelayout;
     if (uses_program_id())
-      out_ += "\n\ndef _dt_program_id_in_reference():\n    raise ValueError(\"the reference "
-              "cannot evaluate program_id: its value depends on the schedule\")\n";
+      keyed("\n\ndef _dt_program_id_in_reference():\n    raise ValueError(\"the reference "
+            "cannot evaluate program_id: its value depends on the schedule\")\n");
     std::set<std::string> helpers;
     for (const auto& [f, k] : in_.kernels) {
       std::set<std::string> used = kernel_helpers(k);
@@ -74,17 +78,31 @@ public:
       for (const char* what : {"reference", "make_inputs", "SIZE_KEYWORDS"})
         if (!claimed(what)) generic += std::string(what) + " = " + what + "_" + first + "\n";
       if (!generic.empty())
-        out_ += "\n\n# The first compiled Func's reference and inputs, under generic names.\n" +
-                generic;
+        keyed("\n\n# The first compiled Func's reference and inputs, under generic names.\n" +
+              generic);
     }
     out_ +=
         "\n\n# The prepared launcher's C source (compiler/runtime/dt_launch.c): wrappers build it "
         "on\n# first use (_dt_launcher) and launch through it once a plan is made.\n";
     out_ += std::string("_DT_LAUNCH_C = r\"\"\"") + kLaunchC + "\"\"\"\n";
+    // Last, so that a worker can tell the module is as written here by hashing what is above.
+    out_ +=
+        "\n# What make_inputs and the references compute depends on (the hash of their code, and "
+        "of\n# the runtime they call), and the hash of this module's text above this line: a "
+        "worker\n# shares inputs and reference results between modules of one key while their "
+        "text is\n# as dtc wrote it.\n";
+    out_ += "INPUTS_KEY = (" + quote(dtx::sha256_hex(keyed_)) + ", " +
+            quote(dtx::sha256_hex(out_)) + ")\n";
     return out_;
   }
 
 private:
+  /// Text that is part of the module and of what INPUTS_KEY hashes.
+  void keyed(const std::string& text) {
+    out_ += text;
+    keyed_ += text;
+  }
+
   /// Whether a compiled Func has the DT name `name`.
   bool claimed(const std::string& name) const {
     return std::any_of(in_.compiled.begin(), in_.compiled.end(),
@@ -495,7 +513,8 @@ private:
       out_ += "    if out is None:\n        return " + name + ".to(dtype)\n    out.copy_(" + name +
               ")\n    return out\n";
 
-    // The reference.
+    // The reference and the inputs: what INPUTS_KEY hashes.
+    size_t reference_at = out_.size();
     out_ += "\n\ndef reference_" + name + "(" + params(sig) + "):\n";
     out_ += "    \"\"\"PyTorch evaluation of " + f->name +
             ", in float32 and aligned by label, for "
@@ -504,6 +523,7 @@ private:
     out_ += print_reference_values(in_, f);
 
     out_ += print_make_inputs(py_, sig, f);
+    keyed_ += out_.substr(reference_at);
   }
 
   static std::string relayout_condition(const std::string& tensor, size_t axis,
@@ -607,6 +627,7 @@ private:
   const ir::Program& prog_;
   const PythonNames& py_;
   std::string out_;
+  std::string keyed_; // what make_inputs and the references depend on (INPUTS_KEY)
 };
 
 } // namespace

@@ -39,7 +39,7 @@ static const std::set<std::string>& reserved() {
       // modules and module-level names of the generated code
       "tl", "triton", "torch", "math", "reference", "make_inputs", "SCHEDULE", "pid", "grid",
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
-      "SIZE_KEYWORDS", "DOT_PRECISION", "PYTHON_NAMES", "out", "numbers", "CudaGraph",
+      "SIZE_KEYWORDS", "DOT_PRECISION", "PYTHON_NAMES", "INPUTS_KEY", "out", "numbers", "CudaGraph",
       // the wrappers' locals
       "key", "plan", "work", "index", "checked", "direct"};
   return words;

@@ -12,9 +12,6 @@ namespace dtx {
 
 constexpr int kProtocolVersion = 1;
 
-/// SHA-256 of `data`, lower-case hex (the module hash the worker checks and caches by).
-std::string sha256_hex(std::string_view data);
-
 /// The request as the worker reads it (one JSON object; the caller adds the newline).
 nlohmann::json request_json(const Request& request, std::string_view id);
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
-namespace dtx::results {
+namespace dtx {
 
 std::string sha256_hex(std::string_view data);
 
-} // namespace dtx::results
+} // namespace dtx

@@ -1,9 +1,9 @@
-#include "dtx/results/Sha256.h"
+#include "dtx/Sha256.h"
 
 #include <array>
 #include <cstdint>
 
-namespace dtx::results {
+namespace dtx {
 
 namespace {
 
@@ -75,4 +75,4 @@ std::string sha256_hex(std::string_view data) {
   return out;
 }
 
-} // namespace dtx::results
+} // namespace dtx
