@@ -52,6 +52,8 @@ ShapeSizes shape_of(const nlohmann::json& s, const std::string& field) {
 /// server's templates directory (never a path outside it: the workers run that code).
 NamedBaseline baseline_of(const std::string& name, const std::string& kernel,
                           const Config& config) {
+  if (std::string p = baseline_name_problem(name); !p.empty())
+    throw ApiError(400, "bad_field", p, "baselines");
   std::string file = name.substr(0, name.find(':'));
   if (name != "torch" && name != "torch.compile" && name != "reference" &&
       (file.find('/') != std::string::npos || file.find("..") != std::string::npos))
