@@ -125,9 +125,14 @@ void Server::start() {
   const std::size_t threads = c.http_threads;
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.http.set_read_timeout(30, 0);
-  // Before any route, a page or a static file: the request's Host and Origin.
+  // Before any route, a page or a static file: the body's framing, the request's Host and
+  // Origin.
   s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    auto refused = refuse_origin(req, s.config, s.port);
+    auto refused = refuse_framing(req);
+    // Its body is not read: a proxy in front should not send another request after it (httplib
+    // itself reads on, the bytes that follow being taken for the next request).
+    if (refused) res.set_header("Connection", "close");
+    if (!refused) refused = refuse_origin(req, s.config, s.port);
     if (!refused) return httplib::Server::HandlerResponse::Unhandled;
     send_json(res, {{"error", {{"code", refused->code}, {"message", refused->what()}}}},
               refused->status);
@@ -152,6 +157,9 @@ void Server::start() {
       send_json(res,
                 {{"error", {{"code", "too_large"}, {"message", "the request body is too large"}}}},
                 413);
+    else if (res.status == 400)
+      send_json(res, {{"error", {{"code", "bad_request"}, {"message", malformed_request(req)}}}},
+                400);
   });
 
   // Resume what a previous process left (running ones were interrupted, even by SIGKILL), and
