@@ -120,6 +120,23 @@ def test_every_post_needs_the_token(tmp_path):
         d.stop()
 
 
+def test_healthz_shows_the_database_only_to_those_who_may_use_the_server(tmp_path, daemon):
+    """Where the store lies on the server's disk is for callers the server trusts: everyone
+    when it has no tokens (they may do anything), else those whose token it accepts."""
+    status, h = daemon.get("/healthz")
+    assert status == 200 and h["database"] == str(daemon.data_dir / "dtx.db"), h
+    d = Daemon(tmp_path / "tok", "--token", "s3cret-token")
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            status, h = raw(d, "GET", "/healthz", headers=headers)
+            assert status == 200 and h["status"] == "ok" and "database" not in h, h
+            assert str(tmp_path) not in json.dumps(h), h
+        status, h = raw(d, "GET", "/healthz", headers={"Authorization": "Bearer s3cret-token"})
+        assert status == 200 and h["database"] == str(tmp_path / "tok" / "dtx.db"), h
+    finally:
+        d.stop()
+
+
 def test_configured_host_names_are_served(tmp_path):
     config = tmp_path / "dtxd.yaml"
     config.write_text("hosts: [dtx.internal]\n")
