@@ -224,6 +224,7 @@ nlohmann::json to_json(const ExploreProgress& p) {
 
 nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
   nlohmann::json settings = nlohmann::json::parse(x.spec.settings_json, nullptr, false);
+  bool overflowed = space_size_overflowed(x.space_size); // a lower bound, then
   nlohmann::json j = {{"id", x.id},
                       {"url", "/v1/explorations/" + std::to_string(x.id)},
                       {"kernel", x.spec.kernel},
@@ -232,7 +233,8 @@ nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
                       {"strategy", x.spec.strategy},
                       {"state", results::state_name(x.state)},
                       {"message", x.message},
-                      {"space_size", x.space_size},
+                      {"space_size", overflowed ? kSpaceSizeKept : x.space_size},
+                      {"space_overflowed", overflowed},
                       {"candidates", x.candidates},
                       {"measured", x.measured},
                       {"failed", x.failed},

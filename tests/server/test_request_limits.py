@@ -2,6 +2,7 @@
 deeper than the parser and evaluator may recurse, chains of ties, ranges too long to list, sizes
 whose arithmetic overflowed. Each gets an answer naming the limit, promptly, and the daemon
 keeps serving."""
+import json
 import os
 import pathlib
 import subprocess
@@ -160,6 +161,46 @@ def test_an_empty_algorithm_is_said_to_be_empty(daemon, algorithm):
         assert status == 400 and r["error"]["field"] == "algorithm", r
         assert "the algorithm is empty" in r["error"]["message"], r
         assert "its labels" not in r["error"]["message"], r
+
+
+# Four choices of 100,000 values each: 10^20 points, more than 64 bits count.
+OVERFLOWING = "".join(f"${v} = {{1..100000:+1}};\n" for v in "ABCD") + \
+    "geglu.num_warps({4});\nwhere $A + $B + $C + $D > 0;\n"
+SHOWN = 2**63 - 1  # the largest count the store and the API hold
+
+
+def test_a_space_too_large_to_count_is_shown_as_a_lower_bound(daemon, tmp_path):
+    """The space's size saturates (Space::size); an exploration of it used to show -1. Its size
+    is shown as 2^63 - 1 with `space_overflowed`, by the API and by dtx explore alike."""
+    status, created = daemon.post("/v1/explorations", {
+        "kernel": "overflowing", "algorithm": GEGLU, "schedule": OVERFLOWING,
+        "shapes": [{"x": 4, "y": 64}], "strategy": "random", "budget": 1, "baselines": [],
+        "screen_warmup_ms": 1, "screen_rep_ms": 2, "top": 0})
+    assert status == 202, created
+    x = daemon.wait_done(created["id"])
+    assert x["state"] == "done", x
+    assert x["space_size"] == SHOWN and x["space_overflowed"] is True, x
+    status, listing = daemon.get("/v1/explorations?kernel=overflowing")
+    (listed,) = listing["explorations"]
+    assert listed["space_size"] == SHOWN and listed["space_overflowed"] is True, listed
+    status, small = daemon.get("/v1/explorations?limit=1000")
+    assert all(e["space_overflowed"] is False for e in small["explorations"]
+               if e["kernel"] != "overflowing"), small
+    (tmp_path / "geglu.dt").write_text(GEGLU)
+    (tmp_path / "t.yaml").write_text(
+        "kernel: overflowing\nalgorithm: geglu.dt\nschedule: |\n" +
+        "".join("  " + line + "\n" for line in OVERFLOWING.splitlines()) +
+        "shapes: [{x: 4, y: 64}]\nbaselines: []\n")
+    args = [str(DTX), "explore", str(tmp_path / "t.yaml"), "--gpus", "none", "--db",
+            str(tmp_path / "x.db"), "--strategy", "random", "--budget", "1", "--top", "0",
+            "--screen-rep", "2"]
+    run = subprocess.run(args + ["--json"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    (summary,) = json.loads(run.stdout)
+    assert summary["space_size"] == SHOWN and summary["space_overflowed"] is True, summary
+    run = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert f"space {SHOWN}+," in run.stdout, run.stdout
 
 
 def test_a_schedule_of_an_algorithm_with_a_huge_line_can_be_viewed(daemon):
