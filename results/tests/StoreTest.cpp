@@ -115,6 +115,31 @@ TEST(Store, ErrorsNameTheFileAndTheOperation) {
   }
 }
 
+TEST(Store, ReadOnlyOpenReadsAndWritesNothing) {
+  TempDir dir;
+  auto path = dir.file("results.db");
+  std::int64_t id = 0;
+  {
+    auto store = Store::open(path);
+    id = store->create_exploration(spec());
+    store->set_state(id, State::Done);
+  }
+  auto size = std::filesystem::file_size(path);
+  auto store = Store::open_read_only(path);
+  EXPECT_EQ(store->version(), Store::latest_version());
+  ASSERT_TRUE(store->exploration(id));
+  EXPECT_EQ(store->exploration(id)->state, State::Done);
+  EXPECT_EQ(store->explorations().size(), 1u);
+  EXPECT_THROW(store->create_exploration(spec()), StoreError);
+  EXPECT_THROW(store->set_state(id, State::Failed), StoreError);
+  store.reset();
+  EXPECT_EQ(std::filesystem::file_size(path), size);
+  EXPECT_EQ(Store::open(path)->exploration(id)->state, State::Done);
+  // Nothing to read is an error, and no file is made.
+  EXPECT_THROW(Store::open_read_only(dir.file("none.db")), StoreError);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none.db")));
+}
+
 // --- explorations
 
 TEST(Explorations, RoundTripWithDefaults) {

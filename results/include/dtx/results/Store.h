@@ -217,6 +217,11 @@ public:
   /// Opens (creating if needed) and migrates the database at `path` (":memory:" for tests).
   /// Throws StoreError for a file that is not a dtx store or is newer than this program.
   static std::unique_ptr<Store> open(const std::filesystem::path& path);
+  /// Opens an existing store to read it only (`dtx results`, `dtx best`): nothing is written,
+  /// so a read-only file, directory or file system will do. The writing calls then throw
+  /// StoreError. A store of an older schema is opened with open(), which migrates it (and so
+  /// needs it writable). Throws StoreError for a file that does not exist too.
+  static std::unique_ptr<Store> open_read_only(const std::filesystem::path& path);
   virtual ~Store() = default;
 
   /// The schema version this program writes, and the one in the file.
