@@ -543,6 +543,24 @@ public:
     return write_health();
   }
 
+  std::string damage() const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "quick_check");
+    std::string found;
+    try {
+      auto st = db_.prepare("PRAGMA quick_check(10)");
+      while (st.step()) {
+        std::string line = st.text(0);
+        if (line.rfind("*** in database", 0) == 0) line.erase(0, line.find('\n') + 1);
+        if (line != "ok") found += (found.empty() ? "" : "\n") + line;
+      }
+    } catch (const StoreError& e) {
+      // A page the check itself cannot read: that is the damage.
+      found += (found.empty() ? "" : "\n") + std::string(e.what());
+    }
+    return found;
+  }
+
   // --- schedules and generated modules
 
   std::int64_t add_schedule(std::int64_t exploration_id, const std::string& canonical,

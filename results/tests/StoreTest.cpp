@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -138,6 +139,35 @@ TEST(Store, ReadOnlyOpenReadsAndWritesNothing) {
   // Nothing to read is an error, and no file is made.
   EXPECT_THROW(Store::open_read_only(dir.file("none.db")), StoreError);
   EXPECT_FALSE(std::filesystem::exists(dir.file("none.db")));
+}
+
+TEST(Store, DamagedPagesAreFound) {
+  TempDir dir;
+  auto path = dir.file("results.db");
+  {
+    auto store = Store::open(path);
+    std::int64_t id = store->create_exploration(spec());
+    std::int64_t schedule = store->add_schedule(id, "block(geglu, x, 16);", 0, "h", "module");
+    store->add_measurement(schedule, measurement("ok", 1.5));
+    EXPECT_EQ(store->damage(), "");
+  }
+  std::int64_t page = 0, page_size = 0;
+  {
+    RawDb raw(path);
+    page = raw.integer("SELECT rootpage FROM sqlite_master WHERE name = 'measurements'");
+    page_size = raw.integer("PRAGMA page_size");
+  }
+  ASSERT_GT(page, 1);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((page - 1) * page_size);
+    std::string junk(static_cast<std::size_t>(page_size), '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto store = Store::open(path); // the pages it reads to open are sound
+  std::string damage = store->damage();
+  EXPECT_NE(damage, "");
+  EXPECT_NE(damage.find("Page " + std::to_string(page)), std::string::npos) << damage;
 }
 
 // --- explorations

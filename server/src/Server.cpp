@@ -48,6 +48,12 @@ void Server::start() {
   s.log->info("dtx's files: {} ({})", files_root().dir.string(), files_root().how);
   std::filesystem::create_directories(c.data_dir);
   s.store = results::Store::open(c.db_path());
+  // A damaged file would be served as if healthy, every read of its bad pages a 500.
+  if (std::string damage = s.store->damage(); !damage.empty())
+    throw std::runtime_error("the results store " + c.db_path().string() +
+                             " is damaged; SQLite's quick_check found:\n" + damage +
+                             "\nRestore it from a backup, or move it aside to start with a new "
+                             "one (`sqlite3 FILE .recover` may save what is left of its rows)");
   s.log->info("results store {} (schema {})", c.db_path().string(), s.store->version());
 
   auto log = s.log;

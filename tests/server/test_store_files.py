@@ -1,8 +1,10 @@
 """A results store as a file on disk, with the real binaries: `dtx results` and `dtx best` read
-one they cannot write (a read-only file and directory, a read-only file system)."""
+one they cannot write (a read-only file and directory, a read-only file system), and dtxd
+refuses to start on one with damaged pages rather than serving 500s while /healthz says ok."""
 import os
 import pathlib
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 
@@ -99,3 +101,26 @@ def test_a_store_on_a_read_only_file_system_can_be_read(store):
     finally:
         subprocess.run(["umount", str(mount)], check=True)
         mount.rmdir()
+
+
+def test_dtxd_refuses_a_store_with_damaged_pages(store, tmp_path):
+    """Pages of the measurements table overwritten: nothing dtxd reads to start touches them,
+    and it used to answer /healthz ok and every read of a schedule with 500."""
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "dtx.db"
+    shutil.copy(store, db)
+    with sqlite3.connect(db) as c:
+        page = c.execute("SELECT rootpage FROM sqlite_master WHERE name = 'measurements'")\
+            .fetchone()[0]
+        size = c.execute("PRAGMA page_size").fetchone()[0]
+    c.close()
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(b"\x5a" * size)
+    run = subprocess.run([str(DTXD), "--port", "0", "--data-dir", str(data), "--no-example",
+                          "--gpus", "none"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "http://" not in run.stdout, run.stdout
+    assert f"the results store {db} is damaged" in run.stderr, run.stderr
+    assert f"Page {page}:" in run.stderr and "Restore it from a backup" in run.stderr, run.stderr

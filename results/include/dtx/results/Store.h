@@ -271,6 +271,10 @@ public:
   /// Writes a little (a row of its own, rewritten each time, with a 16 KiB blob) to find out
   /// whether the file can be written now; waits at most a second for another writer.
   virtual WriteHealth probe_write() = 0;
+  /// What SQLite's `PRAGMA quick_check` finds wrong in the file (its first findings, one per
+  /// line), or "" when nothing: damaged pages, which the queries that read them would fail on.
+  /// Reads every page of the file.
+  virtual std::string damage() const = 0;
 
   // --- schedules and generated modules
   /// The schedule's id, inserting it (and its module, stored once per code hash) if new.
