@@ -130,6 +130,13 @@ std::string baseline_name_problem(const std::string& name) {
          std::to_string(name.size());
 }
 
+std::string device_problem(const std::string& device) {
+  if (device.size() <= kMaxDeviceLength) return "";
+  return "a device model is named in at most " + std::to_string(kMaxDeviceLength) +
+         " characters (as the workers name it: `NVIDIA H100 80GB HBM3`), not " +
+         std::to_string(device.size());
+}
+
 std::string token_problem(const std::string& token) {
   if (token.empty()) return "a token cannot be empty";
   for (char c : token)

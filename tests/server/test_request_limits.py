@@ -129,7 +129,8 @@ def test_a_request_lists_at_most_64_shapes(daemon):
 
 def test_names_in_a_request_have_a_length(daemon):
     """Every text of a request that names something is bounded, and the answer says the bound:
-    a baseline's name (it used to reach the file system, which failed with a 500), a label."""
+    a baseline's name (it used to reach the file system, which failed with a 500), a label, the
+    device model."""
     body = {"kernel": "long", "algorithm": GEGLU, "schedule": "geglu.block(y:64);\n",
             "shapes": [{"x": 4, "y": 64}]}
     for name in ("b" * 5000 + ".py:f", "torch:" + "x" * 300, "a/" * 200 + "b.py:f"):
@@ -142,6 +143,15 @@ def test_names_in_a_request_have_a_length(daemon):
     status, r = daemon.post("/v1/expand", {**body, "shapes": [{"x": 4, "y": 64, "z" * 101: 1}]})
     assert status == 400 and r["error"]["field"] == "shapes", r
     assert "at most 100 characters" in r["error"]["message"], r
+    # The device to measure on is kept with the exploration and quoted in every measurement
+    # when no worker has it.
+    status, r = daemon.post("/v1/explorations", {**body, "device": "GPU" * 100})
+    assert status == 400 and r["error"]["field"] == "device", r
+    assert "at most 200 characters" in r["error"]["message"], r
+    run = subprocess.run([str(DTX), "explore", str(ROOT / "templates" / "geglu.yaml"),
+                          "--device", "GPU" * 100], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "--device" in run.stderr and \
+        "at most 200 characters" in run.stderr, run.stderr
 
 
 def test_each_baseline_is_named_once(daemon):

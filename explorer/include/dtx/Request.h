@@ -70,6 +70,8 @@ constexpr std::size_t kMaxShapes = 64;
 /// The longest label of a shape, and the longest baseline name (`FILE.py:FUNCTION:compile`).
 constexpr std::size_t kMaxLabelLength = 100;
 constexpr std::size_t kMaxBaselineLength = 200;
+/// The longest device model a request may ask for (`device`, `--device`).
+constexpr std::size_t kMaxDeviceLength = 200;
 
 /// "" when the name follows the rule, else the rule. A kernel's name ends up in file names
 /// (`dtx best KERNEL -o KERNEL.py`), generated code and the shell lines the page offers CI: it
@@ -83,6 +85,10 @@ std::string strategy_problem(const std::string& strategy); // one of strategy_na
 /// A baseline as named in a request or a template file: at most kMaxBaselineLength characters
 /// (what it means, parse_baseline_entry).
 std::string baseline_name_problem(const std::string& name);
+/// A device model to measure on (`device`, dtx explore's `--device`): at most kMaxDeviceLength
+/// characters. It is kept with the exploration and quoted in every measurement's message when
+/// no worker has that model.
+std::string device_problem(const std::string& device);
 /// A bearer token (`--token`, `tokens`): printable ASCII without spaces, which a header can
 /// carry as it is.
 std::string token_problem(const std::string& token);

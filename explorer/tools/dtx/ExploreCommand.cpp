@@ -347,7 +347,7 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("--device", a->device,
                   "the GPU model to measure on, as the workers name it (`NVIDIA H100 80GB "
                   "HBM3`); default: the first timing worker's")
-      ->check(non_empty_check());
+      ->check(device_check());
   sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)")
       ->check(output_file_check());
   sub->add_option("--resume", a->resume, "resume exploration ID of the database")

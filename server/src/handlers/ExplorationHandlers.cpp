@@ -165,7 +165,11 @@ TemplateRequest request_from_json(const nlohmann::json& b, const Config& config)
   s.full.warmup_ms = number_field<double>(b, "full_warmup_ms", s.full.warmup_ms);
   s.full.rep_ms = number_field<double>(b, "full_rep_ms", s.full.rep_ms);
   s.timeout_s = number_field<double>(b, "timeout_s", s.timeout_s);
-  if (b.contains("device")) s.device = text_field(b, "device", false);
+  if (b.contains("device")) {
+    s.device = text_field(b, "device", false);
+    if (std::string p = device_problem(s.device); !p.empty())
+      throw ApiError(400, "bad_field", p, "device");
+  }
   if (b.contains("times")) {
     if (!b["times"].is_array()) throw ApiError(400, "bad_field", "`times` is a list", "times");
     for (const auto& t : b["times"]) {
