@@ -257,6 +257,12 @@ LeaseLost::LeaseLost(std::int64_t exploration_id)
                          ": another process took its lease over while this one ran it (it had "
                          "not renewed it in time); stopped, leaving it to that process") {}
 
+std::int64_t kept_space_size(const Space& space) {
+  if (space.overflowed() || space.size() >= static_cast<std::uint64_t>(kSpaceSizeKept))
+    return kSpaceSizeKept;
+  return static_cast<std::int64_t>(space.size());
+}
+
 std::string describe_lease(const results::Lease& lease) {
   return "exploration " + std::to_string(lease.exploration_id) + " is run by " +
          lease.holder.describe() + " since " + lease.acquired_at + "; its lease ends at " +
@@ -421,9 +427,10 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   }
   owned();
   store.set_state(id, results::State::Running);
-  summary.space_size = space->size();
+  summary.space_size = kept_space_size(*space);
+  summary.space_overflowed = space_size_overflowed(summary.space_size);
   // The space's size is known now; its candidates once the search has run.
-  store.set_space(id, static_cast<std::int64_t>(space->size()), 0);
+  store.set_space(id, summary.space_size, 0);
 
   // The Func to time: the template's first `compile` entry, or the module's first.
   std::string func = tf.func();
@@ -674,8 +681,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
   owned();
   store.set_rejections(
       id, std::map<std::string, std::int64_t>(summary.rejected.begin(), summary.rejected.end()));
-  store.set_space(id, static_cast<std::int64_t>(space->size()),
-                  static_cast<std::int64_t>(known.size()));
+  store.set_space(id, summary.space_size, static_cast<std::int64_t>(known.size()));
   if (!stopping()) {
     if (std::string why = outcomes.failure(prog.proposed, summary.rejected); !why.empty())
       fail(why);

@@ -6,6 +6,7 @@
 #include <dtx/results/Store.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -122,6 +123,20 @@ std::string strategy_problem(const std::string& strategy) {
   return "`strategy` is exhaustive, random, evolution or local";
 }
 
+std::string baseline_name_problem(const std::string& name) {
+  if (name.size() <= kMaxBaselineLength) return "";
+  return "a baseline's name is at most " + std::to_string(kMaxBaselineLength) +
+         " characters (torch, torch.compile, reference or FILE.py:FUNCTION[:compile]), not " +
+         std::to_string(name.size());
+}
+
+std::string device_problem(const std::string& device) {
+  if (device.size() <= kMaxDeviceLength) return "";
+  return "a device model is named in at most " + std::to_string(kMaxDeviceLength) +
+         " characters (as the workers name it: `NVIDIA H100 80GB HBM3`), not " +
+         std::to_string(device.size());
+}
+
 std::string token_problem(const std::string& token) {
   if (token.empty()) return "a token cannot be empty";
   for (char c : token)
@@ -164,8 +179,20 @@ CheckedRequest check_request(const TemplateFile& file, const std::vector<ShapeSi
     if (std::string p = setting_rule("budget").problem(static_cast<double>(*file.budget));
         !p.empty())
       bad("budget", "`budget` " + p);
+  for (auto it = file.baselines.begin(); it != file.baselines.end(); ++it) {
+    if (std::string p = baseline_name_problem(it->name); !p.empty()) bad("baselines", p);
+    auto same = [&](const NamedBaseline& b) { return b.name == it->name; };
+    if (std::find_if(file.baselines.begin(), it, same) != it)
+      bad("baselines", "baseline `" + it->name + "` is listed twice: name each baseline once");
+  }
+  if (shapes.size() > kMaxShapes)
+    bad(shapes_field, "a request lists at most " + std::to_string(kMaxShapes) + " shapes, not " +
+                          std::to_string(shapes.size()) + ": send the others in another request");
 
   // The template and the algorithm must be usable: errors now, with their place.
+  if (std::all_of(file.algorithm.begin(), file.algorithm.end(),
+                  [](unsigned char c) { return std::isspace(c); }))
+    bad("algorithm", "the algorithm is empty: give the DT program's text");
   CheckedRequest out;
   try {
     out.tmpl = parse_template(file.schedule);
@@ -182,6 +209,8 @@ CheckedRequest check_request(const TemplateFile& file, const std::vector<ShapeSi
     throw RequestError(RequestError::Kind::AlgorithmError, "algorithm", "the algorithm has errors",
                        std::move(details), out.algorithm->diagnostics());
   }
+  if (out.algorithm->funcs().empty())
+    bad("algorithm", "the algorithm is empty: it declares no Func");
   try {
     Space space(out.algorithm, out.tmpl, {}, SpaceOptions{.dtype = file.dtype});
   } catch (const TemplateParseError& e) {
@@ -190,7 +219,16 @@ CheckedRequest check_request(const TemplateFile& file, const std::vector<ShapeSi
                        rendered_in_file(file, e.errors));
   }
   for (auto it = shapes.begin(); it != shapes.end(); ++it) {
+    for (const auto& [label, size] : *it)
+      if (label.size() > kMaxLabelLength)
+        bad(shapes_field, "a label of a shape is at most " + std::to_string(kMaxLabelLength) +
+                              " characters, not " + std::to_string(label.size()));
     std::string key = results::shape_key(results::Shape(it->begin(), it->end()));
+    for (const auto& [label, size] : *it)
+      if (size > kMaxShapeSize)
+        bad(shapes_field, "shape " + key + ": the size of `" + label + "` is more than 2^40 (" +
+                              std::to_string(kMaxShapeSize) +
+                              "), the largest size a shape may give; give a smaller one");
     if (std::string problem = shape_problem(*out.algorithm, *it); !problem.empty())
       bad(shapes_field, "shape " + key + ": " + problem);
     if (std::find(shapes.begin(), it, *it) != it)

@@ -213,6 +213,10 @@ WorkerProcess::Io WorkerProcess::pump(Clock::time_point deadline, const std::fun
 WorkerProcess::Io WorkerProcess::send(const std::string& line, Clock::time_point deadline,
                                       const std::function<bool()>& stop) {
   if (in_fd_ < 0) return Io::Closed;
+  // What the previous request wrote is in the pipe already (the worker writes its standard
+  // error before its result): read it, and leave it out of this request's tail.
+  drain_stderr();
+  tail_.clear();
   std::string_view rest = line;
   return pump(deadline, stop, false, nullptr, &rest);
 }

@@ -40,7 +40,8 @@ public:
   bool start(Clock::time_point deadline, const std::function<bool()>& stop, std::string& error);
 
   enum class Io { Done, Timeout, Closed, Stopped };
-  /// Writes `line` (newline included). Closed: the worker is gone (broken pipe).
+  /// Writes `line` (newline included), a request: stderr_tail() starts again with it.
+  /// Closed: the worker is gone (broken pipe).
   Io send(const std::string& line, Clock::time_point deadline, const std::function<bool()>& stop);
   /// Reads the next line of standard output. Closed: end of output (the worker exited).
   Io read_line(std::string& line, Clock::time_point deadline, const std::function<bool()>& stop);
@@ -52,6 +53,8 @@ public:
   void kill();
   /// Reaps the process (after it closed its output) and says how it ended.
   std::string wait_and_describe();
+  /// The end of what the worker wrote on standard error since the latest send() (before one,
+  /// since it started): a request's own output, never a traceback of the one before it.
   std::string stderr_tail() const { return tail_; }
   long pid() const { return pid_; }
   const WorkerInfo& info() const { return info_; }

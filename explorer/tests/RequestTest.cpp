@@ -152,6 +152,52 @@ TEST(Request, BrokenRequestsNameTheirField) {
   }
 }
 
+TEST(Request, SizesShapesBaselinesAndLabelsHaveBounds) {
+  dtx::TemplateFile tf = dtx::load_template_file(kTemplates / "geglu.yaml");
+  auto words = [&](const dtx::TemplateFile& file, const std::vector<dtx::ShapeSizes>& shapes) {
+    dtx::RequestError e = refused(file, shapes);
+    EXPECT_EQ(e.kind, dtx::RequestError::Kind::BadField);
+    return e.field + ": " + e.what();
+  };
+  EXPECT_NO_THROW(dtx::check_request(tf, {{{"x", 4}, {"y", dtx::kMaxShapeSize}}}));
+  EXPECT_EQ(words(tf, {{{"x", 4}, {"y", dtx::kMaxShapeSize + 1}}}),
+            "shapes: shape x=4,y=1099511627777: the size of `y` is more than 2^40 "
+            "(1099511627776), the largest size a shape may give; give a smaller one");
+  EXPECT_NE(words(tf, {{{"x", 4}, {"y", 4611686018427387904LL}}}).find("2^40"), std::string::npos);
+
+  std::vector<dtx::ShapeSizes> many;
+  for (int i = 0; i < 65; ++i)
+    many.push_back({{"x", 4}, {"y", 64 + i}});
+  EXPECT_EQ(words(tf, many),
+            "shapes: a request lists at most 64 shapes, not 65: send the others in another "
+            "request");
+  many.pop_back();
+  EXPECT_NO_THROW(dtx::check_request(tf, many));
+
+  EXPECT_EQ(words(tf, {{{"x", 4}, {"y", 64}, {std::string(101, 'z'), 1}}}),
+            "shapes: a label of a shape is at most 100 characters, not 101");
+
+  dtx::TemplateFile twice = tf;
+  twice.baselines.push_back(twice.baselines.front());
+  EXPECT_EQ(words(twice, {{{"x", 4}, {"y", 64}}}),
+            "baselines: baseline `" + tf.baselines.front().name +
+                "` is listed twice: name each baseline once");
+  EXPECT_EQ(dtx::baseline_name_problem(std::string(200, 'b')), "");
+  EXPECT_NE(dtx::baseline_name_problem(std::string(201, 'b')).find("at most 200 characters"),
+            std::string::npos);
+  EXPECT_THROW(dtx::parse_baseline_entry(std::string(5000, 'b') + ".py:f", "k", kTemplates),
+               std::invalid_argument);
+
+  for (const char* empty : {"", " \n\t\n", "# a comment only\n"}) {
+    dtx::TemplateFile none = tf;
+    none.algorithm = empty;
+    none.compile.clear();
+    EXPECT_EQ(words(none, {{{"x", 4}, {"y", 64}}}).rfind("algorithm: the algorithm is empty", 0),
+              0u)
+        << empty;
+  }
+}
+
 TEST(Request, TemplateFilesFollowTheSameRules) {
   auto parse = [](const std::string& extra) {
     return dtx::parse_template_file("kernel: k\nsource: |\n  Func f;\n  In A;\n  Var x;\n"

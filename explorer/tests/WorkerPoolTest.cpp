@@ -96,6 +96,27 @@ TEST(WorkerPool, EveryStatusAndNothingQueuedIsLost) {
   EXPECT_EQ(pool.in_flight(), 0u);
 }
 
+TEST(WorkerPool, ATimeoutCarriesTheOutputOfItsOwnRequestOnly) {
+  // One worker answers both: what the first request wrote on standard error (the real worker
+  // logs a failed request's traceback there) must not come back as the second one's.
+  PoolOptions o = fake_options(0);
+  o.prefetch = false;
+  WorkerPool pool(std::move(o));
+  Result failed = pool.submit(fake("raise")).get();
+  ASSERT_EQ(failed.status, Status::RuntimeError) << failed.message;
+  Result hung = pool.submit(fake("sleep", 1.0)).get();
+  ASSERT_EQ(hung.status, Status::Timeout) << hung.message;
+  EXPECT_NE(hung.stderr_tail.find("request " + hung.id + " measure sleep"), std::string::npos)
+      << hung.stderr_tail;
+  EXPECT_EQ(hung.stderr_tail.find("request " + failed.id + " "), std::string::npos)
+      << hung.stderr_tail;
+  Result crashed = pool.submit(fake("kill")).get();
+  ASSERT_EQ(crashed.status, Status::Crashed) << crashed.message;
+  EXPECT_EQ(crashed.stderr_tail.find("starting"), std::string::npos) << crashed.stderr_tail;
+  EXPECT_EQ(crashed.stderr_tail.find("request " + hung.id + " "), std::string::npos)
+      << crashed.stderr_tail;
+}
+
 TEST(WorkerPool, BackPressure) {
   PoolOptions o = fake_options(0);
   o.capacity = 2;

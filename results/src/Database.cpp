@@ -4,6 +4,8 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
+
 namespace dtx::results::detail {
 
 std::string error_text(std::string_view file, std::string_view operation, std::string_view cause) {
@@ -153,9 +155,40 @@ std::optional<double> Statement::opt_real(int column) const {
 
 // --- Database
 
-Database::Database(const std::filesystem::path& path, int busy_timeout_ms) : file_(path.string()) {
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  int rc = sqlite3_open_v2(file_.c_str(), &db_, flags, nullptr);
+namespace {
+
+/// `file:PATH?immutable=1`, the path's bytes other than letters, digits and `/._-~` escaped.
+std::string immutable_uri(const std::string& path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out + "?immutable=1";
+}
+
+} // namespace
+
+Database::Database(const std::filesystem::path& path, int busy_timeout_ms, Access access)
+    : file_(path.string()) {
+  int flags = SQLITE_OPEN_NOMUTEX;
+  std::string name = file_;
+  if (access == Access::ReadWrite) {
+    flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  } else {
+    flags |= SQLITE_OPEN_READONLY;
+    if (access == Access::Immutable) {
+      flags |= SQLITE_OPEN_URI;
+      name = immutable_uri(file_);
+    }
+  }
+  int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string cause = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     int code = db_ ? sqlite3_extended_errcode(db_) : rc;

@@ -72,8 +72,17 @@ private:
 class Database {
 public:
   static constexpr int kBusyTimeoutMs = 5000;
-  /// Opens (creating if needed) the file, with extended error codes and a busy timeout.
-  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = kBusyTimeoutMs);
+  enum class Access {
+    ReadWrite, // created if needed
+    ReadOnly,  // an existing file, never written (WAL: its -shm must exist or be creatable)
+    /// An existing file read as if nothing could change it (SQLite's `immutable`): its WAL
+    /// index is neither read nor created. Only for a file no process can be writing, as one on
+    /// a read-only file system.
+    Immutable,
+  };
+  /// Opens the file, with extended error codes and a busy timeout.
+  explicit Database(const std::filesystem::path& path, int busy_timeout_ms = kBusyTimeoutMs,
+                    Access access = Access::ReadWrite);
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
   ~Database();

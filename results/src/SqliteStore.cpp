@@ -6,6 +6,8 @@
 #include "dtx/Sha256.h"
 #include "dtx/results/Store.h"
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -282,9 +284,12 @@ RankedSchedule read_schedule(const Statement& st) {
 
 class SqliteStore final : public Store {
 public:
-  explicit SqliteStore(const std::filesystem::path& path) : db_(path) {
+  explicit SqliteStore(const std::filesystem::path& path,
+                       Database::Access access = Database::Access::ReadWrite)
+      : db_(path, Database::kBusyTimeoutMs, access) {
     detail::check_store(db_.handle());
-    db_.exec("PRAGMA journal_mode = WAL"); // ":memory:" stays in memory mode
+    if (access != Database::Access::ReadWrite) return; // read as it is (open_read_only)
+    db_.exec("PRAGMA journal_mode = WAL");             // ":memory:" stays in memory mode
     db_.exec("PRAGMA synchronous = NORMAL");
     db_.exec("PRAGMA foreign_keys = ON");
     detail::migrate_to(db_.handle(), detail::latest_version());
@@ -536,6 +541,24 @@ public:
     }
     db_.set_busy_timeout(Database::kBusyTimeoutMs);
     return write_health();
+  }
+
+  std::string damage() const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "quick_check");
+    std::string found;
+    try {
+      auto st = db_.prepare("PRAGMA quick_check(10)");
+      while (st.step()) {
+        std::string line = st.text(0);
+        if (line.rfind("*** in database", 0) == 0) line.erase(0, line.find('\n') + 1);
+        if (line != "ok") found += (found.empty() ? "" : "\n") + line;
+      }
+    } catch (const StoreError& e) {
+      // A page the check itself cannot read: that is the damage.
+      found += (found.empty() ? "" : "\n") + std::string(e.what());
+    }
+    return found;
   }
 
   // --- schedules and generated modules
@@ -932,6 +955,30 @@ private:
 
 std::unique_ptr<Store> Store::open(const std::filesystem::path& path) {
   return std::make_unique<SqliteStore>(path);
+}
+
+std::unique_ptr<Store> Store::open_read_only(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw StoreError(detail::error_text(path.string(), "open",
+                                        "no such file (give the store with --db or $DTX_DB)"),
+                     SQLITE_CANTOPEN);
+  for (auto access : {Database::Access::ReadOnly, Database::Access::Immutable}) {
+    try {
+      auto store = std::make_unique<SqliteStore>(path, access);
+      if (store->version() == latest_version()) return store;
+      break; // an older schema: open() migrates it, which needs the file writable
+    } catch (const StoreError& e) {
+      // A WAL file whose index (-shm) does not exist and cannot be created, in a read-only
+      // directory or file system: then no process is writing it, and it is read as it is.
+      int code = e.sqlite_code() & 0xff;
+      if (access == Database::Access::ReadOnly &&
+          (code == SQLITE_READONLY || code == SQLITE_CANTOPEN))
+        continue;
+      throw;
+    }
+  }
+  return open(path);
 }
 
 int Store::latest_version() {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -113,6 +114,60 @@ TEST(Store, ErrorsNameTheFileAndTheOperation) {
     EXPECT_NE(what.find("set_state"), std::string::npos) << what;
     EXPECT_NE(what.find("no exploration 41"), std::string::npos) << what;
   }
+}
+
+TEST(Store, ReadOnlyOpenReadsAndWritesNothing) {
+  TempDir dir;
+  auto path = dir.file("results.db");
+  std::int64_t id = 0;
+  {
+    auto store = Store::open(path);
+    id = store->create_exploration(spec());
+    store->set_state(id, State::Done);
+  }
+  auto size = std::filesystem::file_size(path);
+  auto store = Store::open_read_only(path);
+  EXPECT_EQ(store->version(), Store::latest_version());
+  ASSERT_TRUE(store->exploration(id));
+  EXPECT_EQ(store->exploration(id)->state, State::Done);
+  EXPECT_EQ(store->explorations().size(), 1u);
+  EXPECT_THROW(store->create_exploration(spec()), StoreError);
+  EXPECT_THROW(store->set_state(id, State::Failed), StoreError);
+  store.reset();
+  EXPECT_EQ(std::filesystem::file_size(path), size);
+  EXPECT_EQ(Store::open(path)->exploration(id)->state, State::Done);
+  // Nothing to read is an error, and no file is made.
+  EXPECT_THROW(Store::open_read_only(dir.file("none.db")), StoreError);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none.db")));
+}
+
+TEST(Store, DamagedPagesAreFound) {
+  TempDir dir;
+  auto path = dir.file("results.db");
+  {
+    auto store = Store::open(path);
+    std::int64_t id = store->create_exploration(spec());
+    std::int64_t schedule = store->add_schedule(id, "block(geglu, x, 16);", 0, "h", "module");
+    store->add_measurement(schedule, measurement("ok", 1.5));
+    EXPECT_EQ(store->damage(), "");
+  }
+  std::int64_t page = 0, page_size = 0;
+  {
+    RawDb raw(path);
+    page = raw.integer("SELECT rootpage FROM sqlite_master WHERE name = 'measurements'");
+    page_size = raw.integer("PRAGMA page_size");
+  }
+  ASSERT_GT(page, 1);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((page - 1) * page_size);
+    std::string junk(static_cast<std::size_t>(page_size), '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto store = Store::open(path); // the pages it reads to open are sound
+  std::string damage = store->damage();
+  EXPECT_NE(damage, "");
+  EXPECT_NE(damage.find("Page " + std::to_string(page)), std::string::npos) << damage;
 }
 
 // --- explorations

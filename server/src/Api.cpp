@@ -34,6 +34,26 @@ std::int64_t path_id(const httplib::Request& req, int group) {
   }
 }
 
+std::int64_t query_number(const httplib::Request& req, const char* key, std::int64_t fallback,
+                          const NumberRule& rule) {
+  if (!req.has_param(key)) return fallback;
+  std::string text = req.get_param_value(key);
+  if (std::string p = rule.problem(text); !p.empty())
+    throw ApiError(400, "bad_parameter",
+                   std::string("`") + key + "` is " + rule.describe() + ", not `" +
+                       text.substr(0, 40) + "`",
+                   key);
+  return std::stoll(text);
+}
+
+NumberRule offset_rule() {
+  return {0, 1e12, true};
+}
+
+NumberRule limit_rule(double max_limit) {
+  return {1, max_limit, true};
+}
+
 httplib::Server::Handler Api::wrap(const std::string& method, const std::string& route, Handler h,
                                    bool write) {
   return [this, method, route, h, write](const httplib::Request& req, httplib::Response& res) {
@@ -204,6 +224,7 @@ nlohmann::json to_json(const ExploreProgress& p) {
 
 nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
   nlohmann::json settings = nlohmann::json::parse(x.spec.settings_json, nullptr, false);
+  bool overflowed = space_size_overflowed(x.space_size); // a lower bound, then
   nlohmann::json j = {{"id", x.id},
                       {"url", "/v1/explorations/" + std::to_string(x.id)},
                       {"kernel", x.spec.kernel},
@@ -212,7 +233,8 @@ nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
                       {"strategy", x.spec.strategy},
                       {"state", results::state_name(x.state)},
                       {"message", x.message},
-                      {"space_size", x.space_size},
+                      {"space_size", overflowed ? kSpaceSizeKept : x.space_size},
+                      {"space_overflowed", overflowed},
                       {"candidates", x.candidates},
                       {"measured", x.measured},
                       {"failed", x.failed},

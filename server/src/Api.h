@@ -74,6 +74,14 @@ std::string json_text(const nlohmann::json& body);
 /// The request body as a JSON object (ApiError 400 when it is not).
 nlohmann::json body_json(const httplib::Request& req);
 std::int64_t path_id(const httplib::Request& req, int group = 1);
+/// A whole-number query parameter (`offset`, `limit`) checked by `rule`, or `fallback` when the
+/// query has none: anything else (`1e3`, `-5`, a number out of range) is an ApiError 400 naming
+/// the parameter and its range, never a number made up.
+std::int64_t query_number(const httplib::Request& req, const char* key, std::int64_t fallback,
+                          const NumberRule& rule);
+/// The paging rules of the lists: `offset` from 0, `limit` from 1 to `max_limit`.
+NumberRule offset_rule();
+NumberRule limit_rule(double max_limit);
 
 // JSON of stored rows, shared by handlers.
 nlohmann::json to_json(const results::MeasurementRecord& m);

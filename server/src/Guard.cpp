@@ -93,6 +93,45 @@ std::optional<ApiError> refuse_origin(const httplib::Request& req, const Config&
   return std::nullopt;
 }
 
+std::optional<ApiError> refuse_framing(const httplib::Request& req) {
+  std::size_t n = req.get_header_value_count("Content-Length");
+  if (n == 0) {
+    // httplib would read such a body until the client closes the connection, or for
+    // `set_read_timeout`, and then answer 400 with nothing said.
+    if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") &&
+        !req.has_header("Transfer-Encoding"))
+      return ApiError(400, "length_required",
+                      "a " + req.method +
+                          " needs `Content-Length`, the body's length in bytes (0 for none: "
+                          "`curl -X POST` without `-d` sends none), or "
+                          "`Transfer-Encoding: chunked`");
+    return std::nullopt;
+  }
+  std::string first = req.get_header_value("Content-Length");
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string value = req.get_header_value("Content-Length", i);
+    if (value.empty() || value.size() > 18 ||
+        !std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }))
+      return ApiError(400, "bad_content_length",
+                      "`Content-Length: " + value.substr(0, 40) +
+                          "` is not a number of bytes: send the body's length in digits");
+    if (value != first)
+      return ApiError(400, "bad_content_length",
+                      "the request has `Content-Length` " + first + " and " + value +
+                          ": send one `Content-Length`, the body's length");
+  }
+  if (req.has_header("Transfer-Encoding"))
+    return ApiError(400, "bad_content_length",
+                    "the request has both `Content-Length` and `Transfer-Encoding`: send one");
+  return std::nullopt;
+}
+
+std::string malformed_request(const httplib::Request& req) {
+  if (!req.has_header("Transfer-Encoding"))
+    return "the request could not be read: check its request line and headers";
+  return "the request could not be read: check its request line, headers and chunks";
+}
+
 std::optional<ApiError> refuse_content(const httplib::Request& req) {
   if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
       req.method == "DELETE") {

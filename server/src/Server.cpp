@@ -50,6 +50,12 @@ void Server::start() {
   s.log->info("dtx's files: {} ({})", files_root().dir.string(), files_root().how);
   std::filesystem::create_directories(c.data_dir);
   s.store = results::Store::open(c.db_path());
+  // A damaged file would be served as if healthy, every read of its bad pages a 500.
+  if (std::string damage = s.store->damage(); !damage.empty())
+    throw std::runtime_error("the results store " + c.db_path().string() +
+                             " is damaged; SQLite's quick_check found:\n" + damage +
+                             "\nRestore it from a backup, or move it aside to start with a new "
+                             "one (`sqlite3 FILE .recover` may save what is left of its rows)");
   s.log->info("results store {} (schema {})", c.db_path().string(), s.store->version());
 
   auto log = s.log;
@@ -141,9 +147,14 @@ void Server::start() {
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     *listen_fd = sock;
   });
-  // Before any route, a page or a static file: the request's Host and Origin.
+  // Before any route, a page or a static file: the body's framing, the request's Host and
+  // Origin.
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    auto refused = refuse_origin(req, s.config, s.port);
+    auto refused = refuse_framing(req);
+    // Its body is not read: a proxy in front should not send another request after it (httplib
+    // itself reads on, the bytes that follow being taken for the next request).
+    if (refused) res.set_header("Connection", "close");
+    if (!refused) refused = refuse_origin(req, s.config, s.port);
     if (!refused) return httplib::Server::HandlerResponse::Unhandled;
     send_json(res, {{"error", {{"code", refused->code}, {"message", refused->what()}}}},
               refused->status);
@@ -168,6 +179,9 @@ void Server::start() {
       send_json(res,
                 {{"error", {{"code", "too_large"}, {"message", "the request body is too large"}}}},
                 413);
+    else if (res.status == 400)
+      send_json(res, {{"error", {{"code", "bad_request"}, {"message", malformed_request(req)}}}},
+                400);
   });
 
   // Resume what a previous process left (running ones were interrupted, even by SIGKILL), and

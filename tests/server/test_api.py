@@ -433,6 +433,12 @@ BAD_REQUESTS = [
     ("POST", "/v1/expand", {"algorithm": GEGLU, "schedule": TEMPLATE}, 400, "shapes"),
     ("GET", "/v1/explorations?state=sleeping", None, 400, "state"),
     ("GET", "/v1/explorations?limit=lots", None, 400, "bad_parameter"),
+    ("GET", "/v1/explorations?offset=1e3", None, 400, "offset"),
+    ("GET", "/v1/explorations?offset=-1", None, 400, "offset"),
+    ("GET", "/v1/explorations?limit=-5", None, 400, "limit"),
+    ("GET", "/v1/explorations?limit=0", None, 400, "limit"),
+    ("GET", "/v1/explorations?limit=1001", None, 400, "limit"),
+    ("GET", "/v1/explorations?limit=", None, 400, "limit"),
     ("GET", "/v1/explorations/99999", None, 404, "not_found"),
     ("GET", "/v1/explorations/99999/schedules", None, 404, "not_found"),
     ("GET", "/v1/explorations/99999/events", None, 404, "not_found"),
@@ -440,6 +446,8 @@ BAD_REQUESTS = [
     ("GET", "/v1/schedules/99999", None, 404, "not_found"),
     ("GET", "/v1/best?shape=x=1", None, 400, "kernel"),
     ("GET", "/v1/best?kernel=k&shape=x", None, 400, "shape"),
+    ("GET", "/v1/best?kernel=k&shape=", None, 400, "shape"),
+    ("GET", "/v1/best?kernel=k&shape=%20", None, 400, "shape"),
     ("GET", "/v1/nowhere", None, 404, "not_found"),
     ("DELETE", "/v1/explorations", None, 405, "method_not_allowed"),
     ("PUT", "/v1/compile", {}, 405, "method_not_allowed"),
@@ -456,6 +464,32 @@ def test_bad_request_kinds(daemon, method, path, body, status, what):
     err = r["error"]
     assert what in (err["code"], err.get("field")), err
     assert daemon.get("/healthz")[0] == 200
+
+
+def test_paging_parameters_are_whole_numbers_in_their_range(daemon, finished):
+    """`offset` and `limit` of every list: a value out of range or not a whole number is
+    refused, naming the parameter and its range (they used to become 1 or 0 unsaid)."""
+    schedules = f"/v1/explorations/{finished['id']}/schedules"
+    for path, limit in (("/v1/explorations", 1000), (schedules, 10000)):
+        for query, name, words in (("offset=1e3", "offset", "from 0 to 1000000000000"),
+                                   ("offset=-1", "offset", "from 0 to 1000000000000"),
+                                   ("limit=-5", "limit", f"from 1 to {limit}"),
+                                   ("limit=1.5", "limit", f"from 1 to {limit}"),
+                                   (f"limit={limit + 1}", "limit", f"from 1 to {limit}")):
+            status, r = daemon.get(f"{path}?{query}")
+            assert status == 400 and r["error"]["field"] == name, (path, query, r)
+            value = query.split("=")[1]
+            assert r["error"]["message"] == f"`{name}` is a whole number {words}, not `{value}`", r
+        status, r = daemon.get(f"{path}?offset=0&limit={limit}")
+        assert status == 200 and r["limit"] == limit and r["offset"] == 0, r
+    status, r = daemon.get(f"{schedules}?limit=1&offset=1")
+    assert status == 200 and r["limit"] == 1 and r["offset"] == 1 and len(r["schedules"]) == 1
+
+
+def test_best_needs_a_shape(daemon):
+    status, r = daemon.get("/v1/best?kernel=geglu&shape=")
+    assert status == 400 and r["error"]["field"] == "shape", r
+    assert "`shape` is empty" in r["error"]["message"], r
 
 
 def test_names_cannot_inject_python_through_the_api(daemon, tmp_path):

@@ -3,6 +3,8 @@ name is refused), a browser's `Origin` must be the server's own page, a POST mus
 (what a cross-site form or no-cors fetch cannot send), and with tokens every POST needs one,
 compared in constant time. (A real browser on another origin: tests/web/test_cross_site.py.)"""
 import json
+import socket
+import time
 import urllib.request
 
 import pytest
@@ -118,6 +120,23 @@ def test_every_post_needs_the_token(tmp_path):
         d.stop()
 
 
+def test_healthz_shows_the_database_only_to_those_who_may_use_the_server(tmp_path, daemon):
+    """Where the store lies on the server's disk is for callers the server trusts: everyone
+    when it has no tokens (they may do anything), else those whose token it accepts."""
+    status, h = daemon.get("/healthz")
+    assert status == 200 and h["database"] == str(daemon.data_dir / "dtx.db"), h
+    d = Daemon(tmp_path / "tok", "--token", "s3cret-token")
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            status, h = raw(d, "GET", "/healthz", headers=headers)
+            assert status == 200 and h["status"] == "ok" and "database" not in h, h
+            assert str(tmp_path) not in json.dumps(h), h
+        status, h = raw(d, "GET", "/healthz", headers={"Authorization": "Bearer s3cret-token"})
+        assert status == 200 and h["database"] == str(tmp_path / "tok" / "dtx.db"), h
+    finally:
+        d.stop()
+
+
 def test_configured_host_names_are_served(tmp_path):
     config = tmp_path / "dtxd.yaml"
     config.write_text("hosts: [dtx.internal]\n")
@@ -130,3 +149,71 @@ def test_configured_host_names_are_served(tmp_path):
         assert status == 403
     finally:
         d.stop()
+
+
+def exchange(daemon, request):
+    """Sends raw bytes on one connection; the answers read until the server closes it or a
+    second passes (status, headers, body of the first; everything read)."""
+    host, port = daemon.base.rsplit("/", 1)[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(request)
+        s.settimeout(1)
+        data = b""
+        try:
+            while chunk := s.recv(65536):
+                data += chunk
+        except socket.timeout:
+            pass
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    body = rest[:int(headers.get("content-length", len(rest)))]
+    return int(lines[0].split()[1]), headers, json.loads(body) if body else None, data
+
+
+def post_head(daemon, extra):
+    port = daemon.base.rsplit(":", 1)[1]
+    return (f"POST /v1/expand HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Content-Type: application/json\r\n{extra}\r\n").encode()
+
+
+def test_a_body_of_two_lengths_is_refused(daemon):
+    """Two `Content-Length` headers that differ: which body is meant is ambiguous (a proxy in
+    front may read the other one, and the rest as another request). It is refused before its
+    body is read, and the answer tells a proxy not to send more on the connection."""
+    body = json.dumps(EXPAND).encode()
+    n = len(body)
+    for extra in (f"Content-Length: {n}\r\nContent-Length: {n + 50}\r\n",
+                  f"Content-Length: {n + 50}\r\nContent-Length: {n}\r\n",
+                  f"Content-Length: {n}, {n}\r\n", "Content-Length: -1\r\n",
+                  f"Content-Length: {n}\r\nTransfer-Encoding: chunked\r\n"):
+        status, headers, answer, data = exchange(daemon, post_head(daemon, extra) + body)
+        assert status == 400, (extra, data)
+        assert answer["error"]["code"] == "bad_content_length", answer
+        assert "`Content-Length" in answer["error"]["message"], answer
+        assert headers["connection"] == "close", headers
+    # The same length twice is one length.
+    status, _, answer, _ = exchange(
+        daemon, post_head(daemon, f"Content-Length: {len(body)}\r\nContent-Length: {len(body)}\r\n"
+                          "Connection: close\r\n") + body)
+    assert status == 200 and answer["distinct"] == 2, answer
+    assert daemon.get("/healthz")[0] == 200
+
+
+def test_a_post_without_a_length_gets_a_json_error(daemon):
+    status, headers, answer, data = exchange(daemon, post_head(daemon, "Connection: close\r\n") +
+                                             json.dumps(EXPAND).encode())
+    assert status == 400 and headers["content-type"] == "application/json", data
+    assert answer["error"]["code"] == "length_required", answer
+    assert "needs `Content-Length`" in answer["error"]["message"], answer
+    assert daemon.get("/healthz")[0] == 200
+    # Promptly: not after the read timeout (30 s) that waiting for the body's end would take.
+    start = time.monotonic()
+    exchange(daemon, post_head(daemon, "") + b"{}")
+    assert time.monotonic() - start < 5
+
+
+def test_an_unreadable_request_gets_a_json_error(daemon):
+    status, headers, answer, data = exchange(daemon, b"NONSENSE\r\n\r\n")
+    assert status == 400 and headers["content-type"] == "application/json", data
+    assert answer["error"]["code"] == "bad_request", answer

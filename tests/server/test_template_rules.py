@@ -126,6 +126,9 @@ REFUSED = [
     ("geglu", "geglu", [{"x": 4, "y": 64}, {"y": 64, "x": 4}], "shapes", "listed twice"),
     ("rmsnorm", "rmsnorm", [{"x": 4, "y": 16, "k": 8}], "shapes", "give them one size"),
     ("rmsnorm", "rmsnorm", [{"x": 4, "k": 16}], "shapes", "no size for `y`"),
+    ("geglu", "geglu", [{"x": 4, "y": 2**62}], "shapes", "is more than 2^40 (1099511627776)"),
+    ("geglu", "geglu", [{"x": 4, "y": 64 + i} for i in range(65)], "shapes",
+     "at most 64 shapes, not 65"),
 ]
 
 
@@ -162,6 +165,23 @@ def test_dtx_and_dtxd_refuse_alike(daemon, files, tmp_path, algorithm, kernel, s
                              timeout=120)
         assert run.returncode == 2 and run.stderr == f"dtx: {path}: {message}\n", run.stderr
     assert not (tmp_path / "evil $(id)").exists()
+
+
+def test_dtx_refuses_a_baseline_twice_and_an_empty_algorithm(files, tmp_path):
+    path = files("geglu", "geglu", [{"x": 4, "y": 64}])
+    path.write_text(path.read_text().replace("baselines: [reference]",
+                                             "baselines: [reference, reference]"))
+    run = subprocess.run([str(DTX), "expand", str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr == f"dtx: {path}: baseline `reference` is listed twice: name each " \
+        "baseline once\n", run.stderr
+    path = files("geglu", "geglu", [{"x": 4, "y": 64}])
+    (tmp_path / "geglu.dt").write_text("\n# nothing yet\n")
+    run = subprocess.run([str(DTX), "expand", str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith(f"dtx: {path}: the algorithm is empty"), run.stderr
 
 
 def test_a_name_starting_with_a_digit_is_a_name_everywhere(daemon, files, tmp_path):

@@ -426,6 +426,28 @@ def test_a_failed_exploration_shows_why(browser, web_daemon):
     browser.shot("failed")
 
 
+def test_a_space_too_large_to_count_is_shown_as_a_lower_bound(browser, web_daemon):
+    """10^20 points: more than the 64-bit count the server sends, and past what a JavaScript
+    number keeps exactly. The page says "at least", in the form and on the exploration."""
+    overflowing = "".join(f"${v} = {{1..100000:+1}};\n" for v in "ABCD") + \
+        "geglu.num_warps({4});\nwhere $A + $B + $C + $D > 0;\n"
+    open_form(browser)
+    set_text(browser, find(browser, "#kernel"), "geglu_overflow")
+    set_text(browser, find(browser, "#editor-schedule-template"), overflowing)
+    set_text(browser, find(browser, "#shapes"), "x=4,y=64")
+    wait(browser).until(lambda d: "at least 1.8 × 10^19 points" in find(d, "#space").text)
+    status, created = web_daemon.post("/v1/explorations", {
+        "kernel": "geglu_overflow", "algorithm": (ROOT / "templates" / "geglu.dt").read_text(),
+        "schedule": overflowing, "shapes": [{"x": 4, "y": 64}], "strategy": "random",
+        "budget": 1, "baselines": [], "screen_warmup_ms": 1, "screen_rep_ms": 2, "top": 0})
+    assert status == 202, created
+    browser.get(browser.base + f"/explorations/{created['id']}")
+    wait(browser, 600).until(lambda d: find(d, ".badge").text == "done")
+    value = wait(browser).until(lambda d: find(d, "[data-card=space] .card-value"))
+    assert value.text == "at least 9.2 × 10^18", value.text
+    browser.shot("overflow")
+
+
 # Every shipped template, at all of its shapes and test shapes, from the form: the page takes
 # what the server takes (one set of rules, tests/server/test_template_rules.py). On a daemon of
 # its own, so that nothing queued here slows the explorations above.

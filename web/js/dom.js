@@ -57,6 +57,16 @@ export function count(n) {
   return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US");
 }
 
+/// The size of a schedule space. One that did not fit a 64-bit count (`overflowed`: the server
+/// sends the largest count it holds, past what a JavaScript number keeps exactly) is shown as
+/// the lower bound it is: "at least 9.2 × 10^18".
+export function spaceSize(n, overflowed) {
+  if (!overflowed) return count(n);
+  const exponent = Math.floor(Math.log10(Number(n)));
+  const mantissa = Math.floor(Number(n) / 10 ** (exponent - 1)) / 10;
+  return `at least ${mantissa} × 10^${exponent}`;
+}
+
 /// "3 min ago" from an ISO time.
 export function age(iso) {
   const t = Date.parse(iso);

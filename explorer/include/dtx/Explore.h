@@ -24,6 +24,7 @@
 #include <dtx/results/Store.h>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -75,10 +76,23 @@ struct ExploreProgress {
   std::optional<double> eta_s;
 };
 
+/// The size of a space as the store keeps it (an SQLite INTEGER, and so the API's JSON):
+/// Space::size() up to kSpaceSizeKept. A kept size of kSpaceSizeKept means "that many or more":
+/// the space has more points than a signed 64-bit count holds (Space::size() saturates too).
+constexpr std::int64_t kSpaceSizeKept = INT64_MAX;
+std::int64_t kept_space_size(const Space& space);
+/// Whether a kept size stands for that many points or more (`space_overflowed` in the API).
+/// Stores written before sizes were kept so kept the saturated count wrapped around, as -1:
+/// that too.
+inline bool space_size_overflowed(std::int64_t kept) {
+  return kept >= kSpaceSizeKept || kept < 0;
+}
+
 struct ExploreSummary {
   std::int64_t exploration_id = 0;
   results::State state = results::State::Done;
-  std::uint64_t space_size = 0;
+  std::int64_t space_size = 0; // kept_space_size: as the store and the API show it
+  bool space_overflowed = false;
   ExploreProgress progress;
   std::map<std::string, std::uint64_t> rejected; // by reason
   double wall_s = 0;

@@ -8,6 +8,7 @@
 
 #include <dtc/Algorithm.h>
 
+#include <cstddef>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -61,6 +62,17 @@ const NumberRule& setting_rule(const std::string& field);
 /// and dtxd's options and configuration. Throws std::out_of_range for another name.
 const NumberRule& pool_rule(const std::string& field);
 
+/// The largest size a shape may give a label, 2^40: sizes are multiplied into element counts,
+/// offsets and grids in 64-bit arithmetic, and a few sizes at this bound still fit.
+constexpr long long kMaxShapeSize = 1LL << 40;
+/// The most shapes one request may list (one exploration each).
+constexpr std::size_t kMaxShapes = 64;
+/// The longest label of a shape, and the longest baseline name (`FILE.py:FUNCTION:compile`).
+constexpr std::size_t kMaxLabelLength = 100;
+constexpr std::size_t kMaxBaselineLength = 200;
+/// The longest device model a request may ask for (`device`, `--device`).
+constexpr std::size_t kMaxDeviceLength = 200;
+
 /// "" when the name follows the rule, else the rule. A kernel's name ends up in file names
 /// (`dtx best KERNEL -o KERNEL.py`), generated code and the shell lines the page offers CI: it
 /// is letters, digits, `_`, `.` and `-`, up to 100, starting with a letter, a digit or `_` (so
@@ -70,6 +82,13 @@ std::string kernel_name_problem(const std::string& name);
 std::string algorithm_name_problem(const std::string& name);
 std::string dtype_problem(const std::string& dtype);       // float32, float16 or bfloat16
 std::string strategy_problem(const std::string& strategy); // one of strategy_names()
+/// A baseline as named in a request or a template file: at most kMaxBaselineLength characters
+/// (what it means, parse_baseline_entry).
+std::string baseline_name_problem(const std::string& name);
+/// A device model to measure on (`device`, dtx explore's `--device`): at most kMaxDeviceLength
+/// characters. It is kept with the exploration and quoted in every measurement's message when
+/// no worker has that model.
+std::string device_problem(const std::string& device);
 /// A bearer token (`--token`, `tokens`): printable ASCII without spaces, which a header can
 /// carry as it is.
 std::string token_problem(const std::string& token);
@@ -81,10 +100,12 @@ struct CheckedRequest {
 };
 
 /// Checks the fields of `file` (kernel, algorithm name, dtype, strategy and budget where
-/// given, the algorithm, the template and that it fits the algorithm) and each of `shapes`
-/// (shape_problem; none listed twice), in that order. Throws RequestError for the first
-/// field that breaks a rule; `shapes_field` is how errors of a shape name their field
-/// (`shapes`, `shape`, `--shape`). `shapes` may be empty (dtx expand without a shape).
+/// given, baselines each named once, the algorithm, not empty, the template and that it fits
+/// the algorithm) and `shapes` (at most kMaxShapes; each with labels of at most
+/// kMaxLabelLength characters, sizes of at most kMaxShapeSize, and then shape_problem; none
+/// listed twice), in that order. Throws RequestError for the first field that breaks a rule;
+/// `shapes_field` is how errors of a shape name their field (`shapes`, `shape`, `--shape`).
+/// `shapes` may be empty (dtx expand without a shape).
 CheckedRequest check_request(const TemplateFile& file, const std::vector<ShapeSizes>& shapes,
                              const std::string& shapes_field = "shapes");
 

@@ -62,6 +62,7 @@ std::string read(const std::filesystem::path& path) {
 
 NamedBaseline parse_baseline_entry(const std::string& text, const std::string& kernel,
                                    const std::filesystem::path& dir) {
+  if (std::string p = baseline_name_problem(text); !p.empty()) throw std::invalid_argument(p);
   NamedBaseline b;
   b.name = text;
   if (text == "reference") {
@@ -93,7 +94,8 @@ NamedBaseline parse_baseline_entry(const std::string& text, const std::string& k
   }
   std::filesystem::path p = file;
   if (p.is_relative()) p = dir / p;
-  if (!std::filesystem::exists(p))
+  std::error_code ec; // a name too long for the file system does not exist either
+  if (!std::filesystem::exists(p, ec))
     throw std::invalid_argument("baseline `" + text + "` needs " + p.string() +
                                 ", which does not exist");
   b.spec.file = std::filesystem::absolute(p).lexically_normal().string();

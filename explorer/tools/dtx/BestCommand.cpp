@@ -32,7 +32,7 @@ int best_cmd(const BestArgs& a) {
   }
   std::unique_ptr<results::Store> store;
   try {
-    store = results::Store::open(a.db);
+    store = results::Store::open_read_only(a.db); // it reads only: a read-only store will do
   } catch (const std::exception& e) {
     std::cerr << "dtx: " << e.what() << "\n";
     return 1;

@@ -74,10 +74,10 @@ void print_summary(results::Store& store, std::int64_t id, const ExploreSummary&
   std::cout << "\nexploration " << id << ": " << x->spec.kernel << " at " << x->spec.shape << " "
             << x->spec.dtype << " on " << (x->device_name.empty() ? "?" : x->device_name) << ", "
             << results::state_name(s.state) << " in " << duration(s.wall_s) << "\n";
-  std::cout << "  space " << s.space_size << ", proposed " << s.progress.proposed << ", rejected "
-            << s.progress.rejected << ", duplicates " << s.progress.duplicates << ", measured "
-            << s.progress.done << " (" << s.progress.reused << " reused, " << s.progress.failed
-            << " failed)\n";
+  std::cout << "  space " << s.space_size << (s.space_overflowed ? "+" : "") << ", proposed "
+            << s.progress.proposed << ", rejected " << s.progress.rejected << ", duplicates "
+            << s.progress.duplicates << ", measured " << s.progress.done << " ("
+            << s.progress.reused << " reused, " << s.progress.failed << " failed)\n";
   for (const auto& [reason, n] : s.rejected)
     std::cout << "    " << reason << ": " << n << "\n";
   std::optional<double> best_baseline;
@@ -271,6 +271,7 @@ int explore_cmd(const ExploreArgs& a) {
                             {"shape", job.shape},
                             {"state", results::state_name(s.state)},
                             {"space_size", s.space_size},
+                            {"space_overflowed", s.space_overflowed},
                             {"measured", s.progress.done},
                             {"reused", s.progress.reused},
                             {"failed", s.progress.failed},
@@ -346,7 +347,7 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("--device", a->device,
                   "the GPU model to measure on, as the workers name it (`NVIDIA H100 80GB "
                   "HBM3`); default: the first timing worker's")
-      ->check(non_empty_check());
+      ->check(device_check());
   sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)")
       ->check(output_file_check());
   sub->add_option("--resume", a->resume, "resume exploration ID of the database")

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -208,8 +209,9 @@ int remote_explore(const Remote& r, const TemplateFile& tf, const std::vector<Sh
 
 int remote_results(const Remote& r, std::int64_t id, const std::string& kernel,
                    const std::string& state, std::int64_t limit, bool json) {
+  // dtxd's pages hold at most 1000 explorations and 10000 schedules (it refuses more).
   if (id == 0) {
-    std::string q = "/v1/explorations?limit=" + std::to_string(limit);
+    std::string q = "/v1/explorations?limit=" + std::to_string(std::min<std::int64_t>(limit, 1000));
     if (!kernel.empty()) q += "&kernel=" + httplib::detail::encode_query_param(kernel);
     if (!state.empty()) q += "&state=" + state;
     Answer a = call(r, "GET", q);
@@ -229,9 +231,9 @@ int remote_results(const Remote& r, std::int64_t id, const std::string& kernel,
                 << "\n";
     return 0;
   }
-  Answer a =
-      call(r, "GET",
-           "/v1/explorations/" + std::to_string(id) + "/schedules?limit=" + std::to_string(limit));
+  Answer a = call(r, "GET",
+                  "/v1/explorations/" + std::to_string(id) +
+                      "/schedules?limit=" + std::to_string(std::min<std::int64_t>(limit, 10000)));
   if (a.status != 200) return report(a);
   if (json)
     std::cout << a.body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

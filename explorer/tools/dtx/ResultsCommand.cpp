@@ -46,7 +46,7 @@ int results_cmd(const ResultsArgs& a) {
   }
   std::unique_ptr<results::Store> store;
   try {
-    store = results::Store::open(a.db);
+    store = results::Store::open_read_only(a.db); // it reads only: a read-only store will do
   } catch (const std::exception& e) {
     std::cerr << "dtx: " << e.what() << "\n";
     return 1;

@@ -53,6 +53,8 @@ ShapeSizes shape_of(const nlohmann::json& s, const std::string& field) {
 /// server's templates directory (never a path outside it: the workers run that code).
 NamedBaseline baseline_of(const std::string& name, const std::string& kernel,
                           const Config& config) {
+  if (std::string p = baseline_name_problem(name); !p.empty())
+    throw ApiError(400, "bad_field", p, "baselines");
   std::string file = name.substr(0, name.find(':'));
   if (name != "torch" && name != "torch.compile" && name != "reference" &&
       (file.find('/') != std::string::npos || file.find("..") != std::string::npos))
@@ -164,7 +166,11 @@ TemplateRequest request_from_json(const nlohmann::json& b, const Config& config)
   s.full.warmup_ms = number_field<double>(b, "full_warmup_ms", s.full.warmup_ms);
   s.full.rep_ms = number_field<double>(b, "full_rep_ms", s.full.rep_ms);
   s.timeout_s = number_field<double>(b, "timeout_s", s.timeout_s);
-  if (b.contains("device")) s.device = text_field(b, "device", false);
+  if (b.contains("device")) {
+    s.device = text_field(b, "device", false);
+    if (std::string p = device_problem(s.device); !p.empty())
+      throw ApiError(400, "bad_field", p, "device");
+  }
   if (b.contains("times")) {
     if (!b["times"].is_array()) throw ApiError(400, "bad_field", "`times` is a list", "times");
     for (const auto& t : b["times"]) {
@@ -229,16 +235,8 @@ void register_explorations(Api& api) {
                 throw ApiError(400, "bad_parameter",
                                "`state` is queued, running, done, failed or cancelled", "state");
             }
-            auto num = [&](const char* k, std::int64_t d) {
-              if (!req.has_param(k)) return d;
-              try {
-                return static_cast<std::int64_t>(std::stoll(req.get_param_value(k)));
-              } catch (const std::exception&) {
-                throw ApiError(400, "bad_parameter", std::string("`") + k + "` is a number", k);
-              }
-            };
-            q.offset = std::max<std::int64_t>(0, num("offset", 0));
-            q.limit = std::clamp<std::int64_t>(num("limit", 50), 1, 1000);
+            q.offset = query_number(req, "offset", 0, offset_rule());
+            q.limit = query_number(req, "limit", 50, limit_rule(1000));
             nlohmann::json list = nlohmann::json::array();
             for (const auto& x : ctx.store.explorations(q))
               list.push_back(to_json(x, ctx));
@@ -283,14 +281,8 @@ void register_explorations(Api& api) {
             if (!x) throw ApiError(404, "not_found", "no exploration " + std::to_string(id));
             results::RankedQuery q;
             if (req.has_param("status")) q.status = req.get_param_value("status");
-            try {
-              if (req.has_param("offset")) q.offset = std::stoll(req.get_param_value("offset"));
-              if (req.has_param("limit")) q.limit = std::stoll(req.get_param_value("limit"));
-            } catch (const std::exception&) {
-              throw ApiError(400, "bad_parameter", "`offset` and `limit` are numbers");
-            }
-            q.offset = std::max<std::int64_t>(0, q.offset);
-            q.limit = std::clamp<std::int64_t>(q.limit, 1, 10000);
+            q.offset = query_number(req, "offset", 0, offset_rule());
+            q.limit = query_number(req, "limit", 100, limit_rule(10000));
             if (req.has_param("shape") && req.get_param_value("shape") != x->spec.shape)
               throw ApiError(400, "bad_parameter",
                              "exploration " + std::to_string(id) + " is at " + x->spec.shape,

@@ -167,6 +167,9 @@ void register_schedules(Api& api) {
         } catch (const std::invalid_argument& e) {
           throw ApiError(400, "bad_parameter", e.what(), "shape");
         }
+        if (shape.empty())
+          throw ApiError(400, "bad_parameter",
+                         "`shape` is empty: give the sizes by label, as x=1024,y=512", "shape");
         std::optional<std::string> device;
         if (req.has_param("device")) device = req.get_param_value("device");
         // CI jobs ask for the same few answers over and over: each is kept for a second

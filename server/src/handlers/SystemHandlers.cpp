@@ -3,6 +3,7 @@
 // GET /metrics (Prometheus text), GET /v1/openapi.json, GET / (where to look, or the page).
 #include "../Api.h"
 #include "../Connection.h"
+#include "../Guard.h"
 #include "dtx/Files.h"
 
 #include <fstream>
@@ -11,32 +12,36 @@
 namespace dtx::server {
 
 void register_system(Api& api) {
-  api.get(
-      "/healthz", "/healthz", [](const httplib::Request&, httplib::Response& res, Context& ctx) {
-        // The store is written to find out whether it can be (at most once a second):
-        // a daemon that cannot store what it measures is not healthy, busy or not.
-        results::WriteHealth store = ctx.scheduler.store_health();
-        nlohmann::json store_json = {{"writable", store.ok}};
-        if (!store.ok) {
-          store_json["error"] = store.error;
-          store_json["since"] = store.since;
-        }
-        nlohmann::json body = {
-            {"status", store.ok ? "ok" : "unhealthy"},  {"store", store_json},
-            {"queued", ctx.scheduler.queue_depth()},    {"running", ctx.scheduler.running()},
-            {"paused", ctx.scheduler.paused_count()},   {"elsewhere", ctx.scheduler.elsewhere()},
-            {"gpus", ctx.config.gpus.size()},           {"backend", ctx.config.backend},
-            {"database", ctx.config.db_path().string()}};
-        ConnectionCounts conns = connection_counts();
-        body["connections"] = {{"open", conns.open},
-                               {"max_connections", conns.max_connections},
-                               {"event_streams", conns.event_streams},
-                               {"max_event_streams", conns.max_event_streams}};
-        if (!store.ok)
-          body["reason"] =
-              "the results store cannot be written since " + store.since + ": " + store.error;
-        send_json(res, body, store.ok ? 200 : 503);
-      });
+  api.get("/healthz", "/healthz",
+          [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
+            // The store is written to find out whether it can be (at most once a second):
+            // a daemon that cannot store what it measures is not healthy, busy or not.
+            results::WriteHealth store = ctx.scheduler.store_health();
+            nlohmann::json store_json = {{"writable", store.ok}};
+            if (!store.ok) {
+              store_json["error"] = store.error;
+              store_json["since"] = store.since;
+            }
+            nlohmann::json body = {
+                {"status", store.ok ? "ok" : "unhealthy"}, {"store", store_json},
+                {"queued", ctx.scheduler.queue_depth()},   {"running", ctx.scheduler.running()},
+                {"paused", ctx.scheduler.paused_count()},  {"elsewhere", ctx.scheduler.elsewhere()},
+                {"gpus", ctx.config.gpus.size()},          {"backend", ctx.config.backend}};
+            // Where the store lies on the server's disk is for those who may use the server: with
+            // tokens, a caller whose token is accepted (a probe or a load balancer needs none).
+            if (ctx.config.tokens.empty() ||
+                token_accepted(req.get_header_value("Authorization"), ctx.config.tokens))
+              body["database"] = ctx.config.db_path().string();
+            ConnectionCounts conns = connection_counts();
+            body["connections"] = {{"open", conns.open},
+                                   {"max_connections", conns.max_connections},
+                                   {"event_streams", conns.event_streams},
+                                   {"max_event_streams", conns.max_event_streams}};
+            if (!store.ok)
+              body["reason"] =
+                  "the results store cannot be written since " + store.since + ": " + store.error;
+            send_json(res, body, store.ok ? 200 : 503);
+          });
   api.get("/metrics", "/metrics",
           [](const httplib::Request&, httplib::Response& res, Context& ctx) {
             ctx.metrics.set_queue(ctx.scheduler.queue_depth(), ctx.scheduler.running());

@@ -1,6 +1,6 @@
 // /explorations/ID[,ID...]: one exploration per shape (tabs when several): its state and
 // progress, the thesis' chart, the ranked table, how easy the space is; live while it runs.
-import { h, fill, ms, ratio, count, age, duration, badge, progressBar, errorBox, keepFocus } from "../dom.js";
+import { h, fill, ms, ratio, count, spaceSize, age, duration, badge, progressBar, errorBox, keepFocus } from "../dom.js";
 import { api, follow } from "../api.js";
 import { drawChart, baselineColor } from "../chart.js";
 import { METRICS, timeOf, rankingMeasurement, baselinesByName, metricsPresent } from "../measure.js";
@@ -178,7 +178,7 @@ async function explorationPanel(panel, id, query, { navigate, isCurrent }) {
       card("Speed-up", best && bestBaseline ? ratio(bestBaseline.t.median / best.t.median) : "–", "best baseline ÷ best schedule"),
       card("Within 5% of the best baseline", within === null ? "–" : `${count(within)} of ${count(timed.length)}`,
         within === null || !timed.length ? "" : `${((100 * within) / timed.length).toFixed(1)}% of the measured schedules`, "within"),
-      card("Space", count(x.space_size), spaceNote(x, failed)));
+      card("Space", spaceSize(x.space_size, x.space_overflowed), spaceNote(x, failed)));
 
     // Chart controls: built once (below), only their content changes, so the keyboard focus
     // stays where it is while a running exploration refreshes.

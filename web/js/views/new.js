@@ -1,7 +1,7 @@
 // /new: a new exploration. The algorithm and the template are checked as they are typed
 // (POST /v1/compile, POST /v1/expand): diagnostics at their line, the space's size and what
 // was pruned; submitting queues one exploration per shape and opens them.
-import { h, fill, count, errorBox, parseShape, shapeText } from "../dom.js";
+import { h, fill, count, spaceSize, errorBox, parseShape, shapeText } from "../dom.js";
 import { api } from "../api.js";
 import { Editor } from "../editor.js";
 
@@ -209,7 +209,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
       const pruned = Object.entries(r.rejected || {});
       fill(space,
         h("p",
-          h("strong", count(r.space_size)), " points in the space", r.truncated ? " (expanded up to 200,000)" : "",
+          h("strong", spaceSize(r.space_size, r.overflowed)), " points in the space", r.truncated ? " (expanded up to 200,000)" : "",
           " → ", h("strong", { id: "distinct" }, count(r.distinct)), " distinct schedules",
           r.duplicates ? `, ${count(r.duplicates)} duplicates` : "",
           r.unused_choices ? `, ${count(r.unused_choices)} with unused choices` : "",

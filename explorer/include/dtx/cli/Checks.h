@@ -49,6 +49,16 @@ inline CLI::Validator kernel_name_check() {
   return CLI::Validator([](std::string& text) { return kernel_name_problem(text); }, "NAME");
 }
 
+/// A device model to measure on (device_problem), not empty.
+inline CLI::Validator device_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+        return text.empty() ? std::string("give a device model, or leave the option out")
+                            : device_problem(text);
+      },
+      "MODEL");
+}
+
 /// A bearer token (token_problem).
 inline CLI::Validator token_check() {
   return CLI::Validator([](std::string& text) { return token_problem(text); }, "TOKEN");

@@ -217,6 +217,11 @@ public:
   /// Opens (creating if needed) and migrates the database at `path` (":memory:" for tests).
   /// Throws StoreError for a file that is not a dtx store or is newer than this program.
   static std::unique_ptr<Store> open(const std::filesystem::path& path);
+  /// Opens an existing store to read it only (`dtx results`, `dtx best`): nothing is written,
+  /// so a read-only file, directory or file system will do. The writing calls then throw
+  /// StoreError. A store of an older schema is opened with open(), which migrates it (and so
+  /// needs it writable). Throws StoreError for a file that does not exist too.
+  static std::unique_ptr<Store> open_read_only(const std::filesystem::path& path);
   virtual ~Store() = default;
 
   /// The schema version this program writes, and the one in the file.
@@ -266,6 +271,10 @@ public:
   /// Writes a little (a row of its own, rewritten each time, with a 16 KiB blob) to find out
   /// whether the file can be written now; waits at most a second for another writer.
   virtual WriteHealth probe_write() = 0;
+  /// What SQLite's `PRAGMA quick_check` finds wrong in the file (its first findings, one per
+  /// line), or "" when nothing: damaged pages, which the queries that read them would fail on.
+  /// Reads every page of the file.
+  virtual std::string damage() const = 0;
 
   // --- schedules and generated modules
   /// The schedule's id, inserting it (and its module, stored once per code hash) if new.
