@@ -6,6 +6,7 @@ import pathlib
 import re
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +17,16 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 DTXD = pathlib.Path(os.environ.get("DTXD", ROOT / "build" / "server" / "dtxd"))
 OPENAPI = json.loads((ROOT / "server" / "openapi.json").read_text())
+
+
+def json_schema(schema):
+    """An OpenAPI 3.0 schema as JSON Schema: `nullable: true` allows null."""
+    if isinstance(schema, list):
+        return [json_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: json_schema(v) for k, v in schema.items() if k != "nullable"}
+    return {"anyOf": [out, {"type": "null"}]} if schema.get("nullable") else out
 
 
 def check_against_openapi(method, path, status, body, content_type):
@@ -29,7 +40,8 @@ def check_against_openapi(method, path, status, body, content_type):
             content = response.get("content", {})
             media = "application/json" if "json" in content_type else content_type.split(";")[0]
             if media in content and media == "application/json":
-                root = dict(content[media]["schema"], components=OPENAPI["components"])
+                root = dict(json_schema(content[media]["schema"]),
+                            components=json_schema(OPENAPI["components"]))
                 jsonschema.validate(body, root)
             return
     # Not a documented route: only the not-found and wrong-method answers may come back.
@@ -47,6 +59,14 @@ class Daemon:
         m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         assert m, f"dtxd did not start: {line}{self.proc.stderr.read()}"
         self.base = f"http://127.0.0.1:{m.group(1)}"
+        # Its output is read as it comes: a pipe no one reads fills (64 KiB of log), and then
+        # every thread of the daemon that logs, a request's too, waits on it.
+        self._stderr_lines = []
+        self._pumps = [threading.Thread(target=drain, args=(pipe, keep), daemon=True)
+                       for pipe, keep in ((self.proc.stdout, None),
+                                          (self.proc.stderr, self._stderr_lines))]
+        for pump in self._pumps:
+            pump.start()
 
     def request(self, method, path, body=None, raw=None, headers=None):
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
@@ -84,13 +104,21 @@ class Daemon:
         return [int(p) for p in re.findall(r"started pid (\d+)", self.stderr_so_far())]
 
     def stderr_so_far(self):
-        return self._stderr if hasattr(self, "_stderr") else ""
+        return "".join(self._stderr_lines)
 
     def stop(self, sig=signal.SIGTERM):
         self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=60)
-        self._stderr = err
-        return self.proc.returncode, err
+        self.proc.wait(timeout=60)
+        for pump in self._pumps:
+            pump.join(timeout=60)
+        return self.proc.returncode, self.stderr_so_far()
+
+
+def drain(pipe, lines):
+    for line in pipe:
+        if lines is not None:
+            lines.append(line)
+    pipe.close()
 
 
 def alive(pid):

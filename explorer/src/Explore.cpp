@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -532,6 +533,12 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
       pending.emplace_back(b.name, backend.submit(r));
     }
     for (auto& [name, f] : pending) {
+      // Awaited a little at a time: a stop abandons the baselines not measured yet, as it
+      // abandons the search's requests, instead of waiting out their measurements.
+      while (f.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready &&
+             !stopping()) {
+      }
+      if (stopping()) break;
       Result r = f.get();
       owned();
       store.add_baseline(id, name, record_of(r, "", shape, tf.dtype, "screen", env));
@@ -707,6 +714,7 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     config.order_seed = static_cast<unsigned>(set.seed);
     config.timeout_s = set.timeout_s;
     config.device = base.device;
+    config.stop = stopping;
     std::set<std::string> chosen;
     for (const auto& [ms, canonical] : ok_times) {
       if (static_cast<int>(chosen.size()) >= set.top) break;
@@ -722,6 +730,8 @@ ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, resul
     if (!config.modules.empty()) {
       Report full = run_measure(config, backend);
       owned();
+      // Stopped midway: its rounds are not all there, and none of them is stored.
+      if (stopping()) full.entries.clear();
       std::optional<double> full_baseline, full_best;
       for (const Entry& e : full.entries) {
         results::MeasurementRecord m;

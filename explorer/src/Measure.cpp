@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -178,19 +180,31 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
   }
 
   // When each result arrives (futures are read in submission order, not arrival order): the
-  // throughput window runs from the first arrival to the last.
-  std::mutex arrivals_mutex;
-  std::vector<std::pair<double, double>> arrivals; // (seconds since start, timed_s) of ok ones
-  std::map<std::string, double> arrived_at;        // result id -> seconds since start
-  ResultCallback arrived = [&](const Result& r) {
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::lock_guard lock(arrivals_mutex);
-    arrived_at[r.id] = t;
-    if (r.status == Status::Ok) arrivals.push_back({t, r.timed_s});
+  // throughput window runs from the first arrival to the last. Shared with the pool's
+  // callbacks: the results of requests abandoned by a stop arrive after this function returned.
+  struct Arrivals {
+    std::mutex mutex;
+    std::vector<std::pair<double, double>> ok; // (seconds since start, timed_s) of ok ones
+    std::map<std::string, double> at;          // result id -> seconds since start
   };
+  auto arrivals = std::make_shared<Arrivals>();
+  ResultCallback arrived = [arrivals, start](const Result& r) {
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard lock(arrivals->mutex);
+    arrivals->at[r.id] = t;
+    if (r.status == Status::Ok) arrivals->ok.push_back({t, r.timed_s});
+  };
+  // Whether a stop came while `future` was awaited (a little at a time, then).
+  auto stopped_waiting = [&](std::future<Result>& future) {
+    if (!config.stop) return false;
+    while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
+      if (config.stop()) return true;
+    return false;
+  };
+  bool stopped = false;
   std::mt19937 rng(config.order_seed);
   std::size_t total = items.size() * static_cast<std::size_t>(report.rounds), done = 0;
-  for (int round = 0; round < report.rounds; ++round) {
+  for (int round = 0; round < report.rounds && !stopped; ++round) {
     std::vector<Item*> order;
     for (auto& item : items)
       if (report.entries[item.entry].status.empty() || report.entries[item.entry].status == "ok")
@@ -205,6 +219,7 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
       futures.emplace_back(item, backend.submit(std::move(r), arrived));
     }
     for (auto& [item, future] : futures) {
+      if ((stopped = stopped_waiting(future))) break;
       Result result = future.get();
       Entry& e = report.entries[item->entry];
       if (result.status == Status::Ok) {
@@ -218,8 +233,8 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
       if (result.worker && report.devices.empty() && result.worker->role == "timing")
         report.devices.push_back(*result.worker);
       {
-        std::lock_guard lock(arrivals_mutex);
-        if (auto it = arrived_at.find(result.id); it != arrived_at.end())
+        std::lock_guard lock(arrivals->mutex);
+        if (auto it = arrivals->at.find(result.id); it != arrivals->at.end())
           result.arrived_s = it->second;
       }
       e.results.push_back(result);
@@ -270,12 +285,13 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   {
-    std::lock_guard lock(arrivals_mutex);
-    std::sort(arrivals.begin(), arrivals.end());
-    if (!arrivals.empty()) {
-      report.first_result_s = arrivals.front().first;
-      report.first_timed_s = arrivals.front().second;
-      report.last_result_s = arrivals.back().first;
+    std::lock_guard lock(arrivals->mutex);
+    std::vector<std::pair<double, double>>& ok = arrivals->ok;
+    std::sort(ok.begin(), ok.end());
+    if (!ok.empty()) {
+      report.first_result_s = ok.front().first;
+      report.first_timed_s = ok.front().second;
+      report.last_result_s = ok.back().first;
     }
   }
   return report;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -70,6 +71,13 @@ std::string NumberRule::problem(const std::string& text) const {
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
   if (end != text.c_str() + text.size()) return bad;
+  if (whole) {
+    // Compared as the integer it is: 2^62 + 1 reads as the double 2^62, which is in range.
+    long long n = 0;
+    auto [stop, ec] = std::from_chars(text.data() + (text[0] == '+'), end, n);
+    if (ec != std::errc() || n < static_cast<long long>(lo) || n > static_cast<long long>(hi))
+      return bad;
+  }
   return problem(v).empty() ? "" : bad;
 }
 

@@ -33,6 +33,12 @@ TEST(Request, NumbersFollowTheirRuleAsText) {
                           "18446744073709551611", "many"})
     EXPECT_NE(budget.problem(std::string(bad)), "") << bad;
   EXPECT_EQ(budget.problem("-5"), "`-5` is not a whole number from 0 to 10000000");
+  // Beyond 2^53 a double rounds: 2^62 + 1 read as one was 2^62, in range, and taken.
+  const dtx::NumberRule& seed = dtx::setting_rule("seed");
+  EXPECT_EQ(seed.problem("4611686018427387904"), "");
+  EXPECT_EQ(seed.problem("+4611686018427387904"), "");
+  EXPECT_NE(seed.problem("4611686018427387905"), "");
+  EXPECT_NE(seed.problem("9223372036854775807"), "");
 
   const dtx::NumberRule& rep = dtx::setting_rule("screen_rep_ms");
   EXPECT_EQ(rep.problem("2"), "");

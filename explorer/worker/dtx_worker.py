@@ -609,11 +609,13 @@ def bench_interpreter(fn, warmup_ms, rep_ms, while_waiting=None):
     return samples, busy_s
 
 
-def number(options, key, default, kind):
+def number(options, key, default, kind, zero=False):
+    """`zero`: 0 is allowed too (a warm-up of 0 ms is one call, as do_bench makes it)."""
     value = options.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 \
-            or not math.isfinite(value):
-        raise Failure("runtime_error", f"`times.{kind}.{key}` must be a positive number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise Failure("runtime_error", f"`times.{kind}.{key}` must be a "
+                      f"{'number >= 0' if zero else 'positive number'}")
     return value
 
 
@@ -629,7 +631,7 @@ def parse_times(spec):
         if not isinstance(options, dict):
             raise Failure("runtime_error", f"`times.{kind}` must be an object")
         if kind == "bench":
-            parsed[kind] = (number(options, "warmup_ms", DEFAULT_WARMUP_MS, kind),
+            parsed[kind] = (number(options, "warmup_ms", DEFAULT_WARMUP_MS, kind, zero=True),
                             number(options, "rep_ms", DEFAULT_REP_MS, kind))
         elif kind == "gpu":
             parsed[kind] = (number(options, "rep_ms", DEFAULT_GPU_REP_MS, kind),)

@@ -1,8 +1,11 @@
 // The HTTP layer of dtxd (see Api.h).
 #include "Api.h"
 
+#include "Connection.h"
 #include "Guard.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <regex>
 
@@ -27,10 +30,13 @@ nlohmann::json body_json(const httplib::Request& req) {
 }
 
 std::int64_t path_id(const httplib::Request& req, int group) {
+  // The routes match digits only: an id too large for 64 bits is a number, of nothing stored.
+  std::string text = req.matches[group].str();
   try {
-    return std::stoll(req.matches[group].str());
+    return std::stoll(text);
   } catch (const std::exception&) {
-    throw ApiError(400, "bad_request", "the id in the path is not a number");
+    throw ApiError(404, "not_found",
+                   "no id " + text.substr(0, 40) + " is stored (ids are below 2^63)");
   }
 }
 
@@ -136,17 +142,8 @@ const Config& Api::config() const {
 void Api::finish() {
   auto patterns = patterns_;
   const Config* config = &ctx_.config;
-  auto other = [patterns, config](const httplib::Request& req, httplib::Response& res) {
-    // A browser asking for a page the page does not have: the page says so, with its links.
-    if (req.method == "GET" && wants_html(req) && req.path.rfind("/v1/", 0) != 0) {
-      try {
-        send_page(res, *config);
-        res.status = 404;
-        return;
-      } catch (const ApiError&) {
-        // No page to show: the JSON answer below.
-      }
-    }
+  // No route for the method and path: 405 with `Allow` on a known path, else 404.
+  auto unrouted = [patterns](const httplib::Request& req, httplib::Response& res) {
     std::string allow;
     for (const auto& [method, pattern] : patterns)
       if (std::regex_match(req.path, std::regex(pattern)) &&
@@ -165,12 +162,81 @@ void Api::finish() {
                  {"message", req.method + " is not allowed on " + req.path + "; use " + allow}}}},
               405);
   };
+  auto other = [unrouted, config](const httplib::Request& req, httplib::Response& res) {
+    // A browser asking for a page the page does not have: the page says so, with its links.
+    if (req.method == "GET" && wants_html(req) && req.path.rfind("/v1/", 0) != 0) {
+      try {
+        send_page(res, *config);
+        res.status = 404;
+        return;
+      } catch (const ApiError&) {
+        // No page to show: the JSON answer below.
+      }
+    }
+    unrouted(req, res);
+  };
   http_.Get(".*", other);
   http_.Post(".*", other);
   http_.Put(".*", other);
   http_.Delete(".*", other);
   http_.Patch(".*", other);
   http_.Options(".*", other);
+  // What httplib answers by itself, with no body: JSON too, as every answer of the API.
+  http_.set_error_handler([unrouted](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    auto error = [&](const std::string& code, const std::string& message) {
+      send_json(res, {{"error", {{"code", code}, {"message", message}}}}, res.status);
+    };
+    if (res.status == 400) {
+      // A method httplib routes nothing for (TRACE, CONNECT) or does not parse at all (QUERY, a
+      // request line it refuses before reading the path): the answer of any other method.
+      bool unknown = req.path.empty() && !req.method.empty() && !req.target.empty() &&
+                     (req.version == "HTTP/1.1" || req.version == "HTTP/1.0") &&
+                     std::all_of(req.method.begin(), req.method.end(),
+                                 [](unsigned char c) { return std::isupper(c); });
+      if (unknown || (!req.path.empty() && (req.method == "TRACE" || req.method == "CONNECT"))) {
+        httplib::Request as_routed;
+        as_routed.method = req.method;
+        as_routed.path =
+            unknown ? httplib::detail::decode_url(req.target.substr(0, req.target.find('?')), false)
+                    : req.path;
+        return unrouted(as_routed, res);
+      }
+      // A multipart body without its boundary, refused by httplib before the handler could.
+      if (!req.path.empty() && req.method == "POST")
+        if (auto refused = refuse_content(req)) {
+          res.status = refused->status;
+          return error(refused->code, refused->what());
+        }
+      return error("bad_request", malformed_request(req));
+    }
+    if (res.status == 404)
+      error("not_found", "no route " + req.path);
+    else if (res.status == 413)
+      error("too_large", "the request body is too large");
+    else if (res.status == 414)
+      error("uri_too_long", "the request line is too long");
+    else if (res.status == 416)
+      error("bad_range", "the `Range` header is not one this server reads");
+    else
+      error("http_error",
+            "the request could not be served (HTTP " + std::to_string(res.status) + ")");
+  });
+  // httplib reads a body only for POST, PUT, PATCH and DELETE, and only once routing begins: a
+  // body it left unread (a GET's, a request refused before routing), or the rest of a request
+  // it could not parse, would be read as the next request on the connection, and every later
+  // answer on it would be one request off. The client is told to close the connection instead.
+  http_.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    std::string length = req.get_header_value("Content-Length");
+    bool has_body =
+        req.has_header("Transfer-Encoding") || length.find_first_not_of('0') != std::string::npos;
+    if ((has_body && req.body.empty()) || req.path.empty()) {
+      res.headers.erase("Keep-Alive");
+      res.set_header("Connection", "close");
+    }
+    // Whoever said so (a refusal before routing too): the connection ends with this answer.
+    if (res.get_header_value("Connection") == "close") close_after_response();
+  });
 }
 
 nlohmann::json to_json(const results::MeasurementRecord& m) {
@@ -188,7 +254,8 @@ nlohmann::json to_json(const results::MeasurementRecord& m) {
                       {"triton", m.env.triton},
                       {"host", m.env.host},
                       {"node", m.env.node},
-                      {"gpu", m.env.gpu ? nlohmann::json(*m.env.gpu) : nlohmann::json()},
+                      // Not `gpu`: that is the CUDA-graph time, below.
+                      {"gpu_index", m.env.gpu ? nlohmann::json(*m.env.gpu) : nlohmann::json()},
                       {"created_at", m.created_at}};
   auto q = [](const results::TimeQuantiles& t) {
     return nlohmann::json{{"median_ms", t.median_ms}, {"q20_ms", t.q20_ms}, {"q80_ms", t.q80_ms},

@@ -55,7 +55,8 @@ public:
   /// Paths a mount point serves (GET only): other methods on them answer 405.
   void static_files(const std::string& pattern);
   /// After every route: other methods on a known path answer 405 with `Allow`, unknown paths
-  /// 404.
+  /// 404; what httplib answers by itself is JSON too, and the answer to a request whose body
+  /// httplib left unread closes the connection (`Connection: close`).
   void finish();
   const Config& config() const;
 
@@ -73,6 +74,7 @@ void send_json(httplib::Response& res, const nlohmann::json& body, int status = 
 std::string json_text(const nlohmann::json& body);
 /// The request body as a JSON object (ApiError 400 when it is not).
 nlohmann::json body_json(const httplib::Request& req);
+/// The id of the path's group `group` (404 when it is too large to be one).
 std::int64_t path_id(const httplib::Request& req, int group = 1);
 /// A whole-number query parameter (`offset`, `limit`) checked by `rule`, or `fallback` when the
 /// query has none: anything else (`1e3`, `-5`, a number out of range) is an ApiError 400 naming

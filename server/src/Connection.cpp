@@ -30,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 struct Current {
   HttpServer* server = nullptr;
   socket_t sock = -1;
+  bool close = false; // after the response being made
 };
 thread_local Current current;
 
@@ -237,9 +238,10 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
          --left) {
       if (!strm.await_request(stopping_)) break;
       strm.begin_request();
+      current.close = false;
       bool closed = false;
       ret = process_request(strm, left == 1, closed, nullptr);
-      if (!ret || closed) break;
+      if (!ret || closed || current.close) break;
     }
   }
   ::shutdown(sock, SHUT_RDWR);
@@ -249,6 +251,10 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
 
 bool client_gone() {
   return current.sock >= 0 && peer_closed(current.sock);
+}
+
+void close_after_response() {
+  current.close = true;
 }
 
 bool stopping() {

@@ -50,6 +50,9 @@ private:
 /// Whether the client of the request this thread serves has closed its connection (false off
 /// a connection's thread).
 bool client_gone();
+/// Closes this thread's connection once the response being made is written (httplib itself
+/// keeps a connection open whatever its answer says, unless the request said to close it).
+void close_after_response();
 /// Whether the daemon serving this thread's request is stopping.
 bool stopping();
 /// The connections of the server serving this thread's request (zeros off a connection).

@@ -128,8 +128,10 @@ std::optional<ApiError> refuse_framing(const httplib::Request& req) {
 
 std::string malformed_request(const httplib::Request& req) {
   if (!req.has_header("Transfer-Encoding"))
-    return "the request could not be read: check its request line and headers";
-  return "the request could not be read: check its request line, headers and chunks";
+    return "the request is not HTTP/1.1 that this server reads: check its request line, its "
+           "headers and the framing of its body";
+  return "the request is not HTTP/1.1 that this server reads: check its request line, its "
+         "headers and its chunks";
 }
 
 std::optional<ApiError> refuse_content(const httplib::Request& req) {

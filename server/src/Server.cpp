@@ -170,19 +170,6 @@ void Server::start() {
   register_templates(*s.api);
   register_web(*s.api, http, *s.log);
   s.api->finish();
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404)
-      send_json(res, {{"error", {{"code", "not_found"}, {"message", "no route " + req.path}}}},
-                404);
-    else if (res.status == 413)
-      send_json(res,
-                {{"error", {{"code", "too_large"}, {"message", "the request body is too large"}}}},
-                413);
-    else if (res.status == 400)
-      send_json(res, {{"error", {{"code", "bad_request"}, {"message", malformed_request(req)}}}},
-                400);
-  });
 
   // Resume what a previous process left (running ones were interrupted, even by SIGKILL), and
   // watch what another process on this store runs, to take it up if that process stops.

@@ -153,6 +153,15 @@ def test_correct_module_is_checked_and_timed(worker, source):
         assert reply[key] >= 0
 
 
+def test_a_warmup_of_zero_is_one_call(worker, source):
+    """dtx, template files and dtxd's API take `screen_warmup_ms: 0` (setting_rule): the worker
+    refused it, and every schedule of such an exploration failed with runtime_error."""
+    reply = worker.ask(request("measure", source, "warm0", check=True,
+                               times={"bench": {"warmup_ms": 0, "rep_ms": 2}}))
+    assert reply["status"] == "ok", reply["message"]
+    assert reply["times"]["bench"]["samples"] >= 1
+
+
 def test_float16_tolerances_and_no_times_unless_asked(worker, source):
     reply = worker.ask(request("measure", source, "f16", dtype="float16", check=True))
     assert reply["status"] == "ok", reply["message"]
@@ -293,6 +302,8 @@ def test_malformed_requests(worker, source):
                        (request("measure", source, 0, sizes={"x": -1}), "sizes"),
                        (request("measure", source, 0, sizes={"x": 4}), "sizes lacks y"),
                        (request("measure", source, 0, times={"bench": {"rep_ms": 0}}), "rep_ms"),
+                       (request("measure", source, 0, times={"bench": {"warmup_ms": -1}}),
+                        "warmup_ms"),
                        (request("measure", source, 0, times={"wall": {}}), "unknown time")]:
         bad = dict(bad, id="m2")
         reply = worker.ask(bad)

@@ -215,6 +215,10 @@ def test_exploration_from_post_to_ranked_schedules(daemon, finished):
     assert "full" in page["schedules"][0] and page["baselines"][0]["name"] == "reference"
     status, ok = daemon.get(f"/v1/explorations/{x['id']}/schedules?status=ok&offset=7")
     assert [s["rank"] for s in ok["schedules"]] == [8]
+    # Read from all of its text: `7x` and `1.5` were read as 7 and 1.
+    for query in ("offset=7x", "limit=1.5"):
+        status, r = daemon.get(f"/v1/explorations/{x['id']}/schedules?{query}")
+        assert status == 400 and r["error"]["field"] == query.split("=")[0], r
     status, listing = daemon.get("/v1/explorations?kernel=geglu_api&state=done")
     assert status == 200 and x["id"] in [e["id"] for e in listing["explorations"]]
 
@@ -230,6 +234,9 @@ def test_schedule_page_has_program_module_and_measurements(daemon, finished):
         assert stmt + ";" in s["program"]
     assert "geglu.compile();" in s["program"]
     assert {m["protocol"] for m in s["measurements"]} == {"screen", "full"}
+    # The GPU's index is `gpu_index`: `gpu` is the CUDA-graph time, which replaced it when both
+    # were there. The interpreter has neither.
+    assert all(m["gpu_index"] is None and "gpu" not in m for m in s["measurements"])
 
 
 def test_best_for_ci(daemon, finished, tmp_path):
@@ -412,6 +419,8 @@ BAD_REQUESTS = [
     ("POST", "/v1/explorations", {**exploration_body(), "budget": "many"}, 400, "budget"),
     ("POST", "/v1/explorations", {**exploration_body(), "top": 5000}, 400, "top"),
     ("POST", "/v1/explorations", {**exploration_body(), "rounds": 0}, 400, "rounds"),
+    # 2^62 + 1 was read as the double 2^62, within the range, and taken as 2^62.
+    ("POST", "/v1/explorations", {**exploration_body(), "seed": 2**62 + 1}, 400, "seed"),
     ("POST", "/v1/explorations", {**exploration_body(), "times": ["wall"]}, 400, "times"),
     ("POST", "/v1/explorations", {**exploration_body(), "compile": "geglu"}, 400, "compile"),
     ("POST", "/v1/explorations", {**exploration_body(), "baselines": "torch"}, 400, "baselines"),
@@ -427,6 +436,12 @@ BAD_REQUESTS = [
      "algorithm_error"),
     ("POST", "/v1/explorations", {**exploration_body(), "strategy": "annealing"}, 400, "strategy"),
     ("POST", "/v1/explorations", {**exploration_body(), "extra": 1}, 400, "unknown_field"),
+    # `source` is another name of `algorithm`: both at once was `source`, whatever `algorithm` was.
+    ("POST", "/v1/explorations", {**exploration_body(), "source": GEGLU}, 400, "source"),
+    # `test_shapes` (a template file's field) was taken as anything, unread.
+    ("POST", "/v1/explorations", {**exploration_body(), "test_shapes": 5}, 400, "test_shapes"),
+    ("POST", "/v1/explorations", {**exploration_body(), "test_shapes": [{"x": 0}]}, 400,
+     "test_shapes"),
     ("POST", "/v1/compile", {}, 400, "source"),
     ("POST", "/v1/compile", {"source": GEGLU, "emit": "asm"}, 400, "emit"),
     ("POST", "/v1/compile", {"source": GEGLU, "schedule": 5}, 400, "schedule"),
@@ -439,6 +454,17 @@ BAD_REQUESTS = [
     ("GET", "/v1/explorations?limit=0", None, 400, "limit"),
     ("GET", "/v1/explorations?limit=1001", None, 400, "limit"),
     ("GET", "/v1/explorations?limit=", None, 400, "limit"),
+    # Numbers are read from all of their text: these were read as 5 and -7, and served.
+    ("GET", "/v1/explorations?limit=5x", None, 400, "limit"),
+    ("GET", "/v1/explorations?offset=-7.5e-25", None, 400, "offset"),
+    # Ids too large for 64 bits were 400 "not a number".
+    ("GET", "/v1/explorations/99999999999999999999", None, 404, "not_found"),
+    ("GET", "/v1/schedules/99999999999999999999", None, 404, "not_found"),
+    ("POST", "/v1/explorations/99999999999999999999/cancel", None, 404, "not_found"),
+    # A cancel has no fields (its body was not read at all).
+    ("POST", "/v1/explorations/99999/cancel", {"force": True}, 400, "unknown_field"),
+    ("POST", "/v1/explorations/99999/cancel", b"[]", 400, "bad_request"),
+    ("POST", "/v1/explorations/99999/cancel", {}, 404, "not_found"),
     ("GET", "/v1/explorations/99999", None, 404, "not_found"),
     ("GET", "/v1/explorations/99999/schedules", None, 404, "not_found"),
     ("GET", "/v1/explorations/99999/events", None, 404, "not_found"),
@@ -490,6 +516,14 @@ def test_best_needs_a_shape(daemon):
     status, r = daemon.get("/v1/best?kernel=geglu&shape=")
     assert status == 400 and r["error"]["field"] == "shape", r
     assert "`shape` is empty" in r["error"]["message"], r
+
+
+def test_a_size_beyond_64_bits_is_refused_as_itself(daemon):
+    """2^64 - 1 was read as the size -1, and refused as `not -1`."""
+    body = exploration_body(shapes=[{"x": 4, "y": 2**64 - 1}])
+    status, r = daemon.post("/v1/explorations", body)
+    assert status == 400 and r["error"]["field"] == "shapes", r
+    assert "-1" not in r["error"]["message"], r
 
 
 def test_names_cannot_inject_python_through_the_api(daemon, tmp_path):

@@ -4,6 +4,7 @@ bound answers with what to do; a /v1/expand walk is bounded in time, ends when i
 and does not hold up a shutdown."""
 import json
 import os
+import re
 import signal
 import socket
 import threading
@@ -202,11 +203,30 @@ def test_shutdown_interrupts_an_expansion(tmp_path):
     reader.start()
     time.sleep(1.5)
     start = time.monotonic()
-    d.proc.send_signal(signal.SIGTERM)
-    d.proc.communicate(timeout=30)
+    d.stop(signal.SIGTERM)
     assert time.monotonic() - start < 10, "dtxd took too long to stop"
     reader.join()
     assert answer["bytes"].startswith(b"HTTP/1.1 503"), answer
     assert b'"stopping"' in answer["bytes"], answer
     s.close()
 
+
+
+def test_pipelined_requests_are_all_answered_in_order(tmp_path):
+    """Requests sent back to back in one packet: each is answered, in order (the bytes read
+    ahead for the first used to be dropped with it, and the second waited out the idle
+    timeout unanswered)."""
+    d = started(tmp_path)
+    one = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    last = b"GET /v1/explorations/999 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    s = open_socket(d, one * 2 + last)
+    s.settimeout(5)
+    data = b""
+    start = time.monotonic()
+    while chunk := s.recv(65536):
+        data += chunk
+    assert time.monotonic() - start < 2, "an answer waited"
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", data)
+    assert statuses == [b"200", b"200", b"404"], data
+    s.close()
+    d.stop()

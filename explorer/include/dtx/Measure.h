@@ -32,6 +32,9 @@ struct MeasureConfig {
   unsigned order_seed = 0;       // the shuffles' seed
   double timeout_s = 300;        // per request and stage
   std::string device;            // a GPU model (Request::device); empty: any
+  /// Asked while results are awaited: once true, the requests not answered yet are abandoned
+  /// (their results are dropped when they come) and run_measure returns what it has.
+  std::function<bool()> stop;
 };
 
 /// The thesis' protocol (chapter 4.2): do_bench with 25 ms warm-up and 100 ms of repetitions,

@@ -6,6 +6,8 @@
 #include "dtx/Request.h"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <set>
 
 namespace dtx::server {
@@ -28,9 +30,14 @@ template <class T> T number_field(const nlohmann::json& b, const char* key, T fa
   if (!b.contains(key)) return fallback;
   if (!b[key].is_number())
     throw ApiError(400, "bad_field", std::string("`") + key + "` must be a number", key);
+  const NumberRule& rule = setting_rule(key);
   double v = b[key].get<double>();
-  if (std::string p = setting_rule(key).problem(v); !p.empty())
-    throw ApiError(400, "bad_field", std::string("`") + key + "` " + p, key);
+  std::string p = rule.problem(v);
+  // Compared as the integer it is: 2^62 + 1 reads as the double 2^62, which is in range.
+  if (p.empty() && b[key].is_number_unsigned() &&
+      static_cast<std::uint64_t>(v) != b[key].get<std::uint64_t>())
+    p = "must be " + rule.describe();
+  if (!p.empty()) throw ApiError(400, "bad_field", std::string("`") + key + "` " + p, key);
   return static_cast<T>(v);
 }
 
@@ -40,10 +47,15 @@ ShapeSizes shape_of(const nlohmann::json& s, const std::string& field) {
                    field);
   ShapeSizes out;
   for (const auto& [label, size] : s.items()) {
-    // Its range is checked with the rest of the shape (shape_problem).
+    // Its range is checked with the rest of the shape (shape_problem), but for one beyond
+    // 2^63 - 1: as a long long it would be a negative size.
     if (!size.is_number_integer())
       throw ApiError(400, "bad_field", "the size of `" + label + "` must be a whole number >= 1",
                      field);
+    if (size.is_number_unsigned() &&
+        size.get<std::uint64_t>() >
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      throw ApiError(400, "bad_field", "the size of `" + label + "` is over 2^63 - 1", field);
     out[label] = size.get<long long>();
   }
   return out;
@@ -115,6 +127,9 @@ TemplateRequest request_from_json(const nlohmann::json& b, const Config& config)
   tf.kernel = text_field(b, "kernel", true);
   if (std::string p = kernel_name_problem(tf.kernel); !p.empty())
     throw ApiError(400, "bad_field", p, "kernel");
+  if (b.contains("source") && b.contains("algorithm"))
+    throw ApiError(400, "bad_field", "give `algorithm` or `source` (another name of it), not both",
+                   "source");
   tf.algorithm = text_field(b, b.contains("source") ? "source" : "algorithm", true);
   tf.algorithm_name =
       b.contains("algorithm_name") ? text_field(b, "algorithm_name", false) : tf.kernel + ".dt";
@@ -147,6 +162,17 @@ TemplateRequest request_from_json(const nlohmann::json& b, const Config& config)
   }
   if (r.shapes.empty())
     throw ApiError(400, "missing_field", "give `shapes` (a list) or `shape`", "shapes");
+  // A template file's field, taken so that a file's fields can be posted as they are: checked as
+  // shapes, not used.
+  if (b.contains("test_shapes")) {
+    if (!b["test_shapes"].is_array())
+      throw ApiError(400, "bad_field", "`test_shapes` is a list of shapes", "test_shapes");
+    for (const auto& s : b["test_shapes"])
+      for (const auto& [label, size] : shape_of(s, "test_shapes"))
+        if (size < 1)
+          throw ApiError(400, "bad_field",
+                         "the size of `" + label + "` must be a whole number >= 1", "test_shapes");
+  }
 
   ExploreSettings& s = r.settings;
   s = config.defaults;
@@ -257,6 +283,11 @@ void register_explorations(Api& api) {
   api.post(R"(/v1/explorations/(\d+)/cancel)", "/v1/explorations/{id}/cancel",
            [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
              std::int64_t id = path_id(req);
+             // A cancel has no fields: no body, or an empty object.
+             if (!req.body.empty())
+               if (nlohmann::json b = body_json(req); !b.empty())
+                 throw ApiError(400, "unknown_field", "unknown field `" + b.begin().key() + "`",
+                                b.begin().key());
              auto x = ctx.store.exploration(id);
              if (!x) throw ApiError(404, "not_found", "no exploration " + std::to_string(id));
              Scheduler::CancelResult r = ctx.scheduler.cancel(id);
