@@ -104,24 +104,16 @@ public:
   static constexpr std::uint64_t kFailFast = 4;
 
   void baseline(const std::string& status, const std::string& message) {
-    ++baselines_;
-    if (status == "ok")
-      ++baselines_ok_;
-    else
-      note(status, message);
+    count(baselines_, status, message);
   }
   void candidate(const std::string& status, const std::string& message) {
-    ++candidates_;
-    if (status == "ok")
-      ++candidates_ok_;
-    else
-      note(status, message);
+    count(candidates_, status, message);
   }
 
   /// Whether the baselines and the first kFailFast candidates all failed, for one reason.
   bool hopeless() const {
-    return baselines_ > 0 && baselines_ok_ == 0 && candidates_ >= kFailFast &&
-           candidates_ok_ == 0 && reasons_.size() == 1;
+    return baselines_.ended > 0 && baselines_.ok == 0 && candidates_.ended >= kFailFast &&
+           candidates_.ok == 0 && reasons_.size() == 1;
   }
 
   /// Why the exploration failed, or "" when it did not: it stopped early (hopeless), or it
@@ -129,15 +121,16 @@ public:
   std::string failure(std::uint64_t proposed,
                       const std::map<std::string, std::uint64_t>& rejected) const {
     if (hopeless())
-      return "stopped early: every baseline (" + std::to_string(baselines_) + ") and the first " +
-             std::to_string(candidates_) + " candidates failed with " + reasons_.begin()->first;
-    if (candidates_ > 0 && candidates_ok_ == 0) {
-      std::string why = "all " + std::to_string(candidates_) + " candidates measured failed:";
+      return "stopped early: every baseline (" + std::to_string(baselines_.ended) +
+             ") and the first " + std::to_string(candidates_.ended) + " candidates failed with " +
+             reasons_.begin()->first;
+    if (candidates_.ended > 0 && candidates_.ok == 0) {
+      std::string why = "all " + std::to_string(candidates_.ended) + " candidates measured failed:";
       for (const auto& [reason, n] : counted())
         why += "\n  " + std::to_string(n) + " x " + reason;
       return why;
     }
-    if (candidates_ == 0 && proposed > 0) {
+    if (candidates_.ended == 0 && proposed > 0) {
       std::string why = "no schedule of the space passed its checks (" + std::to_string(proposed) +
                         " proposed, all rejected):";
       for (const auto& [reason, n] : rejected)
@@ -148,6 +141,19 @@ public:
   }
 
 private:
+  /// How many baselines (or candidates) ended, and how many of them passed.
+  struct Tally {
+    std::uint64_t ended = 0, ok = 0;
+  };
+
+  /// One baseline's or candidate's end: counted, and its reason noted when it failed.
+  void count(Tally& tally, const std::string& status, const std::string& message) {
+    ++tally.ended;
+    if (status == "ok")
+      ++tally.ok;
+    else
+      note(status, message);
+  }
   /// Counted by status and the message's first line, at most 300 bytes of it (cut between
   /// UTF-8 characters): enough to tell reasons apart, short enough to list.
   void note(const std::string& status, const std::string& message) {
@@ -168,7 +174,7 @@ private:
     return out;
   }
 
-  std::uint64_t baselines_ = 0, baselines_ok_ = 0, candidates_ = 0, candidates_ok_ = 0;
+  Tally baselines_, candidates_;                 // what ended, by kind
   std::map<std::string, std::uint64_t> reasons_; // "status: message" -> how many
 };
 
