@@ -446,6 +446,32 @@ private:
   /// Cancelled, interrupted, or no longer this process's: stop at once.
   bool stopping() const { return cancelled() || interrupted() || lease_->lost(); }
 
+  // The search's steps (search() only).
+  /// Room in flight, budget and time left, and no reason to stop.
+  bool may_propose() const;
+  bool budget_left() const;
+  bool out_of_time() const;
+  /// The requests the search keeps in the pool at once.
+  std::size_t room_in_flight() const;
+  /// One point from the strategy: evaluated (a rejection counted), answered from memory when its
+  /// canonical text was met before, else compiled and screened.
+  void propose_one();
+  /// A new schedule: compiled (lowering may still reject it), stored, then answered by a stored
+  /// screening of the same module, else submitted to the pool.
+  void compile_and_screen(const Candidate& c, Known& k);
+  /// Waits up to a second for a screening from the pool; stores it and tells the strategy.
+  void receive_one();
+  /// A schedule's cost is known: the strategy told for every point waiting on it, the outcome
+  /// and the progress counted.
+  void resolve(Known& k, std::optional<double> cost, const std::string& canonical,
+               const std::string& status, const std::string& message);
+
+  // The full protocol's steps (full_protocol() only).
+  /// The full protocol's settings, the best few not yet measured with it, and the baselines.
+  MeasureConfig full_config();
+  /// Stores the full protocol's times; the best schedule and baseline of progress are theirs.
+  void store_full(const Report& full);
+
   // What the caller gave, for the whole run.
   const ExploreJob& job_;
   const ExploreSettings& set_;
@@ -477,6 +503,16 @@ private:
   /// The baselines' and candidates' results, to tell an exploration that cannot succeed
   /// (run_baselines, search; fail_if_nothing_passed).
   Outcomes outcomes_;
+  /// The search's requests in flight and its reasons to stop proposing (search's steps only).
+  struct Flight {
+    std::map<std::uint64_t, std::string> tickets; // in flight: ticket -> canonical
+    std::uint64_t next_ticket = 0;
+    /// Shared with the pool's callbacks: results of requests abandoned by a cancel arrive after
+    /// explore() returned.
+    std::shared_ptr<Inbox> inbox = std::make_shared<Inbox>();
+    std::uint64_t rejected_in_a_row = 0;
+    bool exhausted = false; // the strategy proposes nothing more, or rejections in a row
+  } flight_;
   /// The schedules the search met, by canonical text (search; record_search counts them, the
   /// full protocol takes their modules).
   std::unordered_map<std::string, Known> known_;
@@ -635,128 +671,142 @@ void Exploration::run_baselines() {
 }
 
 void Exploration::search() {
-  std::map<std::uint64_t, std::string> tickets; // in flight: ticket -> canonical
-  std::uint64_t next_ticket = 0;
-  // Shared with the pool's callbacks: results of requests abandoned by a cancel arrive after
-  // explore() returned.
-  auto inbox = std::make_shared<Inbox>();
-  std::uint64_t rejected_in_a_row = 0;
-  bool exhausted = false;
-
-  auto resolve = [&](Known& k, std::optional<double> cost, const std::string& canonical,
-                     const std::string& status, const std::string& message) {
-    outcomes_.candidate(status, message);
-    k.cost = cost;
-    k.resolved = true;
-    for (const Point& p : k.waiting)
-      strategy_->observe(p, cost);
-    k.waiting.clear();
-    ++prog_.done;
-    if (cost) {
-      ok_times_.emplace_back(*cost, canonical);
-      if (!prog_.best_ms || *cost < *prog_.best_ms) {
-        prog_.best_ms = *cost;
-        prog_.best_schedule = canonical;
-      }
-    } else {
-      ++prog_.failed;
-    }
-  };
-  auto budget_left = [&] { return set_.budget == 0 || prog_.done + tickets.size() < set_.budget; };
-  auto out_of_time = [&] { return set_.time_limit_s > 0 && elapsed() >= set_.time_limit_s; };
-
   report("search");
   while (true) {
-    // Propose while there is room in flight and budget left.
-    while (!exhausted && !stopping() && !outcomes_.hopeless() && !out_of_time() && budget_left() &&
-           tickets.size() < (set_.in_flight_share
-                                 ? std::max<std::size_t>(1, set_.in_flight_share->load())
-                                 : set_.in_flight)) {
-      std::vector<Point> points = strategy_->propose(1);
-      if (points.empty()) {
-        exhausted = true;
-        break;
-      }
-      const Point& p = points.front();
-      ++prog_.proposed;
-      Candidate c = space_->evaluate(p);
-      if (!c.ok) {
-        ++summary_.rejected[c.reason];
-        ++prog_.rejected;
-        strategy_->observe(p, std::nullopt);
-        if (++rejected_in_a_row >= set_.max_rejected_in_a_row) exhausted = true;
-        continue;
-      }
-      rejected_in_a_row = 0;
-      auto [it, fresh] = known_.try_emplace(c.canonical);
-      Known& k = it->second;
-      if (!fresh) {
-        ++prog_.duplicates;
-        if (k.resolved)
-          strategy_->observe(p, k.cost);
-        else
-          k.waiting.push_back(p);
-        continue;
-      }
-      k.waiting.push_back(p);
-      dtc::CompileResult module = algorithm_->compile(c.schedule);
-      if (!module.ok) { // lowering rejected what the quick check let through
-        std::string reason = module.messages.empty() ? "lowering" : module.messages[0].code;
-        ++summary_.rejected[reason];
-        ++prog_.rejected;
-        k.resolved = true;
-        for (const Point& q : k.waiting)
-          strategy_->observe(q, std::nullopt);
-        k.waiting.clear();
-        continue;
-      }
-      k.module = module.output;
-      k.code_hash = sha256_hex(k.module);
-      owned();
-      k.schedule_id = store_.add_schedule(id_, c.canonical, static_cast<std::int64_t>(c.index),
-                                          k.code_hash, k.module);
-      // Reuse: this exploration's own earlier screening (resume), or another's.
-      std::optional<results::MeasurementRecord> stored;
-      if (auto mine = store_.schedule(k.schedule_id); mine && mine->screen)
-        stored = mine->screen;
-      else if (auto other =
-                   store_.find_measurement(k.code_hash, shape_, tf_.dtype, "screen", env_)) {
-        store_.add_measurement(k.schedule_id, *other);
-        stored = other;
-      }
-      if (stored) {
-        ++prog_.reused;
-        resolve(k, stored->status == "ok" ? stored->time_ms : std::nullopt, c.canonical,
-                stored->status, stored->message);
-        report("search");
-        continue;
-      }
-      Request r = base_;
-      r.module_source = k.module;
-      std::uint64_t ticket = next_ticket++;
-      tickets[ticket] = c.canonical;
-      backend_.submit(std::move(r),
-                      [inbox, ticket](const Result& res) { inbox->push(ticket, res); });
-    }
+    while (may_propose())
+      propose_one();
     // Stopped, or failing for one reason: the requests in flight are abandoned (their results
     // are not stored), so that the exploration stops at once.
-    if (tickets.empty() || stopping() || outcomes_.hopeless()) break;
-    auto item = inbox->pop(1.0);
-    if (!item) continue;
-    auto t = tickets.find(item->first);
-    std::string canonical = t->second;
-    tickets.erase(t);
-    Known& k = known_.at(canonical);
-    results::MeasurementRecord m =
-        record_of(item->second, k.code_hash, shape_, tf_.dtype, "screen", env_);
-    owned();
-    if (env_.device_name.empty() && item->second.worker) {
-      env_ = environment_of(*item->second.worker);
-      store_.set_device(id_, env_.device_name);
-    }
-    store_.add_measurement(k.schedule_id, m);
-    resolve(k, m.status == "ok" ? m.time_ms : std::nullopt, canonical, m.status, m.message);
+    if (flight_.tickets.empty() || stopping() || outcomes_.hopeless()) break;
+    receive_one();
+  }
+}
+
+bool Exploration::may_propose() const {
+  return !flight_.exhausted && !stopping() && !outcomes_.hopeless() && !out_of_time() &&
+         budget_left() && flight_.tickets.size() < room_in_flight();
+}
+
+bool Exploration::budget_left() const {
+  return set_.budget == 0 || prog_.done + flight_.tickets.size() < set_.budget;
+}
+
+bool Exploration::out_of_time() const {
+  return set_.time_limit_s > 0 && elapsed() >= set_.time_limit_s;
+}
+
+std::size_t Exploration::room_in_flight() const {
+  return set_.in_flight_share ? std::max<std::size_t>(1, set_.in_flight_share->load())
+                              : set_.in_flight;
+}
+
+void Exploration::propose_one() {
+  std::vector<Point> points = strategy_->propose(1);
+  if (points.empty()) {
+    flight_.exhausted = true;
+    return;
+  }
+  const Point& p = points.front();
+  ++prog_.proposed;
+  Candidate c = space_->evaluate(p);
+  if (!c.ok) {
+    ++summary_.rejected[c.reason];
+    ++prog_.rejected;
+    strategy_->observe(p, std::nullopt);
+    if (++flight_.rejected_in_a_row >= set_.max_rejected_in_a_row) flight_.exhausted = true;
+    return;
+  }
+  flight_.rejected_in_a_row = 0;
+  auto [it, fresh] = known_.try_emplace(c.canonical);
+  Known& k = it->second;
+  if (!fresh) {
+    ++prog_.duplicates;
+    if (k.resolved)
+      strategy_->observe(p, k.cost);
+    else
+      k.waiting.push_back(p);
+    return;
+  }
+  k.waiting.push_back(p);
+  compile_and_screen(c, k);
+}
+
+void Exploration::compile_and_screen(const Candidate& c, Known& k) {
+  dtc::CompileResult module = algorithm_->compile(c.schedule);
+  if (!module.ok) { // lowering rejected what the quick check let through
+    std::string reason = module.messages.empty() ? "lowering" : module.messages[0].code;
+    ++summary_.rejected[reason];
+    ++prog_.rejected;
+    k.resolved = true;
+    for (const Point& q : k.waiting)
+      strategy_->observe(q, std::nullopt);
+    k.waiting.clear();
+    return;
+  }
+  k.module = module.output;
+  k.code_hash = sha256_hex(k.module);
+  owned();
+  k.schedule_id = store_.add_schedule(id_, c.canonical, static_cast<std::int64_t>(c.index),
+                                      k.code_hash, k.module);
+  // Reuse: this exploration's own earlier screening (resume), or another's.
+  std::optional<results::MeasurementRecord> stored;
+  if (auto mine = store_.schedule(k.schedule_id); mine && mine->screen)
+    stored = mine->screen;
+  else if (auto other = store_.find_measurement(k.code_hash, shape_, tf_.dtype, "screen", env_)) {
+    store_.add_measurement(k.schedule_id, *other);
+    stored = other;
+  }
+  if (stored) {
+    ++prog_.reused;
+    resolve(k, stored->status == "ok" ? stored->time_ms : std::nullopt, c.canonical, stored->status,
+            stored->message);
     report("search");
+    return;
+  }
+  Request r = base_;
+  r.module_source = k.module;
+  std::uint64_t ticket = flight_.next_ticket++;
+  flight_.tickets[ticket] = c.canonical;
+  backend_.submit(std::move(r),
+                  [inbox = flight_.inbox, ticket](const Result& res) { inbox->push(ticket, res); });
+}
+
+void Exploration::receive_one() {
+  auto item = flight_.inbox->pop(1.0);
+  if (!item) return;
+  auto t = flight_.tickets.find(item->first);
+  std::string canonical = t->second;
+  flight_.tickets.erase(t);
+  Known& k = known_.at(canonical);
+  results::MeasurementRecord m =
+      record_of(item->second, k.code_hash, shape_, tf_.dtype, "screen", env_);
+  owned();
+  if (env_.device_name.empty() && item->second.worker) {
+    env_ = environment_of(*item->second.worker);
+    store_.set_device(id_, env_.device_name);
+  }
+  store_.add_measurement(k.schedule_id, m);
+  resolve(k, m.status == "ok" ? m.time_ms : std::nullopt, canonical, m.status, m.message);
+  report("search");
+}
+
+void Exploration::resolve(Known& k, std::optional<double> cost, const std::string& canonical,
+                          const std::string& status, const std::string& message) {
+  outcomes_.candidate(status, message);
+  k.cost = cost;
+  k.resolved = true;
+  for (const Point& p : k.waiting)
+    strategy_->observe(p, cost);
+  k.waiting.clear();
+  ++prog_.done;
+  if (cost) {
+    ok_times_.emplace_back(*cost, canonical);
+    if (!prog_.best_ms || *cost < *prog_.best_ms) {
+      prog_.best_ms = *cost;
+      prog_.best_schedule = canonical;
+    }
+  } else {
+    ++prog_.failed;
   }
 }
 
@@ -777,7 +827,14 @@ void Exploration::fail_if_nothing_passed() {
 void Exploration::full_protocol() {
   if (stopping() || set_.top <= 0 || ok_times_.empty()) return;
   report("full");
-  std::sort(ok_times_.begin(), ok_times_.end());
+  MeasureConfig config = full_config();
+  if (config.modules.empty()) return;
+  Report full = run_measure(config, backend_);
+  owned();
+  store_full(full);
+}
+
+MeasureConfig Exploration::full_config() {
   MeasureConfig config;
   config.source = program_;
   config.file_name = tf_.algorithm_name;
@@ -794,6 +851,7 @@ void Exploration::full_protocol() {
   config.order_seed = static_cast<unsigned>(set_.seed);
   config.timeout_s = set_.timeout_s;
   config.device = base_.device;
+  std::sort(ok_times_.begin(), ok_times_.end());
   std::set<std::string> chosen;
   for (const auto& [ms, canonical] : ok_times_) {
     if (static_cast<int>(chosen.size()) >= set_.top) break;
@@ -806,9 +864,10 @@ void Exploration::full_protocol() {
     for (const NamedBaseline& b : tf_.baselines)
       config.baselines.push_back(b.spec);
   }
-  if (config.modules.empty()) return;
-  Report full = run_measure(config, backend_);
-  owned();
+  return config;
+}
+
+void Exploration::store_full(const Report& full) {
   std::optional<double> full_baseline, full_best;
   for (const Entry& e : full.entries) {
     results::MeasurementRecord m;
