@@ -105,24 +105,16 @@ public:
   static constexpr std::uint64_t kFailFast = 4;
 
   void baseline(const std::string& status, const std::string& message) {
-    ++baselines_;
-    if (status == "ok")
-      ++baselines_ok_;
-    else
-      note(status, message);
+    count(baselines_, status, message);
   }
   void candidate(const std::string& status, const std::string& message) {
-    ++candidates_;
-    if (status == "ok")
-      ++candidates_ok_;
-    else
-      note(status, message);
+    count(candidates_, status, message);
   }
 
   /// Whether the baselines and the first kFailFast candidates all failed, for one reason.
   bool hopeless() const {
-    return baselines_ > 0 && baselines_ok_ == 0 && candidates_ >= kFailFast &&
-           candidates_ok_ == 0 && reasons_.size() == 1;
+    return baselines_.ended > 0 && baselines_.ok == 0 && candidates_.ended >= kFailFast &&
+           candidates_.ok == 0 && reasons_.size() == 1;
   }
 
   /// Why the exploration failed, or "" when it did not: it stopped early (hopeless), or it
@@ -130,15 +122,16 @@ public:
   std::string failure(std::uint64_t proposed,
                       const std::map<std::string, std::uint64_t>& rejected) const {
     if (hopeless())
-      return "stopped early: every baseline (" + std::to_string(baselines_) + ") and the first " +
-             std::to_string(candidates_) + " candidates failed with " + reasons_.begin()->first;
-    if (candidates_ > 0 && candidates_ok_ == 0) {
-      std::string why = "all " + std::to_string(candidates_) + " candidates measured failed:";
+      return "stopped early: every baseline (" + std::to_string(baselines_.ended) +
+             ") and the first " + std::to_string(candidates_.ended) + " candidates failed with " +
+             reasons_.begin()->first;
+    if (candidates_.ended > 0 && candidates_.ok == 0) {
+      std::string why = "all " + std::to_string(candidates_.ended) + " candidates measured failed:";
       for (const auto& [reason, n] : counted())
         why += "\n  " + std::to_string(n) + " x " + reason;
       return why;
     }
-    if (candidates_ == 0 && proposed > 0) {
+    if (candidates_.ended == 0 && proposed > 0) {
       std::string why = "no schedule of the space passed its checks (" + std::to_string(proposed) +
                         " proposed, all rejected):";
       for (const auto& [reason, n] : rejected)
@@ -149,6 +142,19 @@ public:
   }
 
 private:
+  /// How many baselines (or candidates) ended, and how many of them passed.
+  struct Tally {
+    std::uint64_t ended = 0, ok = 0;
+  };
+
+  /// One baseline's or candidate's end: counted, and its reason noted when it failed.
+  void count(Tally& tally, const std::string& status, const std::string& message) {
+    ++tally.ended;
+    if (status == "ok")
+      ++tally.ok;
+    else
+      note(status, message);
+  }
   /// Counted by status and the message's first line, at most 300 bytes of it (cut between
   /// UTF-8 characters): enough to tell reasons apart, short enough to list.
   void note(const std::string& status, const std::string& message) {
@@ -169,7 +175,7 @@ private:
     return out;
   }
 
-  std::uint64_t baselines_ = 0, baselines_ok_ = 0, candidates_ = 0, candidates_ok_ = 0;
+  Tally baselines_, candidates_;                 // what ended, by kind
   std::map<std::string, std::uint64_t> reasons_; // "status: message" -> how many
 };
 
@@ -375,416 +381,579 @@ results::ExplorationSpec spec_of(const ExploreJob& job) {
   return spec;
 }
 
-ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, results::Store& store,
-                       const ExploreProgressFn& progress, const ExploreControl& control) {
-  const auto start = Clock::now();
-  const ExploreSettings& set = job.settings;
-  const TemplateFile& tf = job.file;
-  const std::string shape = shape_key_of(job.shape);
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+namespace {
 
-  // --- the exploration's row and its lease, before anything else is written
-  std::int64_t id = job.exploration_id;
-  const std::string program = tf.program();
-  if (id == 0) {
-    id = store.create_leased_exploration(spec_of(job), control.holder, control.lease_s);
-  } else {
-    results::LeaseAttempt attempt = store.acquire_lease(id, control.holder, control.lease_s);
-    if (!attempt.acquired) throw LeaseHeld(attempt.lease);
-    if (attempt.replaced && control.took_over) control.took_over(*attempt.replaced);
+/// A schedule the search met, by canonical text.
+struct Known {
+  std::optional<double> cost; // set once measured
+  bool resolved = false;
+  std::int64_t schedule_id = 0;
+  std::string module, code_hash;
+  std::vector<Point> waiting; // points with this canonical text awaiting the cost
+};
+
+/// One run of explore(): the job, what it runs on, and what its steps hand on to one another.
+/// explore() calls the steps once each, in order; a step that finds the exploration cannot go on
+/// throws (fail(), LeaseHeld, LeaseLost, results::StoreError). The lease is given up when the
+/// object goes: after finish() built the summary, or while an exception leaves explore().
+class Exploration {
+public:
+  Exploration(const ExploreJob& job, MeasurementBackend& backend, results::Store& store,
+              const ExploreProgressFn& progress, const ExploreControl& control)
+      : job_(job), set_(job.settings), tf_(job.file), backend_(backend), store_(store),
+        progress_(progress), control_(control), start_(Clock::now()),
+        shape_(shape_key_of(job.shape)), program_(tf_.program()), id_(job.exploration_id) {
+    prog_.budget = set_.budget;
   }
-  LeaseKeeper lease(store, id, control);
-  // Before each write: a process that lost the lease stops without writing.
-  auto owned = [&] {
-    if (!lease.held()) throw LeaseLost(id);
-  };
-  ExploreSummary summary;
-  summary.exploration_id = id;
-  auto fail = [&](const std::string& message) {
-    owned();
-    store.set_state(id, results::State::Failed, message);
-    throw std::runtime_error(message);
-  };
 
-  auto algorithm = std::make_shared<const dtc::Algorithm>(program, tf.algorithm_name);
-  if (!algorithm->ok()) fail(algorithm->diagnostics());
-  std::unique_ptr<Space> space;
+  /// The exploration's row and its lease, before anything else is written: a new exploration is
+  /// stored with its lease; a stored one (resumed) has its lease taken, unless another process
+  /// holds it (LeaseHeld).
+  void open_or_resume();
+  /// The algorithm, the template's space at the shape, the strategy; from here the exploration
+  /// is `running`, with its space's size stored.
+  void build_space();
+  /// The Func to time: the template's first `compile` entry, or the module's first.
+  void choose_func();
+  /// The environment: the timing workers' hello (waited for, so that reuse can look it up), of
+  /// the model asked for, else of the first worker.
+  void find_environment();
+  /// The screening request that every baseline and candidate starts from.
+  void plan_screening();
+  /// 1. The baselines, screened (any generated module carries the inputs and reference); those
+  /// a resumed exploration screened already are counted, not measured again.
+  void run_baselines();
+  /// 2 and 3. Propose → evaluate → dedupe → compile → store → reuse or screen, until the space,
+  /// the strategy, the budget or the time runs out, a stop, or a hopeless outcome.
+  void search();
+  /// The rejections by reason and the candidates met, stored even when stopping.
+  void record_search();
+  /// Fails an exploration that cannot succeed (Outcomes::failure), unless it is stopping.
+  void fail_if_nothing_passed();
+  /// 4. The best few and the baselines with the full protocol.
+  void full_protocol();
+  /// The final state (cancelled; queued when interrupted, for a later start to resume; done),
+  /// the last progress event, and the summary.
+  ExploreSummary finish();
+
+private:
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  /// Before each write: a process that lost the lease stops without writing.
+  void owned() {
+    if (!lease_->held()) throw LeaseLost(id_);
+  }
+  [[noreturn]] void fail(const std::string& message) {
+    owned();
+    store_.set_state(id_, results::State::Failed, message);
+    throw std::runtime_error(message);
+  }
+  void report(const std::string& phase);
+  bool cancelled() const { return control_.cancel && control_.cancel->load(); }
+  bool interrupted() const { return control_.interrupt && control_.interrupt->load(); }
+  /// Cancelled, interrupted, or no longer this process's: stop at once.
+  bool stopping() const { return cancelled() || interrupted() || lease_->lost(); }
+
+  // The search's steps (search() only).
+  /// Room in flight, budget and time left, and no reason to stop.
+  bool may_propose() const;
+  bool budget_left() const;
+  bool out_of_time() const;
+  /// The requests the search keeps in the pool at once.
+  std::size_t room_in_flight() const;
+  /// One point from the strategy: evaluated (a rejection counted), answered from memory when its
+  /// canonical text was met before, else compiled and screened.
+  void propose_one();
+  /// A new schedule: compiled (lowering may still reject it), stored, then answered by a stored
+  /// screening of the same module, else submitted to the pool.
+  void compile_and_screen(const Candidate& c, Known& k);
+  /// Waits up to a second for a screening from the pool; stores it and tells the strategy.
+  void receive_one();
+  /// A schedule's cost is known: the strategy told for every point waiting on it, the outcome
+  /// and the progress counted.
+  void resolve(Known& k, std::optional<double> cost, const std::string& canonical,
+               const std::string& status, const std::string& message);
+
+  // The full protocol's steps (full_protocol() only).
+  /// The full protocol's settings, the best few not yet measured with it, and the baselines.
+  MeasureConfig full_config();
+  /// Stores the full protocol's times; the best schedule and baseline of progress are theirs.
+  void store_full(const Report& full);
+
+  // What the caller gave, for the whole run.
+  const ExploreJob& job_;
+  const ExploreSettings& set_;
+  const TemplateFile& tf_;
+  MeasurementBackend& backend_;
+  results::Store& store_;
+  const ExploreProgressFn& progress_;
+  const ExploreControl& control_;
+  const Clock::time_point start_; // for elapsed(): progress, the time limit, the summary
+  const std::string shape_;       // the shape's key in the store
+  const std::string program_;     // the template's DT program
+
+  /// The stored exploration (open_or_resume; the job's when resumed).
+  std::int64_t id_;
+  /// Held from open_or_resume() on; declared before what the steps build, so that it is given up
+  /// after them.
+  std::optional<LeaseKeeper> lease_;
+  /// Built by build_space(): the algorithm, its space at the shape, the strategy searching it.
+  std::shared_ptr<const dtc::Algorithm> algorithm_;
+  std::unique_ptr<Space> space_;
+  std::unique_ptr<Strategy> strategy_;
+  /// The Func to time (choose_func).
+  std::string func_;
+  /// Where the times come from (find_environment; the first result's worker when no hello
+  /// named a device).
+  results::Environment env_;
+  /// The screening request (plan_screening); the full protocol takes its sizes and device.
+  Request base_;
+  /// The baselines' and candidates' results, to tell an exploration that cannot succeed
+  /// (run_baselines, search; fail_if_nothing_passed).
+  Outcomes outcomes_;
+  /// The search's requests in flight and its reasons to stop proposing (search's steps only).
+  struct Flight {
+    std::map<std::uint64_t, std::string> tickets; // in flight: ticket -> canonical
+    std::uint64_t next_ticket = 0;
+    /// Shared with the pool's callbacks: results of requests abandoned by a cancel arrive after
+    /// explore() returned.
+    std::shared_ptr<Inbox> inbox = std::make_shared<Inbox>();
+    std::uint64_t rejected_in_a_row = 0;
+    bool exhausted = false; // the strategy proposes nothing more, or rejections in a row
+  } flight_;
+  /// The schedules the search met, by canonical text (search; record_search counts them, the
+  /// full protocol takes their modules).
+  std::unordered_map<std::string, Known> known_;
+  /// (screen ms, canonical) of every candidate that passed (search; the full protocol picks the
+  /// best few).
+  std::vector<std::pair<double, std::string>> ok_times_;
+  /// What progress events carry, updated by every step from run_baselines() on.
+  ExploreProgress prog_;
+  /// The result: the id and space size (open_or_resume, build_space), the rejections by reason
+  /// (search), the state and wall time (finish).
+  ExploreSummary summary_;
+};
+
+void Exploration::report(const std::string& phase) {
+  prog_.phase = phase;
+  prog_.elapsed_s = elapsed();
+  if (set_.budget && prog_.done > 0 && prog_.done < set_.budget)
+    prog_.eta_s = prog_.elapsed_s / static_cast<double>(prog_.done) *
+                  static_cast<double>(set_.budget - prog_.done);
+  else
+    prog_.eta_s.reset();
+  if (progress_) progress_(prog_);
+}
+
+void Exploration::open_or_resume() {
+  if (id_ == 0) {
+    id_ = store_.create_leased_exploration(spec_of(job_), control_.holder, control_.lease_s);
+  } else {
+    results::LeaseAttempt attempt = store_.acquire_lease(id_, control_.holder, control_.lease_s);
+    if (!attempt.acquired) throw LeaseHeld(attempt.lease);
+    if (attempt.replaced && control_.took_over) control_.took_over(*attempt.replaced);
+  }
+  lease_.emplace(store_, id_, control_);
+  summary_.exploration_id = id_;
+}
+
+void Exploration::build_space() {
+  algorithm_ = std::make_shared<const dtc::Algorithm>(program_, tf_.algorithm_name);
+  if (!algorithm_->ok()) fail(algorithm_->diagnostics());
   try {
-    space = std::make_unique<Space>(algorithm, tf.parse_schedule(), job.shape,
-                                    SpaceOptions{.dtype = tf.dtype});
+    space_ = std::make_unique<Space>(algorithm_, tf_.parse_schedule(), job_.shape,
+                                     SpaceOptions{.dtype = tf_.dtype});
   } catch (const TemplateFileError& e) {
     fail(e.what());
   } catch (const TemplateParseError& e) {
-    fail(
-        render_template_errors(e.errors, tf.name.empty() ? "template" : tf.name, tf.schedule_line));
+    fail(render_template_errors(e.errors, tf_.name.empty() ? "template" : tf_.name,
+                                tf_.schedule_line));
   }
-  std::unique_ptr<Strategy> strategy;
   try {
-    strategy = make_strategy(
-        set.strategy,
-        {space->radices(), [&](Point p) { return space->normalize(std::move(p)); }, set.seed});
+    strategy_ = make_strategy(
+        set_.strategy, {space_->radices(),
+                        [this](Point p) { return space_->normalize(std::move(p)); }, set_.seed});
   } catch (const std::invalid_argument& e) {
     fail(e.what());
   }
   owned();
-  store.set_state(id, results::State::Running);
-  summary.space_size = kept_space_size(*space);
-  summary.space_overflowed = space_size_overflowed(summary.space_size);
+  store_.set_state(id_, results::State::Running);
+  summary_.space_size = kept_space_size(*space_);
+  summary_.space_overflowed = space_size_overflowed(summary_.space_size);
   // The space's size is known now; its candidates once the search has run.
-  store.set_space(id, summary.space_size, 0);
+  store_.set_space(id_, summary_.space_size, 0);
+}
 
-  // The Func to time: the template's first `compile` entry, or the module's first.
-  std::string func = tf.func();
-  if (func.empty())
-    for (const dtc::FuncInfo& f : algorithm->funcs())
+void Exploration::choose_func() {
+  func_ = tf_.func();
+  if (func_.empty())
+    for (const dtc::FuncInfo& f : algorithm_->funcs())
       if (f.compiled) {
-        func = f.name;
+        func_ = f.name;
         break;
       }
-  if (func.empty())
+  if (func_.empty())
     fail("the algorithm compiles no Func; add `f.compile();` or a `compile:` entry");
+}
 
-  // The environment: the timing workers' hello (waited for, so that reuse can look it up), of
-  // the model asked for, else of the first worker.
-  results::Environment env;
+void Exploration::find_environment() {
   auto of_model = [&]() -> std::optional<WorkerInfo> {
-    for (const WorkerInfo& w : backend.timing_workers())
-      if (set.device.empty() || w.device_name == set.device) return w;
+    for (const WorkerInfo& w : backend_.timing_workers())
+      if (set_.device.empty() || w.device_name == set_.device) return w;
     return std::nullopt;
   };
   // Up to 300 s for the first worker, then up to 30 s more for one of the model asked for (a
   // cluster's workers come up one by one).
-  for (int i = 0; i < 6000 && backend.timing_workers().empty(); ++i)
+  for (int i = 0; i < 6000 && backend_.timing_workers().empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  for (int i = 0; i < 600 && !of_model() && !backend.timing_workers().empty(); ++i)
+  for (int i = 0; i < 600 && !of_model() && !backend_.timing_workers().empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (auto worker = of_model()) {
-    env = environment_of(*worker);
-  } else if (!set.device.empty()) {
+    env_ = environment_of(*worker);
+  } else if (!set_.device.empty()) {
     std::string models;
-    for (const WorkerInfo& w : backend.timing_workers())
+    for (const WorkerInfo& w : backend_.timing_workers())
       if (models.find(w.device_name) == std::string::npos)
         models += (models.empty() ? "" : ", ") + w.device_name;
-    fail("no timing worker of the device model `" + set.device +
+    fail("no timing worker of the device model `" + set_.device +
          "` (the backend has: " + (models.empty() ? "none" : models) + ")");
   }
-  if (!env.device_name.empty()) {
+  if (!env_.device_name.empty()) {
     owned();
-    store.set_device(id, env.device_name);
+    store_.set_device(id_, env_.device_name);
   }
+}
 
-  ExploreProgress prog;
-  prog.budget = set.budget;
-  auto report = [&](const std::string& phase) {
-    prog.phase = phase;
-    prog.elapsed_s = elapsed();
-    if (set.budget && prog.done > 0 && prog.done < set.budget)
-      prog.eta_s = prog.elapsed_s / static_cast<double>(prog.done) *
-                   static_cast<double>(set.budget - prog.done);
-    else
-      prog.eta_s.reset();
-    if (progress) progress(prog);
-  };
-  Request base;
-  base.kind = RequestKind::Measure;
-  base.func = func;
-  base.sizes = std::map<std::string, std::int64_t>(job.shape.begin(), job.shape.end());
-  base.dtype = tf.dtype;
-  base.seed = set.input_seed;
-  base.check = true;
-  base.timeout_s = set.timeout_s;
-  base.device = set.device.empty() ? env.device_name : set.device;
-  base.times.bench = set.screen;
-  auto cancelled = [&] { return control.cancel && control.cancel->load(); };
-  auto interrupted = [&] { return control.interrupt && control.interrupt->load(); };
-  // Cancelled, interrupted, or no longer this process's: stop at once.
-  auto stopping = [&] { return cancelled() || interrupted() || lease.lost(); };
+void Exploration::plan_screening() {
+  base_.kind = RequestKind::Measure;
+  base_.func = func_;
+  base_.sizes = std::map<std::string, std::int64_t>(job_.shape.begin(), job_.shape.end());
+  base_.dtype = tf_.dtype;
+  base_.seed = set_.input_seed;
+  base_.check = true;
+  base_.timeout_s = set_.timeout_s;
+  base_.device = set_.device.empty() ? env_.device_name : set_.device;
+  base_.times.bench = set_.screen;
+}
 
-  // --- 1. the baselines, screened (any generated module carries the inputs and reference)
+void Exploration::run_baselines() {
   std::string any_module;
   {
-    dtc::CompileResult own = algorithm->compile(algorithm->own_canonical());
+    dtc::CompileResult own = algorithm_->compile(algorithm_->own_canonical());
     if (own.ok) any_module = own.output;
   }
-  std::map<std::string, double> baseline_screen;
   std::set<std::string> screened_before; // resumed: baselines already screened
-  Outcomes outcomes;
-  for (const results::BaselineRecord& b : store.baselines(id))
+  for (const results::BaselineRecord& b : store_.baselines(id_))
     if (b.measurement.protocol == "screen") {
       screened_before.insert(b.name);
-      outcomes.baseline(b.measurement.status, b.measurement.message);
+      outcomes_.baseline(b.measurement.status, b.measurement.message);
       if (b.measurement.time_ms &&
-          (!prog.best_baseline_ms || *b.measurement.time_ms < *prog.best_baseline_ms)) {
-        prog.best_baseline_ms = b.measurement.time_ms;
-        prog.best_baseline = b.name;
+          (!prog_.best_baseline_ms || *b.measurement.time_ms < *prog_.best_baseline_ms)) {
+        prog_.best_baseline_ms = b.measurement.time_ms;
+        prog_.best_baseline = b.name;
       }
     }
-  if (!any_module.empty() && !tf.baselines.empty()) {
-    report("baselines");
-    std::vector<std::pair<std::string, std::future<Result>>> pending;
-    for (const NamedBaseline& b : tf.baselines) {
-      if (screened_before.count(b.name)) continue;
-      Request r = base;
-      r.kind = RequestKind::Baseline;
-      r.module_source = any_module;
-      r.baseline = b.spec;
-      r.check = true;
-      r.compile_first = false;
-      pending.emplace_back(b.name, backend.submit(r));
+  if (any_module.empty() || tf_.baselines.empty()) return;
+  report("baselines");
+  std::vector<std::pair<std::string, std::future<Result>>> pending;
+  for (const NamedBaseline& b : tf_.baselines) {
+    if (screened_before.count(b.name)) continue;
+    Request r = base_;
+    r.kind = RequestKind::Baseline;
+    r.module_source = any_module;
+    r.baseline = b.spec;
+    r.check = true;
+    r.compile_first = false;
+    pending.emplace_back(b.name, backend_.submit(r));
+  }
+  for (auto& [name, f] : pending) {
+    // Awaited a little at a time: a stop abandons the baselines not measured yet, as it
+    // abandons the search's requests, instead of waiting out their measurements.
+    while (f.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready && !stopping()) {
     }
-    for (auto& [name, f] : pending) {
-      // Awaited a little at a time: a stop abandons the baselines not measured yet, as it
-      // abandons the search's requests, instead of waiting out their measurements.
-      while (f.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready &&
-             !stopping()) {
-      }
-      if (stopping()) break;
-      Result r = f.get();
-      owned();
-      store.add_baseline(id, name, record_of(r, "", shape, tf.dtype, "screen", env));
-      outcomes.baseline(std::string(status_name(r.status)), r.message);
-      if (r.status == Status::Ok && r.bench) {
-        baseline_screen[name] = r.bench->median_ms;
-        if (!prog.best_baseline_ms || r.bench->median_ms < *prog.best_baseline_ms) {
-          prog.best_baseline_ms = r.bench->median_ms;
-          prog.best_baseline = name;
-        }
-      }
+    if (stopping()) break;
+    Result r = f.get();
+    owned();
+    store_.add_baseline(id_, name, record_of(r, "", shape_, tf_.dtype, "screen", env_));
+    outcomes_.baseline(std::string(status_name(r.status)), r.message);
+    if (r.status == Status::Ok && r.bench &&
+        (!prog_.best_baseline_ms || r.bench->median_ms < *prog_.best_baseline_ms)) {
+      prog_.best_baseline_ms = r.bench->median_ms;
+      prog_.best_baseline = name;
     }
   }
+}
 
-  // --- 2 and 3: the search
-  struct Known {
-    std::optional<double> cost; // set once measured
-    bool resolved = false;
-    std::int64_t schedule_id = 0;
-    std::string module, code_hash;
-    std::vector<Point> waiting; // points with this canonical text awaiting the cost
-  };
-  std::unordered_map<std::string, Known> known; // by canonical text
-  std::map<std::uint64_t, std::string> tickets; // in flight: ticket -> canonical
-  std::uint64_t next_ticket = 0;
-  // Shared with the pool's callbacks: results of requests abandoned by a cancel arrive after
-  // this function returned.
-  auto inbox = std::make_shared<Inbox>();
-  std::uint64_t rejected_in_a_row = 0;
-  bool exhausted = false;
-  std::vector<std::pair<double, std::string>> ok_times; // (screen ms, canonical)
-
-  auto resolve = [&](Known& k, std::optional<double> cost, const std::string& canonical,
-                     const std::string& status, const std::string& message) {
-    outcomes.candidate(status, message);
-    k.cost = cost;
-    k.resolved = true;
-    for (const Point& p : k.waiting)
-      strategy->observe(p, cost);
-    k.waiting.clear();
-    ++prog.done;
-    if (cost) {
-      ok_times.emplace_back(*cost, canonical);
-      if (!prog.best_ms || *cost < *prog.best_ms) {
-        prog.best_ms = *cost;
-        prog.best_schedule = canonical;
-      }
-    } else {
-      ++prog.failed;
-    }
-  };
-  auto budget_left = [&] { return set.budget == 0 || prog.done + tickets.size() < set.budget; };
-  auto out_of_time = [&] { return set.time_limit_s > 0 && elapsed() >= set.time_limit_s; };
-
+void Exploration::search() {
   report("search");
   while (true) {
-    // Propose while there is room in flight and budget left.
-    while (!exhausted && !stopping() && !outcomes.hopeless() && !out_of_time() && budget_left() &&
-           tickets.size() < (set.in_flight_share
-                                 ? std::max<std::size_t>(1, set.in_flight_share->load())
-                                 : set.in_flight)) {
-      std::vector<Point> points = strategy->propose(1);
-      if (points.empty()) {
-        exhausted = true;
-        break;
-      }
-      const Point& p = points.front();
-      ++prog.proposed;
-      Candidate c = space->evaluate(p);
-      if (!c.ok) {
-        ++summary.rejected[c.reason];
-        ++prog.rejected;
-        strategy->observe(p, std::nullopt);
-        if (++rejected_in_a_row >= set.max_rejected_in_a_row) exhausted = true;
-        continue;
-      }
-      rejected_in_a_row = 0;
-      auto [it, fresh] = known.try_emplace(c.canonical);
-      Known& k = it->second;
-      if (!fresh) {
-        ++prog.duplicates;
-        if (k.resolved)
-          strategy->observe(p, k.cost);
-        else
-          k.waiting.push_back(p);
-        continue;
-      }
-      k.waiting.push_back(p);
-      dtc::CompileResult module = algorithm->compile(c.schedule);
-      if (!module.ok) { // lowering rejected what the quick check let through
-        std::string reason = module.messages.empty() ? "lowering" : module.messages[0].code;
-        ++summary.rejected[reason];
-        ++prog.rejected;
-        k.resolved = true;
-        for (const Point& q : k.waiting)
-          strategy->observe(q, std::nullopt);
-        k.waiting.clear();
-        continue;
-      }
-      k.module = module.output;
-      k.code_hash = sha256_hex(k.module);
-      owned();
-      k.schedule_id = store.add_schedule(id, c.canonical, static_cast<std::int64_t>(c.index),
-                                         k.code_hash, k.module);
-      // Reuse: this exploration's own earlier screening (resume), or another's.
-      std::optional<results::MeasurementRecord> stored;
-      if (auto mine = store.schedule(k.schedule_id); mine && mine->screen)
-        stored = mine->screen;
-      else if (auto other = store.find_measurement(k.code_hash, shape, tf.dtype, "screen", env)) {
-        store.add_measurement(k.schedule_id, *other);
-        stored = other;
-      }
-      if (stored) {
-        ++prog.reused;
-        resolve(k, stored->status == "ok" ? stored->time_ms : std::nullopt, c.canonical,
-                stored->status, stored->message);
-        report("search");
-        continue;
-      }
-      Request r = base;
-      r.module_source = k.module;
-      std::uint64_t ticket = next_ticket++;
-      tickets[ticket] = c.canonical;
-      backend.submit(std::move(r),
-                     [inbox, ticket](const Result& res) { inbox->push(ticket, res); });
-    }
+    while (may_propose())
+      propose_one();
     // Stopped, or failing for one reason: the requests in flight are abandoned (their results
     // are not stored), so that the exploration stops at once.
-    if (tickets.empty() || stopping() || outcomes.hopeless()) break;
-    auto item = inbox->pop(1.0);
-    if (!item) continue;
-    auto t = tickets.find(item->first);
-    std::string canonical = t->second;
-    tickets.erase(t);
-    Known& k = known.at(canonical);
-    results::MeasurementRecord m =
-        record_of(item->second, k.code_hash, shape, tf.dtype, "screen", env);
-    owned();
-    if (env.device_name.empty() && item->second.worker) {
-      env = environment_of(*item->second.worker);
-      store.set_device(id, env.device_name);
-    }
-    store.add_measurement(k.schedule_id, m);
-    resolve(k, m.status == "ok" ? m.time_ms : std::nullopt, canonical, m.status, m.message);
-    report("search");
+    if (flight_.tickets.empty() || stopping() || outcomes_.hopeless()) break;
+    receive_one();
   }
+}
+
+bool Exploration::may_propose() const {
+  return !flight_.exhausted && !stopping() && !outcomes_.hopeless() && !out_of_time() &&
+         budget_left() && flight_.tickets.size() < room_in_flight();
+}
+
+bool Exploration::budget_left() const {
+  return set_.budget == 0 || prog_.done + flight_.tickets.size() < set_.budget;
+}
+
+bool Exploration::out_of_time() const {
+  return set_.time_limit_s > 0 && elapsed() >= set_.time_limit_s;
+}
+
+std::size_t Exploration::room_in_flight() const {
+  return set_.in_flight_share ? std::max<std::size_t>(1, set_.in_flight_share->load())
+                              : set_.in_flight;
+}
+
+void Exploration::propose_one() {
+  std::vector<Point> points = strategy_->propose(1);
+  if (points.empty()) {
+    flight_.exhausted = true;
+    return;
+  }
+  const Point& p = points.front();
+  ++prog_.proposed;
+  Candidate c = space_->evaluate(p);
+  if (!c.ok) {
+    ++summary_.rejected[c.reason];
+    ++prog_.rejected;
+    strategy_->observe(p, std::nullopt);
+    if (++flight_.rejected_in_a_row >= set_.max_rejected_in_a_row) flight_.exhausted = true;
+    return;
+  }
+  flight_.rejected_in_a_row = 0;
+  auto [it, fresh] = known_.try_emplace(c.canonical);
+  Known& k = it->second;
+  if (!fresh) {
+    ++prog_.duplicates;
+    if (k.resolved)
+      strategy_->observe(p, k.cost);
+    else
+      k.waiting.push_back(p);
+    return;
+  }
+  k.waiting.push_back(p);
+  compile_and_screen(c, k);
+}
+
+void Exploration::compile_and_screen(const Candidate& c, Known& k) {
+  dtc::CompileResult module = algorithm_->compile(c.schedule);
+  if (!module.ok) { // lowering rejected what the quick check let through
+    std::string reason = module.messages.empty() ? "lowering" : module.messages[0].code;
+    ++summary_.rejected[reason];
+    ++prog_.rejected;
+    k.resolved = true;
+    for (const Point& q : k.waiting)
+      strategy_->observe(q, std::nullopt);
+    k.waiting.clear();
+    return;
+  }
+  k.module = module.output;
+  k.code_hash = sha256_hex(k.module);
   owned();
-  store.set_rejections(
-      id, std::map<std::string, std::int64_t>(summary.rejected.begin(), summary.rejected.end()));
-  store.set_space(id, summary.space_size, static_cast<std::int64_t>(known.size()));
-  if (!stopping()) {
-    if (std::string why = outcomes.failure(prog.proposed, summary.rejected); !why.empty())
-      fail(why);
+  k.schedule_id = store_.add_schedule(id_, c.canonical, static_cast<std::int64_t>(c.index),
+                                      k.code_hash, k.module);
+  // Reuse: this exploration's own earlier screening (resume), or another's.
+  std::optional<results::MeasurementRecord> stored;
+  if (auto mine = store_.schedule(k.schedule_id); mine && mine->screen)
+    stored = mine->screen;
+  else if (auto other = store_.find_measurement(k.code_hash, shape_, tf_.dtype, "screen", env_)) {
+    store_.add_measurement(k.schedule_id, *other);
+    stored = other;
   }
+  if (stored) {
+    ++prog_.reused;
+    resolve(k, stored->status == "ok" ? stored->time_ms : std::nullopt, c.canonical, stored->status,
+            stored->message);
+    report("search");
+    return;
+  }
+  Request r = base_;
+  r.module_source = k.module;
+  std::uint64_t ticket = flight_.next_ticket++;
+  flight_.tickets[ticket] = c.canonical;
+  backend_.submit(std::move(r),
+                  [inbox = flight_.inbox, ticket](const Result& res) { inbox->push(ticket, res); });
+}
 
-  // --- 4. the best few and the baselines with the full protocol
-  if (!stopping() && set.top > 0 && !ok_times.empty()) {
-    report("full");
-    std::sort(ok_times.begin(), ok_times.end());
-    MeasureConfig config;
-    config.source = program;
-    config.file_name = tf.algorithm_name;
-    config.func = func;
-    config.sizes = base.sizes;
-    config.dtype = tf.dtype;
-    config.seed = set.input_seed;
-    config.times.bench = set.full;
-    if (set.gpu_time) config.times.gpu = GpuSettings{set.full.rep_ms};
-    if (set.host_time) config.times.host = HostSettings{};
-    config.rank_by = "bench";
-    config.rounds = std::max(1, set.rounds);
-    config.shuffle = config.rounds > 1;
-    config.order_seed = static_cast<unsigned>(set.seed);
-    config.timeout_s = set.timeout_s;
-    config.device = base.device;
-    config.stop = stopping;
-    std::set<std::string> chosen;
-    for (const auto& [ms, canonical] : ok_times) {
-      if (static_cast<int>(chosen.size()) >= set.top) break;
-      if (!chosen.insert(canonical).second) continue;
-      auto mine = store.schedule(known.at(canonical).schedule_id);
-      if (mine && mine->full) continue; // resumed: already done
-      config.modules.emplace_back(canonical, known.at(canonical).module);
+void Exploration::receive_one() {
+  auto item = flight_.inbox->pop(1.0);
+  if (!item) return;
+  auto t = flight_.tickets.find(item->first);
+  std::string canonical = t->second;
+  flight_.tickets.erase(t);
+  Known& k = known_.at(canonical);
+  results::MeasurementRecord m =
+      record_of(item->second, k.code_hash, shape_, tf_.dtype, "screen", env_);
+  owned();
+  if (env_.device_name.empty() && item->second.worker) {
+    env_ = environment_of(*item->second.worker);
+    store_.set_device(id_, env_.device_name);
+  }
+  store_.add_measurement(k.schedule_id, m);
+  resolve(k, m.status == "ok" ? m.time_ms : std::nullopt, canonical, m.status, m.message);
+  report("search");
+}
+
+void Exploration::resolve(Known& k, std::optional<double> cost, const std::string& canonical,
+                          const std::string& status, const std::string& message) {
+  outcomes_.candidate(status, message);
+  k.cost = cost;
+  k.resolved = true;
+  for (const Point& p : k.waiting)
+    strategy_->observe(p, cost);
+  k.waiting.clear();
+  ++prog_.done;
+  if (cost) {
+    ok_times_.emplace_back(*cost, canonical);
+    if (!prog_.best_ms || *cost < *prog_.best_ms) {
+      prog_.best_ms = *cost;
+      prog_.best_schedule = canonical;
     }
-    if (!config.modules.empty() || store.baselines(id).empty()) {
-      for (const NamedBaseline& b : tf.baselines)
-        config.baselines.push_back(b.spec);
+  } else {
+    ++prog_.failed;
+  }
+}
+
+void Exploration::record_search() {
+  owned();
+  store_.set_rejections(
+      id_, std::map<std::string, std::int64_t>(summary_.rejected.begin(), summary_.rejected.end()));
+  store_.set_space(id_, summary_.space_size, static_cast<std::int64_t>(known_.size()));
+}
+
+void Exploration::fail_if_nothing_passed() {
+  if (stopping()) return;
+  if (std::string why = outcomes_.failure(prog_.proposed, summary_.rejected); !why.empty())
+    fail(why);
+}
+
+void Exploration::full_protocol() {
+  if (stopping() || set_.top <= 0 || ok_times_.empty()) return;
+  report("full");
+  MeasureConfig config = full_config();
+  if (config.modules.empty()) return;
+  Report full = run_measure(config, backend_);
+  owned();
+  // Stopped midway: its rounds are not all there, and none of them is stored.
+  if (stopping()) full.entries.clear();
+  store_full(full);
+}
+
+MeasureConfig Exploration::full_config() {
+  MeasureConfig config;
+  config.source = program_;
+  config.file_name = tf_.algorithm_name;
+  config.func = func_;
+  config.sizes = base_.sizes;
+  config.dtype = tf_.dtype;
+  config.seed = set_.input_seed;
+  config.times.bench = set_.full;
+  if (set_.gpu_time) config.times.gpu = GpuSettings{set_.full.rep_ms};
+  if (set_.host_time) config.times.host = HostSettings{};
+  config.rank_by = "bench";
+  config.rounds = std::max(1, set_.rounds);
+  config.shuffle = config.rounds > 1;
+  config.order_seed = static_cast<unsigned>(set_.seed);
+  config.timeout_s = set_.timeout_s;
+  config.device = base_.device;
+  config.stop = [this] { return stopping(); };
+  std::sort(ok_times_.begin(), ok_times_.end());
+  std::set<std::string> chosen;
+  for (const auto& [ms, canonical] : ok_times_) {
+    if (static_cast<int>(chosen.size()) >= set_.top) break;
+    if (!chosen.insert(canonical).second) continue;
+    auto mine = store_.schedule(known_.at(canonical).schedule_id);
+    if (mine && mine->full) continue; // resumed: already done
+    config.modules.emplace_back(canonical, known_.at(canonical).module);
+  }
+  if (!config.modules.empty() || store_.baselines(id_).empty()) {
+    for (const NamedBaseline& b : tf_.baselines)
+      config.baselines.push_back(b.spec);
+  }
+  return config;
+}
+
+void Exploration::store_full(const Report& full) {
+  std::optional<double> full_baseline, full_best;
+  for (const Entry& e : full.entries) {
+    results::MeasurementRecord m;
+    const Result* last = e.results.empty() ? nullptr : &e.results.back();
+    if (last) m = record_of(*last, "", shape_, tf_.dtype, "full", env_);
+    m.protocol = "full";
+    m.status = e.status;
+    m.message = e.message;
+    m.rounds = static_cast<int>(e.results.size());
+    m.time_ms.reset();
+    if (auto it = e.times.find("bench"); it != e.times.end() && e.status == "ok") {
+      m.time_ms = it->second.mean;
+      m.time_stdev_ms = it->second.stdev;
     }
-    if (!config.modules.empty()) {
-      Report full = run_measure(config, backend);
-      owned();
-      // Stopped midway: its rounds are not all there, and none of them is stored.
-      if (stopping()) full.entries.clear();
-      std::optional<double> full_baseline, full_best;
-      for (const Entry& e : full.entries) {
-        results::MeasurementRecord m;
-        const Result* last = e.results.empty() ? nullptr : &e.results.back();
-        if (last) m = record_of(*last, "", shape, tf.dtype, "full", env);
-        m.protocol = "full";
-        m.status = e.status;
-        m.message = e.message;
-        m.rounds = static_cast<int>(e.results.size());
-        m.time_ms.reset();
-        if (auto it = e.times.find("bench"); it != e.times.end() && e.status == "ok") {
-          m.time_ms = it->second.mean;
-          m.time_stdev_ms = it->second.stdev;
-        }
-        if (e.baseline) {
-          std::string name = e.label;
-          for (const NamedBaseline& nb : tf.baselines)
-            if (baseline_label(nb.spec) == e.label) name = nb.name;
-          store.add_baseline(id, name, m);
-          if (m.time_ms && (!full_baseline || *m.time_ms < *full_baseline)) {
-            full_baseline = m.time_ms;
-            prog.best_baseline_ms = m.time_ms;
-            prog.best_baseline = name;
-          }
-          continue;
-        }
-        const Known& k = known.at(e.label);
-        m.code_hash = k.code_hash;
-        store.add_measurement(k.schedule_id, m);
-        if (m.time_ms && (!full_best || *m.time_ms < *full_best)) {
-          full_best = m.time_ms;
-          prog.best_ms = m.time_ms;
-          prog.best_schedule = e.label;
-        }
+    if (e.baseline) {
+      std::string name = e.label;
+      for (const NamedBaseline& nb : tf_.baselines)
+        if (baseline_label(nb.spec) == e.label) name = nb.name;
+      store_.add_baseline(id_, name, m);
+      if (m.time_ms && (!full_baseline || *m.time_ms < *full_baseline)) {
+        full_baseline = m.time_ms;
+        prog_.best_baseline_ms = m.time_ms;
+        prog_.best_baseline = name;
       }
+      continue;
+    }
+    const Known& k = known_.at(e.label);
+    m.code_hash = k.code_hash;
+    store_.add_measurement(k.schedule_id, m);
+    if (m.time_ms && (!full_best || *m.time_ms < *full_best)) {
+      full_best = m.time_ms;
+      prog_.best_ms = m.time_ms;
+      prog_.best_schedule = e.label;
     }
   }
+}
 
+ExploreSummary Exploration::finish() {
   owned();
   if (cancelled()) {
-    summary.state = results::State::Cancelled;
-    store.set_state(id, summary.state, "cancelled");
+    summary_.state = results::State::Cancelled;
+    store_.set_state(id_, summary_.state, "cancelled");
   } else if (interrupted()) {
-    summary.state = results::State::Queued; // checkpointed: a later start resumes it
-    store.set_state(id, summary.state, control.interrupt_message);
+    summary_.state = results::State::Queued; // checkpointed: a later start resumes it
+    store_.set_state(id_, summary_.state, control_.interrupt_message);
   } else {
-    summary.state = results::State::Done;
-    store.set_state(id, summary.state, "");
+    summary_.state = results::State::Done;
+    store_.set_state(id_, summary_.state, "");
   }
-  summary.wall_s = elapsed();
+  summary_.wall_s = elapsed();
   report("done");
-  summary.progress = prog;
-  return summary;
+  summary_.progress = prog_;
+  return summary_;
+}
+
+} // namespace
+
+ExploreSummary explore(const ExploreJob& job, MeasurementBackend& backend, results::Store& store,
+                       const ExploreProgressFn& progress, const ExploreControl& control) {
+  Exploration exploration(job, backend, store, progress, control);
+  exploration.open_or_resume();
+  exploration.build_space();
+  exploration.choose_func();
+  exploration.find_environment();
+  exploration.plan_screening();
+  exploration.run_baselines();
+  exploration.search();
+  exploration.record_search();
+  exploration.fail_if_nothing_passed();
+  exploration.full_protocol();
+  return exploration.finish();
 }
 
 } // namespace dtx
