@@ -46,6 +46,19 @@ def test_a_hung_request_times_out_and_the_next_gets_a_new_worker(host):
     assert host.started == 2
 
 
+def test_a_timeout_carries_the_output_of_its_own_request_only(host):
+    """What an earlier request (or the worker's start) wrote on standard error does not come
+    back as a later request's: a timeout's tail used to carry the previous traceback."""
+    host.start()
+    assert host.request(req("r", "raise"), 10)["status"] == "runtime_error"
+    r = host.request(req("h", "sleep"), 0.5)
+    assert r["status"] == "timeout" and "request h measure sleep" in r["stderr_tail"], r
+    assert "request r " not in r["stderr_tail"] and "starting" not in r["stderr_tail"], r
+    host.start()
+    r = host.request(req("k", "kill"), 10)
+    assert r["status"] == "crashed" and "starting" not in r["stderr_tail"], r
+
+
 @pytest.mark.parametrize("func, how", [("kill", "killed by SIGKILL"), ("exit", "status 3")])
 def test_a_worker_that_dies_costs_its_request_only(host, func, how):
     host.start()

@@ -151,6 +151,7 @@ class WorkerHost:
                 except (RuntimeError, OSError) as e:
                     return pool_result(request_id, "crashed", f"worker did not start: {e}",
                                        self.stderr_tail())
+            self._fresh_tail()
             deadline = time.monotonic() + timeout_s
             try:
                 self.proc.stdin.write(line)
@@ -201,6 +202,23 @@ class WorkerHost:
                            self.stderr_tail())
 
     # --- pipes
+
+    def _fresh_tail(self):
+        """Starts the standard-error tail afresh for a request, as the local pool does: what the
+        worker wrote before (the previous request's traceback, its start-up lines) is read off
+        the pipe first, for up to 0.2 s, and dropped, so that a timeout or crash carries only
+        its own request's output."""
+        deadline = time.monotonic() + 0.2
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(self.proc.stderr, selectors.EVENT_READ)
+                while sel.select(0) and time.monotonic() < deadline:
+                    time.sleep(0.005)  # the drain thread has not read it all yet
+        except (ValueError, OSError):
+            pass  # the pipe is closed: nothing is left to read
+        with self._tail_lock:
+            self._tail.clear()
+            self._tail_size = 0
 
     def _read_line(self, deadline):
         """The next line of standard output (text), or None at the deadline or end of output."""
