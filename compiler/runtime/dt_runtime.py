@@ -20,7 +20,10 @@ _DT_ALIASES = {}
 
 # --- embedded below ---
 
-def _dt_check_tensor(name, value, rank):
+_DT_INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def _dt_check_tensor(name, value, rank, integer=False):
     if not isinstance(value, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if value.is_meta:  # no data: Triton would fail reading it
@@ -28,7 +31,10 @@ def _dt_check_tensor(name, value, rank):
                          "a GPU (or on the CPU under TRITON_INTERPRET=1)")
     if value.dim() != rank:
         raise ValueError(f"{name} must have {rank} dimension(s), got shape {tuple(value.shape)}")
-    if value.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if integer and value.dtype not in _DT_INTEGER_DTYPES:
+        raise ValueError(f"{name} holds whole numbers: it must be int64, int32, int16, int8 or "
+                         f"uint8, got {value.dtype}")
+    if not integer and value.dtype not in (torch.float32, torch.float16, torch.bfloat16):
         raise ValueError(f"{name} must be float32, float16 or bfloat16, got {value.dtype}")
     if value.is_neg():  # its memory holds the negated values: a kernel would read those
         raise ValueError(f"{name} is a negative view (torch._neg_view); pass "
@@ -41,6 +47,17 @@ def _dt_scalar(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a number, got {type(value).__name__}")
     return float(value)
+
+
+def _dt_int_scalar(name, value):
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be a whole number (int), got {type(value).__name__}")
+    value = int(value)
+    if not -2**63 <= value < 2**63:
+        raise ValueError(f"{name} must fit in int64, got {value}")
+    return value
 
 
 def _dt_dim(labels, given, uses, why=None):
@@ -72,11 +89,22 @@ def _dt_dim(labels, given, uses, why=None):
     return size
 
 
-def _dt_dtype_device(tensors):
-    """The inputs' common dtype and device (float32 on the default device without inputs)."""
+def _dt_dtype_device(tensors, index_tensors=()):
+    """The inputs' common dtype and device (float32 on the default device without inputs).
+    `index_tensors` (integer inputs) share the device, not the dtype."""
     if not tensors:
-        return torch.float32, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = index_tensors[0][1].device if index_tensors else \
+            torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        for name, tensor in index_tensors:
+            if tensor.device != device:
+                raise ValueError(f"{name} is on {tensor.device} but {index_tensors[0][0]} is on "
+                                 f"{device}; all input tensors must be on one device")
+        return torch.float32, device
     first_name, first = tensors[0]
+    for name, tensor in index_tensors:
+        if tensor.device != first.device:
+            raise ValueError(f"{name} is on {tensor.device} but {first_name} is on {first.device}; "
+                             "all input tensors must be on one device")
     for name, tensor in tensors[1:]:
         if tensor.dtype != first.dtype:
             raise ValueError(f"{name} is {tensor.dtype} but {first_name} is {first.dtype}; "
@@ -139,7 +167,9 @@ def _dt_out(out, shape, dtype, device, inputs=()):
 
 
 def _dt_new(shape, dtype, device, inputs):
-    return inputs[0].new_empty(shape) if inputs else torch.empty(shape, dtype=dtype, device=device)
+    if inputs and inputs[0].is_floating_point():
+        return inputs[0].new_empty(shape)
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 # The kernels index in int32 where every index of a call fits: 32-bit address arithmetic is about
@@ -474,6 +504,31 @@ def _dt_t(value):
     return torch.as_tensor(value, dtype=torch.float32)
 
 
+def _dt_i(value):
+    """A whole number as an int64 tensor (the reference's integers)."""
+    return torch.as_tensor(value, dtype=torch.int64)
+
+
+def _dt_position(size, label, layout):
+    """The positions 0 .. size - 1 along `label`, over `layout`: a label's value."""
+    return torch.arange(size).reshape([size if entry == label else 1 for entry in layout])
+
+
+def _dt_gather(tensor, positions):
+    """`tensor` at one whole-number position per dimension (each a tensor over the layout, size
+    1 where it does not vary, or a number), broadcast together: 0 where a position falls
+    outside its dimension, as in the kernels."""
+    index = torch.broadcast_tensors(*(_dt_i(p) for p in positions))
+    inside = torch.ones(index[0].shape, dtype=torch.bool)
+    clamped = []
+    for extent, p in zip(tensor.shape, index):
+        inside &= (p >= 0) & (p < extent)
+        clamped.append(p.clamp(0, max(extent - 1, 0)))
+    if tensor.numel() == 0:
+        return torch.zeros(inside.shape, dtype=tensor.dtype)
+    return torch.where(inside, tensor[tuple(clamped)], torch.zeros((), dtype=tensor.dtype))
+
+
 def _dt_result(value, layout, dims, shape):
     """A value over `layout` (size 1 along reduced labels) as a tensor of `shape` over `dims`."""
     value = torch.as_tensor(value).to(torch.float32)
@@ -518,6 +573,11 @@ def _dt_sizes(sizes, labels):
 
 def _dt_randn(shape, generator, dtype, device):
     return torch.randn(shape, generator=generator).to(dtype=dtype, device=device)
+
+
+def _dt_randint(shape, high, generator, device):
+    """Whole numbers from 0 to high - 1 (int64), for integer inputs."""
+    return torch.randint(0, max(int(high), 1), shape, generator=generator).to(device=device)
 
 
 def _dt_rand_scalar(generator):

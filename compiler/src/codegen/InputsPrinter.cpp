@@ -53,9 +53,16 @@ std::string print_make_inputs(const PythonNames& py, const WrapperSignature& sig
   out += "    generator = torch.Generator().manual_seed(seed)\n";
   std::vector<std::string> results;
   for (const ir::Symbol* in : sig.inputs) {
-    if (in->kind == ir::SymbolKind::In)
+    // Integer inputs hold positions along their range label (`In T: int(y)`), else 0 to 15.
+    std::string high = in->range && ir::contains(sig.labels, in->range) ? py(in->range) : "16";
+    if (in->kind == ir::SymbolKind::In && in->is_int)
+      out += "    " + py(in) + " = _dt_randint(" + size_tuple(py, sig.first_shape.at(in)) + ", " +
+             high + ", generator, device)\n";
+    else if (in->kind == ir::SymbolKind::In)
       out += "    " + py(in) + " = _dt_randn(" + size_tuple(py, sig.first_shape.at(in)) +
              ", generator, dtype, device)\n";
+    else if (in->is_int)
+      out += "    " + py(in) + " = _dt_randint((), 16, generator, \"cpu\").item()\n";
     else
       out += "    " + py(in) + " = _dt_rand_scalar(generator)\n";
     results.push_back(py(in));

@@ -184,12 +184,14 @@ private:
     for (ir::Label l : sig.labels)
       kw += (kw.empty() ? "" : ", ") + py_(l);
     out_ += kw + "):\n";
-    std::vector<std::string> tensors;
+    std::vector<std::string> tensors, index_tensors;
     for (const ir::Symbol* in : sig.inputs) {
       if (in->kind != ir::SymbolKind::In) continue;
       out_ += "    _dt_check_tensor(" + quote(in->name) + ", " + py_(in) + ", " +
-              std::to_string(sig.first_shape[in].size()) + ")\n";
-      tensors.push_back("(" + quote(in->name) + ", " + py_(in) + ")");
+              std::to_string(sig.first_shape[in].size()) + (in->is_int ? ", integer=True" : "") +
+              ")\n";
+      (in->is_int ? index_tensors : tensors)
+          .push_back("(" + quote(in->name) + ", " + py_(in) + ")");
     }
     for (ir::Label l : sig.labels) {
       if (sig.tied.count(l)) continue;
@@ -208,8 +210,9 @@ private:
       out_ += "    " + targets + "_dt_dim(" + tuple_of(names) + ", " + tuple_of(given) + ", " +
               (uses.empty() ? "()" : tuple_of(uses)) + why + ")\n";
     }
+    // Integer inputs share the device, not the dtype.
     out_ += "    dtype, device = _dt_dtype_device(" + (tensors.empty() ? "()" : tuple_of(tensors)) +
-            ")\n";
+            (index_tensors.empty() ? "" : ", " + tuple_of(index_tensors)) + ")\n";
     out_ += "    return " + sizes_tuple(sig) + "dtype, device\n";
 
     // The wrapper. Its first call with given argument metadata runs the checks and keeps what
@@ -318,9 +321,15 @@ private:
             " in the inputs' dtype, on their device: written into `out`\n"
             "    when given (a tensor of that shape, dtype and device, any strides), else new.\n"
             "    \"\"\"\n";
+    // Tensor inputs, those of numbers first: a new output is made like the first of them.
     std::vector<std::string> tensor_inputs, size_args;
-    for (const ir::Symbol* in : sig.inputs)
-      if (in->kind == ir::SymbolKind::In) tensor_inputs.push_back(py_(in));
+    for (bool integers : {false, true})
+      for (const ir::Symbol* in : sig.inputs)
+        if (in->kind == ir::SymbolKind::In && in->is_int == integers)
+          tensor_inputs.push_back(py_(in));
+    bool number_input = std::any_of(sig.inputs.begin(), sig.inputs.end(), [](const ir::Symbol* in) {
+      return in->kind == ir::SymbolKind::In && !in->is_int;
+    });
     for (ir::Label l : sig.labels)
       size_args.push_back(py_(l));
     // The plan key (dt_runtime.py's _dt_key): for the common call, tensors alone, written out
@@ -408,15 +417,15 @@ private:
     // The output takes the inputs' dtype and device, which the first input's new_empty gives
     // for less than torch.empty's keywords cost.
     if (!atomic)
-      out_ += "        " + name + " = " +
-              (tensor_inputs.empty()
-                   ? "torch.empty(" + empty_sizes(out_shape) + ", dtype=dtype, device=device)"
-                   : tensor_inputs.front() + ".new_empty(" + empty_sizes(out_shape) + ")") +
-              " if out is None else out\n";
+      out_ +=
+          "        " + name + " = " +
+          (!number_input ? "torch.empty(" + empty_sizes(out_shape) + ", dtype=dtype, device=device)"
+                         : tensor_inputs.front() + ".new_empty(" + empty_sizes(out_shape) + ")") +
+          " if out is None else out\n";
     if (!work.empty()) out_ += "        " + work_targets + "plan.temporaries(device, direct)\n";
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
-        out_ += "    " + py_(in) + " = _dt_scalar(" + quote(in->name) + ", " + py_(in) + ")\n";
+        out_ += "    " + py_(in) + " = " + scalar_check(in) + "\n";
     if (atomic)
       out_ +=
           "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
@@ -620,7 +629,12 @@ private:
             (sig.inputs.empty() ? "" : ", ") + kw + ")\n";
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
-        out_ += "    " + py_(in) + " = _dt_scalar(" + quote(in->name) + ", " + py_(in) + ")\n";
+        out_ += "    " + py_(in) + " = " + scalar_check(in) + "\n";
+  }
+
+  std::string scalar_check(const ir::Symbol* in) const {
+    return std::string(in->is_int ? "_dt_int_scalar(" : "_dt_scalar(") + quote(in->name) + ", " +
+           py_(in) + ")";
   }
 
   const ModuleInput& in_;

@@ -103,6 +103,19 @@ public:
     std::string s = emit(e);
     return e.dims.empty() ? "_dt_t(" + s + ")" : s;
   }
+  /// An operand of a whole-number operation: an integer literal stays an integer.
+  std::string emit_whole(const ir::Expr& e) {
+    if (const auto* c = e.as<ir::Const>()) {
+      depth = std::max(depth, 1);
+      std::string n = std::to_string(static_cast<long long>(c->value));
+      return c->value < 0 ? "(" + n + ")" : n;
+    }
+    return emit(e);
+  }
+  std::string whole_tensor_arg(const ir::Expr& e) {
+    std::string s = emit_whole(e);
+    return e.dims.empty() ? "_dt_i(" + s + ")" : s;
+  }
   std::string layout_text() const {
     std::vector<std::string> items;
     for (ir::Label l : layout_)
@@ -120,19 +133,52 @@ public:
   }
   void visit(const ir::ScalarIn& e) override { out = py_(e.symbol); }
   void visit(const ir::Len& e) override { out = py_(e.label); }
+  void visit(const ir::LabelValue& e) override {
+    out = "_dt_position(" + py_(e.label) + ", " + quote(py_(e.label)) + ", layout)";
+  }
   void visit(const ir::ProgramId&) override { out = "_dt_program_id_in_reference()"; }
   void visit(const ir::Access& e) override {
-    std::vector<std::string> labels;
-    for (ir::Label l : e.index)
-      labels.push_back(quote(py_(l)));
     std::string tensor = py_(e.tensor);
-    if (e.tensor->kind == ir::SymbolKind::In) tensor += ".float()";
-    out = "_dt_view(" + tensor + ", " + tuple_of(labels) + ", layout)";
+    if (e.tensor->kind == ir::SymbolKind::In) tensor += e.tensor->is_int ? ".long()" : ".float()";
+    if (e.plain()) {
+      std::vector<std::string> labels;
+      for (ir::Label l : e.index)
+        labels.push_back(quote(py_(l)));
+      out = "_dt_view(" + tensor + ", " + tuple_of(labels) + ", layout)";
+      return;
+    }
+    // Computed positions: each dimension's position over the layout, 0 outside the tensor.
+    std::vector<std::string> positions;
+    for (size_t i = 0; i < e.index.size(); ++i) {
+      const ir::Expr* p = e.position(i);
+      positions.push_back(p ? emit_whole(*p)
+                            : "_dt_position(" + py_(e.index[i]) + ", " + quote(py_(e.index[i])) +
+                                  ", layout)");
+    }
+    out = "_dt_gather(" + tensor + ", " + tuple_of(positions) + ")";
   }
   void visit(const ir::Unary& e) override {
+    if (e.is_int()) {
+      out = e.op == ir::UnOp::Neg ? "(-" + emit_whole(*e.a) + ")" : emit_whole(*e.a);
+      return;
+    }
     out = e.op == ir::UnOp::Neg ? "(-" + emit(*e.a) + ")" : emit(*e.a);
   }
   void visit(const ir::Binary& e) override {
+    bool whole = e.is_int() || (ir::is_comparison(e.op) &&
+                                ir::combined_type({e.a.get(), e.b.get()}) == ir::ValueType::Int);
+    if (whole) {
+      // Whole numbers as int64 tensors or Python ints; `//` and `%` round toward zero.
+      if (e.op == ir::BinOp::IntDiv)
+        out = "torch.div(" + whole_tensor_arg(*e.a) + ", " + emit_whole(*e.b) +
+              ", rounding_mode=\"trunc\")";
+      else if (e.op == ir::BinOp::Mod)
+        out = "torch.fmod(" + whole_tensor_arg(*e.a) + ", " + emit_whole(*e.b) + ")";
+      else
+        out = "(" + emit_whole(*e.a) + " " + ir::op_text(e.op) + " " + emit_whole(*e.b) + ")";
+      if (ir::is_comparison(e.op)) out = "_dt_t" + out;
+      return;
+    }
     if (e.op == ir::BinOp::Mod) {
       out = "torch.fmod(" + tensor_arg(*e.a) + ", " + emit(*e.b) + ")";
       return;
@@ -145,8 +191,10 @@ public:
   }
   void visit(const ir::Call& e) override {
     std::vector<std::string> args;
-    for (const ir::ExprPtr& a : e.args)
-      args.push_back("(" + tensor_arg(*a) + ")");
+    for (const ir::ExprPtr& a : e.args) {
+      bool whole_arg = e.is_int() && !(e.fn == "where" && &a == &e.args.front());
+      args.push_back("(" + (whole_arg ? whole_tensor_arg(*a) : tensor_arg(*a)) + ")");
+    }
     out = substitute(torch_pattern(e.fn), args);
   }
   void visit(const ir::Reduce& e) override {

@@ -61,6 +61,7 @@ void tie_labels(const ModuleInput& module, const CompiledFunc& c, WrapperSignatu
     std::vector<const ir::Access*> funcs, inputs;
     void visit(const ir::Access& e) override {
       (e.tensor->kind == ir::SymbolKind::Func ? funcs : inputs).push_back(&e);
+      ir::IRVisitor::visit(e);
     }
   } reads;
   for (const ir::Symbol* g : reference_order(module, c.func))
@@ -128,6 +129,7 @@ WrapperSignature wrapper_signature(const ModuleInput& module, const CompiledFunc
     std::set<const ir::Symbol*> used;
     void visit(const ir::Access& e) override {
       if (e.tensor->kind != ir::SymbolKind::In) return;
+      ir::IRVisitor::visit(e);
       used.insert(e.tensor);
       if (!sig->first_shape.count(e.tensor)) sig->first_shape[e.tensor] = e.index;
       for (size_t i = 0; i < e.index.size(); ++i) {

@@ -53,8 +53,13 @@ std::string print(const Program& program) {
   std::string out;
   for (const Decl& d : program.decls) {
     out += std::string("Decl ") + decl_keyword(d.kind);
-    for (const Name& n : d.names)
-      out += " " + n.text;
+    for (size_t i = 0; i < d.names.size(); ++i) {
+      out += " " + d.names[i].text;
+      const ElemType& t = i < d.types.size() ? d.types[i] : ElemType{};
+      if (t.written)
+        out += std::string(":") + (t.is_int ? "int" : "float") +
+               (t.range.text.empty() ? "" : "(" + t.range.text + ")");
+    }
     out += at(d.loc) + "\n";
   }
   for (const Definition& def : program.definitions) {

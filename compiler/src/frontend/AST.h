@@ -13,10 +13,20 @@ namespace dtc::ast {
 enum class DeclKind { Func, In, SIn, Var, RVar };
 const char* decl_keyword(DeclKind kind);
 
+/// The element type written after an input's name: none (`In A;`, numbers), `: float`, `: int`
+/// (whole numbers) or `: int(y)` (whole numbers that are positions along label `y`).
+struct ElemType {
+  bool written = false;
+  bool is_int = false;
+  Name range; // `y` of `int(y)`; empty text when none
+  Loc loc;
+};
+
 /// `Func a, b;` — one declaration statement naming one or more symbols.
 struct Decl {
   DeclKind kind;
   std::vector<Name> names;
+  std::vector<ElemType> types; // one per name
   Loc loc;
 };
 

@@ -3,10 +3,12 @@
 #include "ir/Builtins.h"
 #include "ir/IRVisitor.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <set>
 
 namespace dtc {
@@ -42,9 +44,9 @@ const char* article_kind(SymbolKind k) {
 }
 
 bool is_reserved_word(const std::string& name) {
-  static const std::set<std::string> words = {"Func", "In",   "SIn",     "Var",
-                                              "RVar", "rsum", "rmax",    "rmin",
-                                              "rdot", "len",  "reshape", "program_id"};
+  static const std::set<std::string> words = {"Func",    "In",         "SIn",  "Var",  "RVar",
+                                              "rsum",    "rmax",       "rmin", "rdot", "len",
+                                              "reshape", "program_id", "inf"};
   return words.count(name) || find_builtin(name);
 }
 
@@ -55,6 +57,7 @@ public:
   ir::Program run() {
     declare();
     collect_definitions();
+    collect_dimension_labels();
     for (const ast::Definition& def : ast_.definitions)
       check_definition(def);
     check_all_defined();
@@ -89,8 +92,46 @@ private:
         prog_.by_name[n.text] = sym;
         if (sym->kind == SymbolKind::In || sym->kind == SymbolKind::SIn)
           prog_.inputs.push_back(sym);
+        size_t i = static_cast<size_t>(&n - decl.names.data());
+        if (i < decl.types.size() && decl.types[i].written) typed_.push_back({sym, &decl.types[i]});
       }
     }
+    // Element types, once every label is declared (`In T: int(y)` may come before `Var y`).
+    for (const auto& [sym, t] : typed_) {
+      if (sym->kind != SymbolKind::In && sym->kind != SymbolKind::SIn) {
+        diags_.error(t->loc, "`" + sym->name + "` is " + article_kind(sym->kind) +
+                                 "; only inputs (In, SIn) have an element type");
+        continue;
+      }
+      sym->is_int = t->is_int;
+      if (t->range.text.empty()) continue;
+      if (sym->kind == SymbolKind::SIn) {
+        diags_.error(t->range.loc,
+                     "a scalar input holds no positions; write `SIn " + sym->name + ": int;`");
+        continue;
+      }
+      sym->range = label(t->range.text, t->range.loc);
+    }
+  }
+
+  // The label that names each dimension of an input wherever some access indexes it with a
+  // label alone (`X[x, y]`): the extent of a dimension that an access reaches with a computed
+  // position (`X[x, 0]`) has no label of its own.
+  void collect_dimension_labels() {
+    std::function<void(const ast::Expr&)> walk = [&](const ast::Expr& e) {
+      if (e.kind == ast::ExprKind::Index) {
+        const Symbol* t = prog_.find(e.text);
+        for (size_t i = 0; t && t->kind == SymbolKind::In && i < e.args.size(); ++i) {
+          const ast::Expr& a = *e.args[i];
+          const Symbol* l = a.kind == ast::ExprKind::Name ? prog_.find(a.text) : nullptr;
+          if (l && l->is_label()) dim_label_.emplace(std::make_pair(t, i), l);
+        }
+      }
+      for (const ast::ExprPtr& a : e.args)
+        walk(*a);
+    };
+    for (const ast::Definition& def : ast_.definitions)
+      walk(*def.value);
   }
 
   // First pass over definitions: the shape (labels) of every Func, so a Func may be used before
@@ -210,8 +251,14 @@ private:
         if (!found && ir::contains(c->dims, l)) c->accept(*this);
       }
       void visit(const ir::Access& a) override {
-        if (!found && ir::contains(a.index, l)) {
+        if (!found && ir::contains(a.dims, l)) {
           loc = a.loc;
+          found = true;
+        }
+      }
+      void visit(const ir::LabelValue& v) override {
+        if (!found && v.label == l) {
+          loc = v.loc;
           found = true;
         }
       }
@@ -312,6 +359,8 @@ private:
   }
 
   ExprPtr name(const ast::Expr& e) {
+    if (e.text == "inf")
+      return std::make_shared<ir::Const>(e.loc, std::numeric_limits<double>::infinity(), false);
     const Symbol* s = prog_.find(e.text);
     if (!s) {
       diags_.error(e.loc, "`" + e.text + "` is not declared; declare it (`SIn " + e.text +
@@ -327,9 +376,8 @@ private:
                               "; index it with dimension labels, as in `" + e.text + "[x]`");
       return nullptr;
     default:
-      diags_.error(e.loc, "`" + e.text + "` is " + article_kind(s->kind) +
-                              ", not a value; use `len(" + e.text + ")` for its size");
-      return nullptr;
+      // A label's value: the position along it.
+      return std::make_shared<ir::LabelValue>(e.loc, s);
     }
   }
 
@@ -346,16 +394,39 @@ private:
       return nullptr;
     }
     Labels idx;
+    std::vector<ExprPtr> pos;
     bool ok = true;
-    for (const ast::ExprPtr& a : e.args) {
-      Label l = label(a->text, a->loc);
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const ast::Expr& a = *e.args[i];
+      const Symbol* named = a.kind == ast::ExprKind::Name ? prog_.find(a.text) : nullptr;
+      Label l = nullptr;
+      if (a.kind == ast::ExprKind::Name &&
+          (!named || named->is_label() || s->kind == SymbolKind::Func)) {
+        l = label(a.text, a.loc);
+        pos.push_back(nullptr);
+      } else if (s->kind == SymbolKind::Func) {
+        diags_.error(a.loc, "a Func is read at its labels only; `" + e.text +
+                                "` is a Func, so read the shifted or gathered values from an "
+                                "input, or give `" +
+                                e.text + "` the position as a label");
+        ok = false;
+        continue;
+      } else {
+        ExprPtr p = position(a, s, i);
+        if (!p) {
+          ok = false;
+          continue;
+        }
+        l = extent_label(*p, s, i, a.loc);
+        pos.push_back(p);
+      }
       if (!l) {
         ok = false;
         continue;
       }
       if (ir::contains(idx, l)) {
-        diags_.error(a->loc, "`" + a->text + "` indexes two dimensions of `" + e.text +
-                                 "`; each dimension of an access needs its own label");
+        diags_.error(a.loc, "`" + l->name + "` indexes two dimensions of `" + e.text +
+                                "`; each dimension of an access needs its own label");
         ok = false;
         continue;
       }
@@ -393,17 +464,66 @@ private:
       }
       if (current_ && !ir::contains(current_->deps, s)) current_->deps.push_back(s);
     }
-    return std::make_shared<ir::Access>(e.loc, s, idx);
+    bool plain = std::all_of(pos.begin(), pos.end(), [](const ExprPtr& p) { return !p; });
+    return std::make_shared<ir::Access>(e.loc, s, idx,
+                                        plain ? std::vector<ExprPtr>{} : std::move(pos));
+  }
+
+  // A computed position of input `t`'s dimension `i`: a whole number.
+  ExprPtr position(const ast::Expr& a, const Symbol* t, size_t i) {
+    ExprPtr p = expr(a);
+    if (!p) return nullptr;
+    if (!p->is_int()) {
+      diags_.error(a.loc, "position " + std::to_string(i + 1) + " of `" + t->name + "`, `" +
+                              ir::to_dt(*p) +
+                              "`, is a number, not a whole number; a position is a label or is "
+                              "built of labels, integer literals, `len(...)`, `//`, `%` and "
+                              "integer inputs (`In T: int;`)");
+      return nullptr;
+    }
+    return p;
+  }
+
+  // The label whose size is the extent of the dimension a computed position reaches: the label
+  // of `y + c` or `y - c` (c a whole number that does not vary), the declared range of an index
+  // input (`In T: int(y)` for `P[x, T[x]]`), else the label that indexes that dimension alone
+  // elsewhere.
+  Label extent_label(const ir::Expr& p, const Symbol* t, size_t i, Loc loc) {
+    std::function<Label(const ir::Expr&)> of = [&](const ir::Expr& e) -> Label {
+      if (auto* v = e.as<ir::LabelValue>()) return v->label;
+      if (auto* a = e.as<ir::Access>()) return a->tensor->range;
+      if (auto* b = e.as<ir::Binary>()) {
+        bool shift = b->op == ir::BinOp::Add || b->op == ir::BinOp::Sub;
+        if (shift && b->b->dims.empty()) return of(*b->a);
+        if (b->op == ir::BinOp::Add && b->a->dims.empty()) return of(*b->b);
+      }
+      return nullptr;
+    };
+    if (Label l = of(p)) return l;
+    auto it = dim_label_.find({t, i});
+    if (it != dim_label_.end()) return it->second;
+    diags_.error(loc, "no label names the extent of dimension " + std::to_string(i + 1) + " of `" +
+                          t->name + "`, which this position reaches; read `" + t->name +
+                          "` with a label there somewhere (`" + t->name +
+                          "[..., y, ...]`), shift a label (`y + 1`), or declare the index "
+                          "input's range (`In T: int(y);`)");
+    return nullptr;
   }
 
   ExprPtr binary(const ast::Expr& e) {
     ExprPtr a = expr(*e.args[0]);
     ExprPtr b = expr(*e.args[1]);
     if (!a || !b) return nullptr;
+    if (e.text == "//" && (!a->is_int() || !b->is_int())) {
+      diags_.error(e.loc, "`//` divides whole numbers (labels, sizes, integer literals and "
+                          "inputs); for numbers write `floor(a / b)`");
+      return nullptr;
+    }
     static const std::pair<const char*, ir::BinOp> ops[] = {
-        {"+", ir::BinOp::Add}, {"-", ir::BinOp::Sub}, {"*", ir::BinOp::Mul}, {"/", ir::BinOp::Div},
-        {"%", ir::BinOp::Mod}, {"<", ir::BinOp::Lt},  {"<=", ir::BinOp::Le}, {">", ir::BinOp::Gt},
-        {">=", ir::BinOp::Ge}, {"==", ir::BinOp::Eq}, {"!=", ir::BinOp::Ne}};
+        {"//", ir::BinOp::IntDiv}, {"+", ir::BinOp::Add}, {"-", ir::BinOp::Sub},
+        {"*", ir::BinOp::Mul},     {"/", ir::BinOp::Div}, {"%", ir::BinOp::Mod},
+        {"<", ir::BinOp::Lt},      {"<=", ir::BinOp::Le}, {">", ir::BinOp::Gt},
+        {">=", ir::BinOp::Ge},     {"==", ir::BinOp::Eq}, {"!=", ir::BinOp::Ne}};
     for (const auto& [text, op] : ops)
       if (e.text == text)
         return std::make_shared<ir::Binary>(e.loc, op, a, b, ir::union_labels(a->dims, b->dims));
@@ -598,6 +718,8 @@ private:
   ir::Program prog_;
   ir::FuncDef* current_ = nullptr;
   std::map<const Symbol*, std::pair<size_t, Loc>> in_rank_;
+  std::vector<std::pair<Symbol*, const ast::ElemType*>> typed_;
+  std::map<std::pair<const Symbol*, size_t>, Label> dim_label_;
   std::set<const Symbol*> bad_defs_;
   bool cyclic_ = false;
 };

@@ -40,6 +40,8 @@ const char* spelling(Tok kind) {
     return "`*`";
   case Tok::Slash:
     return "`/`";
+  case Tok::SlashSlash:
+    return "`//`";
   case Tok::Percent:
     return "`%`";
   case Tok::Less:
@@ -145,7 +147,7 @@ public:
         kind = Tok::Star;
         break;
       case '/':
-        kind = Tok::Slash;
+        kind = two('/', Tok::SlashSlash, Tok::Slash);
         break;
       case '%':
         kind = Tok::Percent;

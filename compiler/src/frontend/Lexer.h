@@ -27,6 +27,7 @@ enum class Tok {
   Minus,
   Star,
   Slash,
+  SlashSlash,
   Percent,
   Less,
   LessEq,

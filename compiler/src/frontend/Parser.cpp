@@ -129,15 +129,38 @@ private:
     }
   }
 
-  // declaration := ('Func'|'In'|'SIn'|'Var'|'RVar') ident { ',' ident } ';'
+  // declaration := ('Func'|'In'|'SIn'|'Var'|'RVar') decl_name { ',' decl_name } ';'
+  // decl_name   := ident [ ':' ( 'float' | 'int' [ '(' ident ')' ] ) ]
   ast::Decl declaration(ast::DeclKind kind) {
-    ast::Decl decl{kind, {}, advance().loc};
+    ast::Decl decl{kind, {}, {}, advance().loc};
     do {
       const Token& name = expect(Tok::Ident, "(a symbol name) in the declaration");
       decl.names.push_back({name.text, name.loc});
+      decl.types.push_back(elem_type());
     } while (accept(Tok::Comma));
     expect(Tok::Semicolon, "at the end of the declaration");
     return decl;
+  }
+
+  ast::ElemType elem_type() {
+    ast::ElemType t;
+    if (!accept(Tok::Colon)) return t;
+    t.written = true;
+    t.loc = peek().loc;
+    const Token& word = expect(Tok::Ident, "(the element type: `float` or `int`) after `:`");
+    if (word.text != "float" && word.text != "int") {
+      report(word.loc,
+             "unknown element type `" + word.text + "`; write `float`, `int` or `int(LABEL)`");
+      throw SyntaxError{};
+    }
+    t.is_int = word.text == "int";
+    if (t.is_int && accept(Tok::LParen)) {
+      const Token& label =
+          expect(Tok::Ident, "(the label whose positions the values are) in `int(...)`");
+      t.range = {label.text, label.loc};
+      expect(Tok::RParen, "to close `int(...)`");
+    }
+    return t;
   }
 
   // definition := ident '[' ident { ',' ident } ']' '=' expr ';'
@@ -221,7 +244,7 @@ private:
   // Binary operators by precedence level, lowest first (thesis table 3.2):
   //   comparison := additive { ('<'|'<='|'>'|'>='|'=='|'!=') additive }
   //   additive   := multiplicative { ('+'|'-') multiplicative }
-  //   multiplicative := unary { ('*'|'/'|'%') unary }
+  //   multiplicative := unary { ('*'|'/'|'//'|'%') unary }
   static int precedence(Tok kind) {
     switch (kind) {
     case Tok::Less:
@@ -236,6 +259,7 @@ private:
       return 2;
     case Tok::Star:
     case Tok::Slash:
+    case Tok::SlashSlash:
     case Tok::Percent:
       return 3;
     default:
@@ -280,7 +304,7 @@ private:
     return primary(depth + 1);
   }
 
-  // primary := number | ident '[' ident { ',' ident } ']' | ident '(' [ expr { ',' expr } ] ')'
+  // primary := number | ident '[' expr { ',' expr } ']' | ident '(' [ expr { ',' expr } ] ')'
   //          | ident | '(' expr ')'
   ast::ExprPtr primary(int depth) {
     const Token& t = peek();
@@ -300,15 +324,15 @@ private:
     advance();
     if (accept(Tok::LBracket)) {
       auto node = std::make_unique<ast::Expr>(ast::ExprKind::Index, t.loc, t.text);
+      // Each position is a label, or an expression the checker limits (a label plus or minus
+      // a whole number, an index input's value).
       if (!at(Tok::RBracket)) {
         do {
-          const Token& label = expect(Tok::Ident, "(a dimension label) inside `[]`");
-          node->args.push_back(
-              std::make_unique<ast::Expr>(ast::ExprKind::Name, label.loc, label.text));
+          node->args.push_back(expr(0, depth + 1));
+          node->height = std::max(node->height, 1 + node->args.back()->height);
         } while (accept(Tok::Comma));
       }
       expect(Tok::RBracket, "to close the index");
-      node->height = 2;
       return node;
     }
     if (accept(Tok::LParen)) {

@@ -17,6 +17,7 @@ DTC_IR_ACCEPT(Const)
 DTC_IR_ACCEPT(ScalarIn)
 DTC_IR_ACCEPT(Len)
 DTC_IR_ACCEPT(ProgramId)
+DTC_IR_ACCEPT(LabelValue)
 DTC_IR_ACCEPT(Access)
 DTC_IR_ACCEPT(Unary)
 DTC_IR_ACCEPT(Binary)
@@ -52,6 +53,8 @@ const char* op_text(BinOp op) {
     return "*";
   case BinOp::Div:
     return "/";
+  case BinOp::IntDiv:
+    return "//";
   case BinOp::Mod:
     return "%";
   case BinOp::Lt:
@@ -72,6 +75,26 @@ const char* op_text(BinOp op) {
 
 bool is_comparison(BinOp op) {
   return op >= BinOp::Lt;
+}
+
+const char* type_name(ValueType t) {
+  return t == ValueType::Int ? "whole number" : "number";
+}
+
+ValueType combined_type(const std::vector<const Expr*>& operands) {
+  bool all_whole = true, computed = false;
+  for (const Expr* e : operands) {
+    all_whole = all_whole && e->is_int();
+    computed = computed || !e->as<Const>();
+  }
+  return all_whole && computed ? ValueType::Int : ValueType::Float;
+}
+
+Labels Access::position_dims(const Labels& idx, const std::vector<ExprPtr>& p) {
+  Labels dims;
+  for (size_t i = 0; i < idx.size(); ++i)
+    dims = union_labels(dims, i < p.size() && p[i] ? p[i]->dims : Labels{idx[i]});
+  return dims;
 }
 
 const char* reduce_name(ReduceOp op) {
@@ -109,6 +132,8 @@ ExprPtr IRMutator::mutate(const ExprPtr& e) {
     return visit(static_cast<const Len&>(*e), e);
   case ExprKind::ProgramId:
     return visit(static_cast<const ProgramId&>(*e), e);
+  case ExprKind::LabelValue:
+    return visit(static_cast<const LabelValue&>(*e), e);
   case ExprKind::Access:
     return visit(static_cast<const Access&>(*e), e);
   case ExprKind::Unary:
@@ -127,6 +152,16 @@ ExprPtr IRMutator::mutate(const ExprPtr& e) {
   throw InternalError("IRMutator: unknown expression kind");
 }
 
+ExprPtr IRMutator::visit(const Access& e, const ExprPtr& self) {
+  if (e.pos.empty()) return self;
+  std::vector<ExprPtr> pos;
+  bool changed = false;
+  for (const ExprPtr& p : e.pos) {
+    pos.push_back(p ? mutate(p) : nullptr);
+    changed |= pos.back() != p;
+  }
+  return changed ? std::make_shared<Access>(e.loc, e.tensor, e.index, pos) : self;
+}
 ExprPtr IRMutator::visit(const Unary& e, const ExprPtr& self) {
   ExprPtr a = mutate(e.a);
   return a == e.a ? self : std::make_shared<Unary>(e.loc, e.op, a);
@@ -173,6 +208,8 @@ void for_each_access(const Expr& e, const std::function<void(const Access&, cons
   std::function<void(const Expr&, Labels&)> walk = [&](const Expr& x, Labels& bound) {
     if (auto* a = x.as<Access>()) {
       fn(*a, bound);
+      for (const ExprPtr& p : a->pos) // a gather's index input
+        if (p) walk(*p, bound);
       return;
     }
     Label rvar = nullptr;
@@ -221,6 +258,10 @@ std::vector<const Expr*> children(const Expr& e) {
     void visit(const Reduce& x) override { kids = {x.a.get()}; }
     void visit(const Dot& x) override { kids = {x.a.get(), x.b.get()}; }
     void visit(const Reshape& x) override { kids = {x.a.get()}; }
+    void visit(const Access& x) override {
+      for (const ExprPtr& p : x.pos)
+        if (p) kids.push_back(p.get());
+    }
   } kids;
   e.accept(kids);
   return kids.kids;
@@ -268,10 +309,16 @@ public:
   void visit(const ScalarIn& e) override { out += e.symbol->name; }
   void visit(const Len& e) override { out += "len(" + e.label->name + ")"; }
   void visit(const ProgramId& e) override { out += "program_id(" + std::to_string(e.axis) + ")"; }
+  void visit(const LabelValue& e) override { out += e.label->name; }
   void visit(const Access& e) override {
     out += e.tensor->name + "[";
-    for (size_t i = 0; i < e.index.size(); ++i)
-      out += (i ? ", " : "") + e.index[i]->name;
+    for (size_t i = 0; i < e.index.size(); ++i) {
+      if (i) out += ", ";
+      if (const Expr* p = e.position(i))
+        emit(*p, 0);
+      else
+        out += e.index[i]->name;
+    }
     out += "]";
   }
   void visit(const Unary& e) override {
@@ -332,6 +379,7 @@ std::string print(const Program& program) {
   std::string out;
   for (const Symbol& s : program.symbols) {
     out += std::string(kind_name(s.kind)) + " " + s.name;
+    if (s.is_int) out += std::string(": int") + (s.range ? "(" + s.range->name + ")" : "");
     out += "\n";
   }
   for (const Symbol& s : program.symbols) {

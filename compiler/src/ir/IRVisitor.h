@@ -13,7 +13,12 @@ public:
   virtual void visit(const ScalarIn&) {}
   virtual void visit(const Len&) {}
   virtual void visit(const ProgramId&) {}
-  virtual void visit(const Access&) {}
+  virtual void visit(const LabelValue&) {}
+  /// Walks the computed positions (a gather's index input is an access too).
+  virtual void visit(const Access& e) {
+    for (const ExprPtr& p : e.pos)
+      if (p) p->accept(*this);
+  }
   virtual void visit(const Unary& e) { e.a->accept(*this); }
   virtual void visit(const Binary& e) {
     e.a->accept(*this);
@@ -41,7 +46,8 @@ protected:
   virtual ExprPtr visit(const ScalarIn&, const ExprPtr& self) { return self; }
   virtual ExprPtr visit(const Len&, const ExprPtr& self) { return self; }
   virtual ExprPtr visit(const ProgramId&, const ExprPtr& self) { return self; }
-  virtual ExprPtr visit(const Access&, const ExprPtr& self) { return self; }
+  virtual ExprPtr visit(const LabelValue&, const ExprPtr& self) { return self; }
+  virtual ExprPtr visit(const Access& e, const ExprPtr& self);
   virtual ExprPtr visit(const Unary& e, const ExprPtr& self);
   virtual ExprPtr visit(const Binary& e, const ExprPtr& self);
   virtual ExprPtr visit(const Call& e, const ExprPtr& self);

@@ -23,7 +23,10 @@ public:
   void visit(const ir::Access& e) override {
     if (e.tensor->kind == ir::SymbolKind::Func && prog_.def(e.tensor).dims.size() != e.index.size())
       fail(e, "rank mismatch");
-    same(e, e.index);
+    if (!e.pos.empty() && (e.pos.size() != e.index.size() || e.tensor->kind != ir::SymbolKind::In))
+      fail(e, "positions of a Func, or not one per dimension");
+    ir::IRVisitor::visit(e);
+    same(e, ir::Access::position_dims(e.index, e.pos));
   }
   void visit(const ir::Binary& e) override {
     ir::IRVisitor::visit(e);

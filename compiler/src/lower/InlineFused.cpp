@@ -27,7 +27,13 @@ public:
   }
 
   ir::ExprPtr visit(const ir::Access& e, const ir::ExprPtr&) override {
-    return std::make_shared<ir::Access>(e.loc, e.tensor, rename(e.index));
+    std::vector<ir::ExprPtr> pos;
+    for (const ir::ExprPtr& p : e.pos)
+      pos.push_back(p ? mutate(p) : nullptr);
+    return std::make_shared<ir::Access>(e.loc, e.tensor, rename(e.index), pos);
+  }
+  ir::ExprPtr visit(const ir::LabelValue& e, const ir::ExprPtr&) override {
+    return std::make_shared<ir::LabelValue>(e.loc, rename(e.label));
   }
   ir::ExprPtr visit(const ir::Len& e, const ir::ExprPtr&) override {
     return std::make_shared<ir::Len>(e.loc, rename(e.label));

@@ -31,7 +31,8 @@ const ir::Symbol* first_input(const LowerState& s, const ir::Dot& d) {
   struct Find : ir::IRVisitor {
     const ir::Symbol* found = nullptr;
     void visit(const ir::Access& e) override {
-      if (!found && e.tensor->kind == ir::SymbolKind::In) found = e.tensor;
+      if (!found && e.tensor->kind == ir::SymbolKind::In && !e.tensor->is_int) found = e.tensor;
+      ir::IRVisitor::visit(e);
     }
   } find;
   d.accept(find);
@@ -134,7 +135,7 @@ Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
       if (Value tile = load_tile(s, *access, p, q, *inner)) return tile;
       v = load(s, *access, *inner, /*native=*/true); // masked with other=0 already
     } else {
-      v = numeric(lower_expr(s, *e, *inner));
+      v = number(s, *e, *inner);
       if (mask) v = kir::select(mask, v, kir::float_imm(0.0));
       if (!narrow.empty()) v = kir::cast(v, kir::Scalar::Elem, narrow);
     }

@@ -30,6 +30,8 @@ kir::BinOp kernel_op(ir::BinOp op) {
     return kir::BinOp::Mul;
   case ir::BinOp::Div:
     return kir::BinOp::Div;
+  case ir::BinOp::IntDiv:
+    return kir::BinOp::FloorDiv; // printed `//`: on integers Triton rounds toward zero, as DT
   case ir::BinOp::Mod:
     return kir::BinOp::Mod;
   case ir::BinOp::Lt:
@@ -72,9 +74,10 @@ ExprPtr builtin_expr(const Builtin& b, const std::vector<ExprPtr>& a) {
 int access_patterns(const LowerState& s, const ir::Symbol* t) {
   struct Count : ir::IRVisitor {
     const ir::Symbol* t;
-    std::set<std::vector<Label>> seen;
+    std::set<std::string> seen;
     void visit(const ir::Access& e) override {
-      if (e.tensor == t) seen.insert(e.index);
+      if (e.tensor == t) seen.insert(ir::to_dt(e));
+      ir::IRVisitor::visit(e);
     }
   } c;
   c.t = t;
@@ -90,7 +93,7 @@ Value shallow(LowerState& s, Value v, Body& body) {
 
 Value integer_power(LowerState& s, const ir::Expr& base_expr, int n, Body& body) {
   if (n == 0) return kir::float_imm(1.0);
-  Value base = numeric(lower_expr(s, base_expr, body));
+  Value base = number(s, base_expr, body);
   // A literal base: the power is a literal too (IEEE pow: 0^-1 is inf, not Python's error).
   if (base->kind == kir::ExprKind::Float) return kir::float_imm(std::pow(base->value_float, n));
   // Under the interpreter a scalar may be a Python float, whose `1.0 / 0.0` raises.
@@ -116,7 +119,12 @@ Value integer_power(LowerState& s, const ir::Expr& base_expr, int n, Body& body)
 }
 
 Value binary(LowerState& s, const ir::Binary& b, Body& body) {
-  Value x = numeric(lower_expr(s, *b.a, body)), y = numeric(lower_expr(s, *b.b, body));
+  // Whole numbers compute as the kernel's integers (`//` and `%` round toward zero).
+  if (b.is_int() ||
+      (ir::is_comparison(b.op) && ir::combined_type({b.a.get(), b.b.get()}) == ir::ValueType::Int))
+    return shallow(s, kir::binary(kernel_op(b.op), whole(s, *b.a, body), whole(s, *b.b, body)),
+                   body);
+  Value x = number(s, *b.a, body), y = number(s, *b.b, body);
   // `%` is C's fmod and `/` IEEE division, as on the GPU; under the interpreter a scalar
   // operand is a Python float, whose `%` is Python's (the sign of the divisor) and whose `/ 0`
   // raises. A float32 tensor computes both as the GPU does.
@@ -138,7 +146,7 @@ Value call(LowerState& s, const ir::Call& c, Body& body) {
         return integer_power(s, *c.args[0], int(n), body);
       // A non-integer constant: no sign to work out, NaN for a negative base.
       if (std::isfinite(n) && n != std::floor(n)) {
-        Value base = numeric(lower_expr(s, *c.args[0], body));
+        Value base = number(s, *c.args[0], body);
         if (n == 0.5) return shallow(s, kir::call(kir::Intrinsic::PowHalf, {base}), body);
         return shallow(s, kir::call(kir::Intrinsic::PowFrac, {base, kir::float_imm(n)}), body);
       }
@@ -146,10 +154,12 @@ Value call(LowerState& s, const ir::Call& c, Body& body) {
   }
   std::vector<Value> args;
   for (const ir::ExprPtr& a : c.args) {
-    Value v = lower_expr(s, *a, body);
-    // where's condition stays a condition; every other argument is a number.
-    if (!(c.fn == "where" && &a == &c.args.front())) v = numeric(v);
-    args.push_back(v);
+    // where's condition stays a condition; every other argument is a number, or a whole number
+    // where the result is one.
+    if (c.fn == "where" && &a == &c.args.front())
+      args.push_back(lower_expr(s, *a, body));
+    else
+      args.push_back(c.is_int() ? whole(s, *a, body) : number(s, *a, body));
   }
   return shallow(s, builtin_expr(*b, args), body);
 }
@@ -177,7 +187,7 @@ bool is_scalar_value(const ir::Expr& e) {
 Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body) {
   const Binding& bp = s.bind[p].back();
   const Binding& bq = s.bind[q].back();
-  if (!bp.vec || !bq.vec || e.index.size() != 2) return nullptr;
+  if (!bp.vec || !bq.vec || e.index.size() != 2 || !e.plain()) return nullptr;
   size_t pos_p = e.index[0] == p ? 0 : 1, pos_q = 1 - pos_p;
   auto column = [](Value v) { return kir::expand(v, {true, false}); };
   auto row = [](Value v) { return kir::expand(v, {false, true}); };
@@ -198,7 +208,7 @@ namespace {
 // The tile is reshaped onto the other axis, which keeps its elements in order when every axis
 // between the two has width 1 in it.
 Value same_elements_loaded(LowerState& s, const ir::Access& e, const std::string& key_prefix) {
-  if (e.tensor->kind != ir::SymbolKind::In) return nullptr;
+  if (e.tensor->kind != ir::SymbolKind::In || !e.plain()) return nullptr;
   auto whole_tile = [&](Label l) {
     return std::find(s.layout.tiles.begin(), s.layout.tiles.end(), l) != s.layout.tiles.end();
   };
@@ -232,11 +242,60 @@ Value same_elements_loaded(LowerState& s, const ir::Access& e, const std::string
 
 } // namespace
 
+// Whether whole number `e` is never negative: built of labels' positions, sizes and
+// non-negative literals by `+`, `*`, `//` and `%`.
+bool never_negative(const ir::Expr& e) {
+  if (e.as<ir::LabelValue>() || e.as<ir::Len>()) return true;
+  if (const auto* c = e.as<ir::Const>()) return c->value >= 0;
+  if (const auto* b = e.as<ir::Binary>())
+    return (b->op == ir::BinOp::Add || b->op == ir::BinOp::Mul || b->op == ir::BinOp::IntDiv ||
+            b->op == ir::BinOp::Mod) &&
+           never_negative(*b->a) && never_negative(*b->b);
+  return false;
+}
+
+// Whether whole number `e` is below the size of `l`: `l` itself less something never negative.
+bool below_size_of(const ir::Expr& e, Label l) {
+  if (const auto* v = e.as<ir::LabelValue>()) return v->label == l;
+  if (const auto* b = e.as<ir::Binary>())
+    return b->op == ir::BinOp::Sub && below_size_of(*b->a, l) && never_negative(*b->b);
+  return false;
+}
+
+// The index and the in-range condition (null: always in range) of each dimension of `e`: a
+// label's binding, or a computed position, which reads 0 outside `[0, size)` of its label.
+std::vector<std::pair<Value, Value>> positions(LowerState& s, const ir::Access& e, Body& body) {
+  std::vector<std::pair<Value, Value>> out;
+  for (size_t i = 0; i < e.index.size(); ++i) {
+    const ir::Expr* p = e.position(i);
+    if (!p) {
+      out.push_back({s.bind[e.index[i]].back().idx, nullptr});
+      continue;
+    }
+    Value v = whole(s, *p, body);
+    if (v->kind != kir::ExprKind::Var && v->kind != kir::ExprKind::Int)
+      v = s.let(body, s.fresh(s.py(e.tensor) + "_pos" + std::to_string(i)), v);
+    Value in_range;
+    if (!never_negative(*p)) in_range = kir::binary(kir::BinOp::Ge, v, kir::int_imm(0));
+    if (!below_size_of(*p, e.index[i]))
+      in_range = kir::and_(in_range, kir::lt(v, s.ref(s.py.size(e.index[i]))));
+    out.push_back({v, in_range});
+  }
+  return out;
+}
+
 Value load(LowerState& s, const ir::Access& e, Body& body, bool native) {
   std::string key_prefix = s.py(e.tensor) + (native ? "#native" : "");
   std::string key = key_prefix;
-  for (Label l : e.index)
-    key += "," + s.index_key(l);
+  std::vector<std::pair<Value, Value>> at;
+  if (e.plain()) {
+    for (Label l : e.index)
+      key += "," + s.index_key(l);
+  } else {
+    at = positions(s, e, body);
+    for (const auto& [v, in_range] : at)
+      key += "," + kir::print(*v);
+  }
   if (auto hit = s.cached(key)) return *hit;
   bool single_pattern = access_patterns(s, e.tensor) == 1;
   std::string base = s.py(e.tensor);
@@ -249,11 +308,25 @@ Value load(LowerState& s, const ir::Access& e, Body& body, bool native) {
     s.cache.back()[key] = v;
     return v;
   }
-  Value value = kir::load(kir::add(s.ptr_var(e.tensor), s.offset_expr(e.tensor, e.index)),
-                          s.mask_of(e.index));
-  // Inputs may be float16/bfloat16: compute in float32.
-  // tl.dot takes them as they are and accumulates in float32.
-  if (e.tensor->kind == ir::SymbolKind::In && !native) value = kir::cast(value, kir::Scalar::F32);
+  Value value;
+  if (e.plain()) {
+    value = kir::load(kir::add(s.ptr_var(e.tensor), s.offset_expr(e.tensor, e.index)),
+                      s.mask_of(e.index));
+  } else {
+    Value offset, mask = s.mask_of(e.dims);
+    for (size_t i = 0; i < at.size(); ++i) {
+      Value term = kir::mul(at[i].first, s.stride_var(e.tensor, i));
+      offset = offset ? kir::add(offset, term) : term;
+      mask = kir::and_(mask, at[i].second);
+    }
+    value = kir::load(kir::add(s.ptr_var(e.tensor), offset), mask);
+  }
+  // Inputs may be float16/bfloat16: compute in float32. Integer inputs (int8 to int64) are
+  // whole numbers in int64. tl.dot takes its operands as they are and accumulates in float32.
+  if (e.tensor->kind == ir::SymbolKind::In && e.tensor->is_int)
+    value = kir::cast(value, kir::Scalar::I64);
+  else if (e.tensor->kind == ir::SymbolKind::In && !native)
+    value = kir::cast(value, kir::Scalar::F32);
   Value v = s.let(body, name, value);
   s.cache.back()[key] = v;
   return v;
@@ -268,16 +341,18 @@ Value lower_expr(LowerState& s, const ir::Expr& e, Body& body) {
   case ir::ExprKind::ScalarIn:
     return s.ref(s.py(static_cast<const ir::ScalarIn&>(e).symbol));
   case ir::ExprKind::Len:
-    // A size is an integer argument; DT values are floating point (the reference computes
-    // with it as a float too), so `sqrt(len(x) * len(x))` and `len(x) % 3` work as floats.
-    return kir::cast(s.ref(s.py.size(static_cast<const ir::Len&>(e).label)), kir::Scalar::F32);
+    // A size is a whole number: an integer argument (converted where a number is wanted).
+    return s.ref(s.py.size(static_cast<const ir::Len&>(e).label));
   case ir::ExprKind::ProgramId:
     return kir::program_id(static_cast<const ir::ProgramId&>(e).axis);
+  case ir::ExprKind::LabelValue:
+    // The label's index where the kernel is: a loop index, or a tile's index tensor.
+    return s.bind[static_cast<const ir::LabelValue&>(e).label].back().idx;
   case ir::ExprKind::Access:
     return load(s, static_cast<const ir::Access&>(e), body);
   case ir::ExprKind::Unary: {
     auto& u = static_cast<const ir::Unary&>(e);
-    Value a = numeric(lower_expr(s, *u.a, body));
+    Value a = u.is_int() ? whole(s, *u.a, body) : number(s, *u.a, body);
     if (u.op == ir::UnOp::Plus) return a;
     return shallow(s, kir::neg(a), body);
   }
@@ -315,6 +390,22 @@ Value lower_expr(LowerState& s, const ir::Expr& e, Body& body) {
 Value numeric(Value v) {
   if (v->type.scalar != kir::Scalar::I1) return v;
   return kir::cast(v, kir::Scalar::F32);
+}
+
+// A whole number where a number is wanted is converted: a literal to a float literal (as it was
+// lowered before whole numbers existed), any other to float32.
+Value number(LowerState& s, const ir::Expr& e, Body& body) {
+  Value v = lower_expr(s, e, body);
+  if (!e.is_int()) return numeric(v);
+  if (v->kind == kir::ExprKind::Int) return kir::float_imm(static_cast<double>(v->value_int));
+  return v->type.is_float() ? v : kir::cast(v, kir::Scalar::F32);
+}
+
+// A whole number: literals are lowered as numbers (`1.0`), so one in an integer computation is
+// made an integer literal again.
+Value whole(LowerState& s, const ir::Expr& e, Body& body) {
+  if (const auto* c = e.as<ir::Const>()) return kir::int_imm(static_cast<long long>(c->value));
+  return lower_expr(s, e, body);
 }
 
 // A value stored over tensorized dimensions it does not vary along (`f[u] = rsum(A[n], n)`

@@ -49,7 +49,7 @@ long long index_slack(const LowerState& s) {
 // (atomically under atomic(k)).
 void emit_store(LowerState& s, Body& body) {
   const ir::FuncDef& def = s.def;
-  Value v = numeric(lower_expr(s, *def.value, body));
+  Value v = number(s, *def.value, body);
   bool scalar_store = true;
   for (Label l : def.dims)
     scalar_store &= !s.tensorized(l);

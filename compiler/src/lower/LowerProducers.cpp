@@ -46,7 +46,7 @@ void materialize(LowerState& s, const ir::Symbol* f, Label at, Body& body) {
     bound.push_back(l);
     hoist(s, bound, *cur, *fd.value);
   }
-  Value v = numeric(lower_expr(s, *fd.value, *cur));
+  Value v = number(s, *fd.value, *cur);
   bool scalar = true;
   for (Label l : fd.dims)
     scalar &= !s.bind[l].back().mask;

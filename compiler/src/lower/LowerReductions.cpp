@@ -44,11 +44,10 @@ Value lower_reduce(LowerState& s, ir::ReduceOp op, std::vector<ir::ExprPtr> oper
   if (!full_r) s.cache.emplace_back();
   Value v;
   if (operands.size() == 2) {
-    Value a = numeric(lower_expr(s, *operands[0], *inner)),
-          b = numeric(lower_expr(s, *operands[1], *inner));
+    Value a = number(s, *operands[0], *inner), b = number(s, *operands[1], *inner);
     v = kir::mul(a, b);
   } else {
-    v = numeric(lower_expr(s, *operands[0], *inner));
+    v = number(s, *operands[0], *inner);
   }
   if (!full_r) s.cache.pop_back();
   const Value mask = s.bind[r].back().mask;

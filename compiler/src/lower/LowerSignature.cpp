@@ -15,6 +15,7 @@ struct Collect : ir::IRVisitor {
   void visit(const ir::Access& e) override {
     if (!std::count(tensors.begin(), tensors.end(), e.tensor)) tensors.push_back(e.tensor);
     labels = ir::union_labels(labels, e.index);
+    ir::IRVisitor::visit(e); // a gather's index input
   }
   void visit(const ir::ScalarIn& e) override {
     if (!std::count(scalars.begin(), scalars.end(), e.symbol)) scalars.push_back(e.symbol);
@@ -45,6 +46,7 @@ size_t rank_of(const LowerState& s, const ir::Symbol* in) {
     size_t rank = 0;
     void visit(const ir::Access& e) override {
       if (e.tensor == t) rank = e.index.size();
+      ir::IRVisitor::visit(e);
     }
   } r;
   r.t = in;
@@ -63,7 +65,7 @@ void add_params(LowerState& s) {
       add_tensor_params(s, in, rank_of(s, in));
     if (std::count(c.scalars.begin(), c.scalars.end(), in))
       s.add_param(s.py(in), launch_arg(kir::LaunchArg::Kind::Scalar, s.py(in)),
-                  int_type(kir::Scalar::F32));
+                  int_type(in->is_int ? kir::Scalar::Int : kir::Scalar::F32));
   }
   for (const ir::Symbol* t : c.tensors) {
     if (t->kind != ir::SymbolKind::Func) continue;

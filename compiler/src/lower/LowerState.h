@@ -180,6 +180,10 @@ Value load(LowerState& s, const ir::Access& e, Body& body, bool native = false);
 Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body);
 /// A comparison counts as 0 or 1 where a number is wanted.
 Value numeric(Value v);
+/// The value of `e` as a number: whole numbers and conditions converted.
+Value number(LowerState& s, const ir::Expr& e, Body& body);
+/// The value of whole-number `e` (or an integer literal) as the kernel's integer.
+Value whole(LowerState& s, const ir::Expr& e, Body& body);
 /// `value` broadcast to the tile of `dims` where `e` does not vary along a tensorized one.
 Value broadcast(const LowerState& s, Value value, const ir::Expr& e, const ir::Labels& dims);
 /// Whether `e` is a number or a scalar of the kernel, never a tensor.
