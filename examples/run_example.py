@@ -140,11 +140,17 @@ def main(argv=None):
     size_text = ",".join(f"{k}={v}" for k, v in sizes.items())
     print(f"{name} [{size_text}] {args.dtype} on {where}")
     print(f"schedule: {module.SCHEDULE or '(default)'}")
-    err = (got.float() - want.float()).abs().nan_to_num(0.0, 0.0, 0.0)
-    print(f"max abs error vs reference: {err.max().item() if err.numel() else 0.0:.3e}")
-    ok, message = compare(got, want, dtype, getattr(module, "DOT_PRECISION", None))
-    if message:
-        print(message)
+    # A Func that stores others too (store_in) returns a tuple, as its reference does.
+    gots, wants = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    ok = True
+    for i, (g, w) in enumerate(zip(gots, wants)):
+        label = f"result {i + 1}: " if len(wants) > 1 else ""
+        err = (g.float() - w.float()).abs().nan_to_num(0.0, 0.0, 0.0)
+        print(f"{label}max abs error vs reference: {err.max().item() if err.numel() else 0.0:.3e}")
+        good, message = compare(g, w, dtype, getattr(module, "DOT_PRECISION", None))
+        ok = ok and good
+        if message:
+            print(label + message)
 
     if HAS_GPU:
         kernel_ms = triton.testing.do_bench(lambda: kernel(*inputs, **kwargs), return_mode="median")

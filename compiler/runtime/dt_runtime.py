@@ -166,6 +166,28 @@ def _dt_out(out, shape, dtype, device, inputs=()):
     return out
 
 
+def _dt_outs(out, names):
+    """`out` of a wrapper that returns several results (`names`): None, or a tuple or list with
+    one tensor (or None) per result. The first, and the others (None when none is given)."""
+    if out is None:
+        return None, None
+    if not isinstance(out, (tuple, list)) or len(out) != len(names):
+        raise ValueError(f"out must be None or a tuple of {len(names)} tensors (or None), one per "
+                         f"result ({', '.join(names)}), got {type(out).__name__}")
+    rest = tuple(out[1:])
+    return out[0], (rest if any(o is not None for o in rest) else None)
+
+
+def _dt_returned(result, outs, i):
+    """Result `i` after the first as returned: in the tensor given for it, if any."""
+    given = None if outs is None else outs[i]
+    return result if given is None or given is result else given.copy_(result)
+
+
+def _dt_copy_into(outputs, results):
+    return tuple(o.copy_(r) for o, r in zip(outputs, results))
+
+
 def _dt_new(shape, dtype, device, inputs):
     if inputs and inputs[0].is_floating_point():
         return inputs[0].new_empty(shape)

@@ -509,6 +509,33 @@ def compare(got, want, rtol, atol, reference=None):
     return check, message
 
 
+def compare_results(got, want, rtol, atol, references):
+    """compare() of each result of a wrapper that returns one or several (a tuple as its
+    reference returns): the counts added, the largest errors, the first message."""
+    if not isinstance(want, tuple):
+        return compare(got, want, rtol, atol, references[0])
+    if not isinstance(got, (tuple, list)) or len(got) != len(want):
+        check = {"max_abs": 0.0, "max_rel": 0.0, "rel_l2": 0.0,
+                 "mismatched": sum(w.numel() for w in want), "unwritten": 0, "rtol": rtol,
+                 "atol": atol}
+        what = f"{len(got)} results" if isinstance(got, (tuple, list)) else \
+            f"a {type(got).__name__}"
+        return check, f"the reference returns {len(want)} results, this returned {what}"
+    total, first = None, ""
+    for i, (g, w, r) in enumerate(zip(got, want, references)):
+        check, message = compare(g, w, rtol, atol, r)
+        if total is None:
+            total = check
+        else:
+            for key in ("mismatched", "unwritten"):
+                total[key] += check[key]
+            for key in ("max_abs", "max_rel", "rel_l2"):
+                total[key] = max(total[key], check[key])
+        if message and not first:
+            first = f"result {i + 1} of {len(want)}: {message}"
+    return total, first
+
+
 # ---------------------------------------------------------------------------------------------
 # Times
 
@@ -889,20 +916,25 @@ class Worker:
                 except (Exception, SystemExit) as e:  # noqa: BLE001
                     raise classify(e, f"reference_{func}") from e
             want = prepared["want"]
-            if prepared.get("reference") is None or prepared["reference"].want is not want:
-                prepared["reference"] = Reference(want)
+            # A wrapper of several results (store_in) returns, and its reference, a tuple.
+            wants = want if isinstance(want, tuple) else (want,)
+            refs = prepared.get("reference")
+            if refs is None or refs[0].want is not wants[0]:
+                prepared["reference"] = refs = [Reference(w) for w in wants]
             try:
                 if kind == "baseline":
                     got = fn()
                 else:
-                    got = torch.full(tuple(want.shape), float("nan"), dtype=want.dtype,
-                                     device=want.device)
+                    # NaN where a kernel writes nothing shows as unwritten.
+                    outs = tuple(torch.full(tuple(w.shape), float("nan"), dtype=w.dtype,
+                                            device=w.device) for w in wants)
+                    got = outs if isinstance(want, tuple) else outs[0]
                     wrapper(*inputs, **kwargs, out=got)
                 synchronize()
             except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, what) from e
             first_run_s = time.perf_counter() - start
-            result["check"], message = compare(got, want, rtol, atol, prepared["reference"])
+            result["check"], message = compare_results(got, want, rtol, atol, refs)
             c = result["check"]
             c["rel_l2_tol"] = l2_tol
             if not message and c["rel_l2"] > l2_tol:

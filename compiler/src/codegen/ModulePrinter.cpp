@@ -257,6 +257,8 @@ private:
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::In && !copied.count(py_(in))) kept.push_back(py_(in));
     if (!in_.kernels.at(f).output_init) kept.push_back(name);
+    for (const ir::Symbol* g : in_.plan->of(f).stored)
+      kept.push_back(py_(g));
     std::string strides;
     for (const std::string& t : kept) {
       kept_names.push_back(t + "_strides");
@@ -317,10 +319,23 @@ private:
     }
     if (sig.inputs.empty()) out_ += "none";
     out_ += ".\n    Sizes are inferred from the tensors; keyword sizes must agree with them.\n";
-    out_ += "    Returns " + name + " " + shape_text(def.dims) +
-            " in the inputs' dtype, on their device: written into `out`\n"
-            "    when given (a tensor of that shape, dtype and device, any strides), else new.\n"
-            "    \"\"\"\n";
+    // Funcs this kernel stores too (store_in): new tensors, returned after the output.
+    const std::vector<const ir::Symbol*>& stored = in_.plan->of(f).stored;
+    std::string also, stored_names;
+    for (const ir::Symbol* g : stored) {
+      also += ", " + py_(g) + " " + shape_text(prog_.def(g).dims);
+      stored_names += ", " + py_(g);
+    }
+    if (stored.empty())
+      out_ += "    Returns " + name + " " + shape_text(def.dims) +
+              " in the inputs' dtype, on their device: written into `out`\n"
+              "    when given (a tensor of that shape, dtype and device, any strides), else new.\n"
+              "    \"\"\"\n";
+    else
+      out_ += "    Returns (" + name + " " + shape_text(def.dims) + also +
+              ") in the inputs' dtype, on their\n    device; " + name +
+              " is written into `out` when given (a tensor of that shape, dtype and\n"
+              "    device, any strides), the others are new.\n    \"\"\"\n";
     // Tensor inputs, those of numbers first: a new output is made like the first of them.
     std::vector<std::string> tensor_inputs, size_args;
     for (bool integers : {false, true})
@@ -341,6 +356,15 @@ private:
                     ".data_ptr() % 16, " + t + ".is_neg()";
     for (const std::string& l : size_args)
       none_sizes += " and " + l + " is None";
+    // Several results: `out` is None or a tuple, one tensor (or None) per result; the first goes
+    // on as `out`, the others as `outs` (None when none is given, which only the full path sees).
+    std::vector<std::string> result_names{quote(f->name)};
+    for (const ir::Symbol* g : stored)
+      result_names.push_back(quote(g->name));
+    if (!stored.empty()) {
+      out_ += "    out, outs = _dt_outs(out, " + tuple_of(result_names) + ")\n";
+      none_sizes = " and outs is None" + none_sizes;
+    }
     out_ += "    if out is None" + none_sizes + ":\n";
     out_ += "        try:\n";
     out_ += "            key = (" + inline_key + (tensor_inputs.size() == 1 ? ",)" : ")") + "\n";
@@ -348,7 +372,7 @@ private:
     out_ += "            key = None\n";
     out_ += "    else:\n";
     out_ += "        key = _dt_key(" + tuple_of(tensor_inputs) + ", " + tuple_of(size_args) +
-            ", out)\n";
+            ", out)" + (stored.empty() ? "" : " if outs is None else None") + "\n";
     out_ += "    plan = " + plans + ".get(key)\n";
     out_ += "    if plan is None:\n";
     out_ += "        " + sizes_tuple(sig) + "dtype, device = " + args_fn + "(" + positional(sig) +
@@ -358,7 +382,19 @@ private:
     if (!atomic) {
       out_ += "        " + name + " = _dt_out(out, " + out_shape + ", dtype, device, " +
               tuple_of(tensor_inputs) + ")\n";
-      out_ += "        if " + name + ".numel() == 0:\n            return " + name + "\n";
+      for (size_t i = 0; i < stored.size(); ++i)
+        out_ += "        " + py_(stored[i]) + " = _dt_out(None if outs is None else outs[" +
+                std::to_string(i) + "], " + size_tuple(py_, prog_.def(stored[i]).dims) +
+                ", dtype, device, " + tuple_of(tensor_inputs) + ")\n";
+      if (stored.empty()) {
+        out_ += "        if " + name + ".numel() == 0:\n            return " + name + "\n";
+      } else {
+        // No program instance to compute the others: they come from the reference.
+        out_ += "        if " + name + ".numel() == 0:\n";
+        out_ += "            return (" + name + ",) + _dt_copy_into((" + stored_names.substr(2) +
+                ",), reference_" + name + "(" + positional(sig) + (sig.inputs.empty() ? "" : ", ") +
+                kw_pass(sig) + ")[1:])\n";
+      }
     } else {
       out_ += "        if out is not None or 0 in " + out_shape + ":\n";
       out_ += "            checked = _dt_out(out, " + out_shape + ", dtype, device)\n";
@@ -389,6 +425,8 @@ private:
         touched.push_back(name);
       else
         index_shape(def.dims);
+      for (const ir::Symbol* g : stored)
+        touched.push_back(py_(g));
       out_ += "        index = _dt_index_type(" + std::to_string(slack) + ", " +
               (touched.empty() ? "()" : tuple_of(touched)) + ", " +
               (index_shapes.empty() ? "()" : tuple_of(index_shapes)) + ")\n";
@@ -422,6 +460,13 @@ private:
           (!number_input ? "torch.empty(" + empty_sizes(out_shape) + ", dtype=dtype, device=device)"
                          : tensor_inputs.front() + ".new_empty(" + empty_sizes(out_shape) + ")") +
           " if out is None else out\n";
+    for (const ir::Symbol* g : stored)
+      out_ += "        " + py_(g) + " = " +
+              (!number_input ? "torch.empty(" + empty_sizes(size_tuple(py_, prog_.def(g).dims)) +
+                                   ", dtype=dtype, device=device)"
+                             : tensor_inputs.front() + ".new_empty(" +
+                                   empty_sizes(size_tuple(py_, prog_.def(g).dims)) + ")") +
+              "\n";
     if (!work.empty()) out_ += "        " + work_targets + "plan.temporaries(device, direct)\n";
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
@@ -515,10 +560,18 @@ private:
     // Every kernel launched: later calls may launch directly (not before, so that a call that
     // failed part-way, or another thread's first call, never finds a launch missing).
     out_ += "    if direct is None:\n        plan.finish()\n";
-    if (!atomic) // `out` shared memory with an input: the kernels wrote a new tensor
+    if (!atomic &&
+        stored.empty()) // `out` shared memory with an input: the kernels wrote a new tensor
       out_ += "    return " + name + " if out is None or " + name + " is out else out.copy_(" +
               name + ")\n";
-    else
+    else if (!atomic) {
+      out_ += "    return (" + name + " if out is None or " + name + " is out else out.copy_(" +
+              name + ")";
+      for (size_t i = 0; i < stored.size(); ++i)
+        out_ +=
+            ",\n            _dt_returned(" + py_(stored[i]) + ", outs, " + std::to_string(i) + ")";
+      out_ += ")\n";
+    } else
       out_ += "    if out is None:\n        return " + name + ".to(dtype)\n    out.copy_(" + name +
               ")\n    return out\n";
 
@@ -630,6 +683,14 @@ private:
     for (const ir::Symbol* in : sig.inputs)
       if (in->kind == ir::SymbolKind::SIn)
         out_ += "    " + py_(in) + " = " + scalar_check(in) + "\n";
+  }
+
+  /// `x=x, y=y`: the size keywords passed on.
+  std::string kw_pass(const WrapperSignature& sig) {
+    std::string s;
+    for (ir::Label l : sig.labels)
+      s += (s.empty() ? "" : ", ") + py_(l) + "=" + py_(l);
+    return s;
   }
 
   std::string scalar_check(const ir::Symbol* in) const {

@@ -253,7 +253,10 @@ std::string print_reference_values(const ModuleInput& in, const ir::Symbol* f) {
     out += "    " + py(k) + " = _dt_result(" + value + ", layout, " + tuple_of(dims) + ", " +
            size_tuple(py, kd.dims) + ")\n";
   }
-  out += "    return " + py(f) + ".to(dtype)\n";
+  std::string result = py(f) + ".to(dtype)";
+  for (const ir::Symbol* g : in.plan->of(f).stored)
+    result += ", " + py(g) + ".to(dtype)";
+  out += "    return " + result + "\n";
   return out;
 }
 

@@ -20,6 +20,8 @@ std::vector<const ir::Symbol*> reference_order(const ModuleInput& module, const 
     order.push_back(g);
   };
   visit(f);
+  for (const ir::Symbol* g : module.plan->of(f).stored) // outputs f's wrapper returns too
+    visit(g);
   return order;
 }
 
@@ -145,6 +147,8 @@ WrapperSignature wrapper_signature(const ModuleInput& module, const CompiledFunc
     prog.def(f).value->accept(collect);
     for (const auto& [m, at] : module.plan->materialized_of(f))
       prog.def(m).value->accept(collect);
+    for (const ir::Symbol* g : module.plan->of(f).stored)
+      prog.def(g).value->accept(collect);
     sig.labels = ir::union_labels(sig.labels, prog.def(f).dims);
     sig.labels = ir::union_labels(sig.labels, definition_labels(prog, f));
   }
@@ -167,6 +171,8 @@ WrapperSignature wrapper_signature(const ModuleInput& module, const CompiledFunc
     prog.def(k).value->accept(lens);
     for (const auto& [m, at] : module.plan->materialized_of(k))
       prog.def(m).value->accept(lens);
+    for (const ir::Symbol* g : module.plan->of(k).stored)
+      prog.def(g).value->accept(lens);
   }
   sig.labels = ir::union_labels(sig.labels, lens.out);
   for (const ir::Symbol* k : c.kernel_funcs)

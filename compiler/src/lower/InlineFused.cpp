@@ -204,6 +204,7 @@ void inline_fused_funcs(ir::Program& program, KernelPlan& plan, DiagnosticEngine
   std::map<const ir::Symbol*, std::set<const ir::Symbol*>> inline_into;
   bool any = false;
   for (auto& [f, fs] : schedule.funcs) {
+    any |= !fs.stored.empty();
     if (!fs.fuse_at || !program.funcs.count(f)) continue;
     any = true;
     const ir::Symbol* g = fs.fuse_at->into;
@@ -234,6 +235,10 @@ void inline_fused_funcs(ir::Program& program, KernelPlan& plan, DiagnosticEngine
   for (const auto& [g, list] : plan.materialized)
     for (const auto& [m, at] : list)
       owner[m] = g;
+  // A Func another's kernel stores (store_in) reads, inline, what that kernel computes inline.
+  for (const auto& [f, fs] : schedule.funcs)
+    for (const ir::Symbol* g : fs.stored)
+      owner.emplace(g, f);
   std::map<const ir::Symbol*, ir::ExprPtr> values;
   bool too_deep = false;
   std::function<void(const ir::Symbol*)> resolve = [&](const ir::Symbol* f) {
@@ -269,6 +274,20 @@ void inline_fused_funcs(ir::Program& program, KernelPlan& plan, DiagnosticEngine
   }
   for (auto& [g, list] : plan.materialized)
     settle_materialized(program, g, list, schedule, diags);
+  // A stored Func is computed where the storing kernel's loops bind its dimensions; a Func that
+  // kernel computes into a temporary (at a level of its own) is not there to read.
+  for (const auto& [f, fs] : schedule.funcs)
+    for (const ir::Symbol* g : fs.stored)
+      for (const auto& [m, at] : plan.materialized_of(f))
+        if (m != g && !reads_of(m, program.def(g).value).empty())
+          diags.error("store-reads-temporary",
+                      fs.stored.empty() ? Loc{} : schedule.of(g).store_in->loc,
+                      "`" + g->name + "` reads `" + m->name + "`, which `" + f->name +
+                          "`'s kernel computes into a temporary one `" + at->name +
+                          "` at a time; fully tensorize the dimensions of `" + m->name +
+                          "` inside `" + at->name + "` in `" + f->name +
+                          "` so that it is computed inline, or do not store `" + g->name +
+                          "` in `" + f->name + "`");
 }
 
 } // namespace dtc

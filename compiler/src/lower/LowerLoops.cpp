@@ -97,6 +97,7 @@ Body* emit_output_loops(LowerState& s, Body& body) {
     s.cache.emplace_back();
     materialize_at(s, l, *cur);
     hoist(s, bound, *cur, *s.def.value);
+    store_outputs(s, bound, *cur);
   }
   return cur;
 }

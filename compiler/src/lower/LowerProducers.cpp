@@ -57,6 +57,10 @@ void materialize(LowerState& s, const ir::Symbol* f, Label at, Body& body) {
   Value stored = s.let(*cur, s.fresh(s.py(f)), value);
   cur->push_back(kir::Stmt::store(kir::add(s.ptr_var(f), s.offset_expr(f, fd.dims)), stored,
                                   s.mask_of(fd.dims)));
+  if (std::find(s.stored.begin(), s.stored.end(), f) != s.stored.end()) {
+    store_output(s, f, stored, *cur); // the same values, to the wrapper's output too
+    s.stores_done.insert(f);
+  }
   s.cache.pop_back();
   for (Label l : pushed)
     s.bind[l].pop_back();
@@ -69,6 +73,37 @@ void materialize(LowerState& s, const ir::Symbol* f, Label at, Body& body) {
 void materialize_at(LowerState& s, Label at, Body& body) {
   for (const auto& [f, level] : s.materialized)
     if (level == at) materialize(s, f, at, body);
+}
+
+void store_output(LowerState& s, const ir::Symbol* g, Value value, Body& body) {
+  const ir::Labels& dims = s.prog.def(g).dims;
+  Value offset;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    Value term = kir::mul(s.bind[dims[i]].back().idx, s.ref(s.py.stride(g, i)));
+    offset = offset ? kir::add(offset, term) : term;
+  }
+  body.push_back(kir::Stmt::store(kir::add(s.ref(s.py.ptr(g)), offset), value, s.mask_of(dims)));
+}
+
+void store_outputs(LowerState& s, const ir::Labels& bound, Body& body) {
+  for (const ir::Symbol* g : s.stored) {
+    const ir::FuncDef& gd = s.prog.def(g);
+    if (s.stores_done.count(g) || s.materialized_here(g)) continue;
+    bool ready = true;
+    for (Label l : gd.dims)
+      ready &= ir::contains(bound, l);
+    hoist(s, bound, body, *gd.value);
+    if (!ready) continue;
+    s.stores_done.insert(g);
+    Value v = number(s, *gd.value, body);
+    bool scalar = true;
+    for (Label l : gd.dims)
+      scalar &= !s.tensorized(l);
+    Value value =
+        scalar && !s.layout.axes.empty() && !is_scalar_value(*gd.value) ? kir::reshape(v, {}) : v;
+    if (!scalar) value = broadcast(s, value, *gd.value, gd.dims);
+    store_output(s, g, s.let(body, s.fresh(s.py(g)), value), body);
+  }
 }
 
 } // namespace dtc::lowering

@@ -87,6 +87,8 @@ void add_params(LowerState& s) {
     s.kernel.scratch.push_back(std::move(scratch));
   }
   add_tensor_params(s, s.func, s.def.dims.size());
+  for (const ir::Symbol* g : s.stored) // outputs of the wrapper, in the inputs' dtype
+    add_tensor_params(s, g, s.prog.def(g).dims.size());
   s.labels = ir::union_labels(s.def.dims, schedulable_labels(s.prog, s.fs));
   s.labels = ir::union_labels(s.labels, c.labels);
   for (Label l : s.labels)

@@ -70,8 +70,9 @@ struct LowerState {
   const ir::Program& prog;
   const PythonNames& py; // every name below is built from these
   const FuncSchedule& fs;
-  const SplitReduction* split;      // null when the Func's reduction is not split
-  const Materialized& materialized; // producers this kernel computes into temporaries
+  const SplitReduction* split;                  // null when the Func's reduction is not split
+  const Materialized& materialized;             // producers this kernel computes into temporaries
+  const std::vector<const ir::Symbol*>& stored; // Funcs this kernel stores too (store_in)
   const ir::Symbol* func;
   const ir::FuncDef& def;
   DiagnosticEngine& diags;
@@ -83,6 +84,7 @@ struct LowerState {
   std::map<Label, std::vector<Binding>> bind; // label -> its bindings, innermost last
   std::map<const ir::Expr*, Value> hoisted;   // reductions computed at an outer loop level
   std::vector<std::map<std::string, Value>> cache; // per loop level: computed values by key
+  std::set<const ir::Symbol*> stores_done;         // stored Funcs whose store is emitted
   std::set<std::string> used;                      // names handed out
   std::map<std::string, kir::Type> types;          // every bound name's type, as last bound
 
@@ -126,7 +128,8 @@ struct LowerState {
   Value offset_expr(const ir::Symbol* t, const ir::Labels& index);
   /// The conjunction of the labels' current masks; null when none has one.
   Value mask_of(const ir::Labels& of);
-  /// Visits the kernel's value and the values of the Funcs it computes into temporaries.
+  /// Visits the kernel's value and the values of the Funcs it computes into temporaries or
+  /// stores.
   void for_each_value(ir::IRVisitor& v) const;
 
   // ---- computed values, reused by key ----
@@ -170,6 +173,11 @@ std::string loop_prefix(LowerState& s, Label r, const std::string& prefix);
 
 /// LowerProducers.cpp: computes the Funcs fused at level `at` into their temporaries.
 void materialize_at(LowerState& s, Label at, Body& body);
+/// LowerProducers.cpp: stores each Func of `s.stored` whose dimensions `bound` all holds (and
+/// that is not computed into a temporary, whose computation stores it), once.
+void store_outputs(LowerState& s, const ir::Labels& bound, Body& body);
+/// LowerProducers.cpp: `value` of stored Func `g` into its output tensor (the wrapper's).
+void store_output(LowerState& s, const ir::Symbol* g, Value value, Body& body);
 
 /// LowerExprs.cpp: the value of `e` at the current bindings (statements go to `body`).
 Value lower_expr(LowerState& s, const ir::Expr& e, Body& body);

@@ -41,7 +41,7 @@ static const std::set<std::string>& reserved() {
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
       "SIZE_KEYWORDS", "DOT_PRECISION", "PYTHON_NAMES", "INPUTS_KEY", "out", "numbers", "CudaGraph",
       // the wrappers' locals
-      "key", "plan", "work", "index", "checked", "direct"};
+      "key", "plan", "work", "index", "checked", "direct", "outs"};
   return words;
 }
 

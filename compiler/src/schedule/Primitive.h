@@ -31,6 +31,7 @@ Primitive block_primitive();
 Primitive tensorize_primitive();
 Primitive map_primitive();
 Primitive fuse_at_primitive();
+Primitive store_in_primitive();
 Primitive atomic_primitive();
 Primitive precision_primitive();
 Primitive relayout_primitive();
@@ -39,9 +40,14 @@ Primitive num_warps_primitive();
 Primitive num_stages_primitive();
 Primitive compile_primitive();
 
-/// All primitives in canonical order: block, tensorize, map, fuse_at, atomic, precision,
-/// relayout, index, num_warps, num_stages, compile.
+/// All primitives in canonical order: block, tensorize, map, fuse_at, store_in, atomic,
+/// precision, relayout, index, num_warps, num_stages, compile.
 const std::vector<Primitive>& primitive_table();
+
+/// Once every statement is in: the checks of store_in that need the whole schedule (the
+/// storing Func is compiled and has a kernel of its own, ...), and the dependencies it adds to
+/// the storing Func (StoreIn.cpp).
+void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEngine& diags);
 
 // Shared argument helpers.
 ir::Label schedule_label(PrimitiveContext& ctx, const ast::ScheduleArg& arg, const char* what);

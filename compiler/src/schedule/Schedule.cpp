@@ -26,9 +26,9 @@ FuncSchedule& Schedule::of(const ir::Symbol* f) {
 
 const std::vector<Primitive>& primitive_table() {
   static const std::vector<Primitive> table = {
-      block_primitive(),     tensorize_primitive(),  map_primitive(),      fuse_at_primitive(),
-      atomic_primitive(),    precision_primitive(),  relayout_primitive(), index_primitive(),
-      num_warps_primitive(), num_stages_primitive(), compile_primitive()};
+      block_primitive(),    tensorize_primitive(), map_primitive(),        fuse_at_primitive(),
+      store_in_primitive(), atomic_primitive(),    precision_primitive(),  relayout_primitive(),
+      index_primitive(),    num_warps_primitive(), num_stages_primitive(), compile_primitive()};
   return table;
 }
 
@@ -253,7 +253,9 @@ void keep_only_fusion(Schedule& schedule, const ir::Program& program) {
     kept.func = fs.func;
     kept.fuse_at = fs.fuse_at;
     kept.fused = fs.fused;
-    if (auto it = fs.where.find("fuse_at"); it != fs.where.end()) kept.where.insert(*it);
+    kept.store_in = fs.store_in;
+    for (const char* p : {"fuse_at", "store_in"})
+      if (auto it = fs.where.find(p); it != fs.where.end()) kept.where.insert(*it);
     fs = std::move(kept);
   }
 }
@@ -320,7 +322,7 @@ void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir
       diags.error("unknown-primitive", stmt.primitive.loc,
                   "unknown scheduling primitive `" + stmt.primitive.text + "`" +
                       (hint.empty() ? "; the primitives are block, tensorize, map, fuse_at, "
-                                      "atomic, precision, relayout, index, num_warps, "
+                                      "store_in, atomic, precision, relayout, index, num_warps, "
                                       "num_stages and "
                                       "compile"
                                     : "; did you mean `" + hint + "`?"));
@@ -333,6 +335,7 @@ void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir
   for (auto& [f, fs] : schedule.funcs)
     for (const Primitive& p : primitive_table())
       if (p.validate && fs.where.count(p.name)) p.validate(fs, program, diags);
+  settle_stores(program, schedule, diags);
   keep_only_fusion(schedule, program);
 }
 
@@ -397,7 +400,7 @@ std::string canonical_text(const Schedule& schedule, const ir::Program& program)
     bool only_fusion = fs.fuse_at && !with_kernel.count(f);
     for (const Primitive& p : primitive_table()) {
       std::string name = p.name;
-      if (name == "compile" || (only_fusion && name != "fuse_at")) continue;
+      if (name == "compile" || (only_fusion && name != "fuse_at" && name != "store_in")) continue;
       std::optional<std::string> args = name == "fuse_at" && fs.fuse_at
                                             ? fuse_at_text(fs, schedule, program)
                                             : p.print(fs, program);

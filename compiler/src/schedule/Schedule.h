@@ -28,12 +28,20 @@ struct FuseAt {
   Loc loc;
 };
 
+/// g.store_in(f): f's kernel also computes g and stores it; f's wrapper returns it too.
+struct StoreIn {
+  const ir::Symbol* into = nullptr;
+  Loc loc;
+};
+
 struct FuncSchedule {
   const ir::Symbol* func = nullptr;
   std::map<ir::Label, long long> block;  // dimension -> block size
   std::map<ir::Label, long long> tensor; // dimension -> tensor size (0: the whole block)
   std::optional<std::vector<MapLevel>> map;
   std::optional<FuseAt> fuse_at;
+  std::optional<StoreIn> store_in;       // this Func is stored by another's kernel
+  std::vector<const ir::Symbol*> stored; // Funcs this one's kernel stores too, in statement order
   std::optional<int> num_warps;
   std::optional<int> num_stages;
   std::optional<ir::Label> atomic;      // atomic(k): combine a blocked reduction atomically
