@@ -1,14 +1,51 @@
 // The settings of an exploration, described once (Settings.h): the table itself, the words a bad
-// value is refused with, and stores written before (nested do_bench times).
+// value is refused with, dtx explore's options made from it, the round trips of the command line
+// to settings to stored and request JSON and back, and stores written before (nested do_bench
+// times).
 #include "dtx/Settings.h"
+#include "dtx/cli/SettingOptions.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace {
 
 using nlohmann::json;
+
+/// `dtx explore`'s setting options on `args`.
+dtx::ExploreSettings parsed(std::vector<std::string> args, std::set<std::string>* given = nullptr) {
+  CLI::App app;
+  dtx::ExploreSettings s;
+  std::set<std::string> names;
+  dtx::cli::add_setting_options(app, s, names);
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  if (given) *given = names;
+  return s;
+}
+
+/// What the parse of `args` is refused with ("" when it is not).
+std::string refusal(std::vector<std::string> args) {
+  try {
+    parsed(std::move(args));
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// A request's settings applied as dtxd applies them (ExplorationHandlers.cpp).
+dtx::ExploreSettings from_request(const json& body) {
+  dtx::ExploreSettings s;
+  for (const dtx::Setting& f : dtx::settings())
+    if (f.on(dtx::kRequestField) && body.contains(f.name)) {
+      EXPECT_EQ(f.problem(body[f.name]), "") << f.name;
+      f.set(s, body[f.name]);
+    }
+  return s;
+}
 
 /// Every described member, by name.
 json members(const dtx::ExploreSettings& s) {
@@ -105,6 +142,95 @@ TEST(Settings, TextIsCheckedAsOptionsAndConfigurationKeysGiveIt) {
   EXPECT_EQ(dtx::setting("seed").from_text("4611686018427387904"), 4611686018427387904LL);
   EXPECT_EQ(dtx::setting("timeout_s").from_text("1.5"), 1.5);
   EXPECT_NE(problem("device", std::string(201, 'x')), "");
+}
+
+TEST(Settings, OptionsAreMadeFromTheDescription) {
+  std::set<std::string> given;
+  dtx::ExploreSettings s = parsed({"--top", "3", "--times", "gpu"}, &given);
+  EXPECT_EQ(s.top, 3);
+  EXPECT_TRUE(s.gpu_time);
+  EXPECT_FALSE(s.host_time);
+  EXPECT_EQ(given, (std::set<std::string>{"top", "times"}));
+  EXPECT_EQ(s.budget, 200u); // not given: the default
+  // The options dtx explore has always had.
+  std::set<std::string> options;
+  for (const dtx::Setting& f : dtx::settings())
+    if (f.on(dtx::kOption)) options.insert(f.option);
+  EXPECT_EQ(options, (std::set<std::string>{"--strategy", "--budget", "--time", "--seed", "--top",
+                                            "--rounds", "--screen-warmup", "--screen-rep",
+                                            "--full-warmup", "--full-rep", "--times", "--timeout",
+                                            "--in-flight", "--device"}));
+  EXPECT_EQ(dtx::cli::option_help(dtx::setting("top")),
+            "schedules re-measured with the full protocol (default 10)");
+  EXPECT_NE(dtx::cli::option_help(dtx::setting("budget")).find("the file's, else 200"),
+            std::string::npos);
+}
+
+TEST(Settings, ABadOptionIsRefusedNamingIt) {
+  EXPECT_NE(refusal({"--budget", "-5"}).find("--budget: `-5` is not a whole number"),
+            std::string::npos);
+  EXPECT_NE(refusal({"--top", "1001"}).find("--top"), std::string::npos);
+  EXPECT_NE(refusal({"--time", "nan"}).find("--time"), std::string::npos);
+  EXPECT_NE(refusal({"--strategy", "annealing"}).find("--strategy"), std::string::npos);
+  EXPECT_NE(refusal({"--times", "wall"}).find("--times: `wall` is not bench, gpu or host"),
+            std::string::npos);
+  EXPECT_NE(refusal({"--device", ""}).find("--device"), std::string::npos);
+  EXPECT_NE(refusal({"--in-flight", "-1"}).find("--in-flight"), std::string::npos);
+  EXPECT_EQ(refusal({"--seed", "4611686018427387904"}), "");
+}
+
+TEST(Settings, TheCommandLineRoundTripsThroughStoredAndRequestJson) {
+  dtx::ExploreSettings s = parsed({"--strategy",      "local",
+                                   "--budget",        "77",
+                                   "--time",          "12.5",
+                                   "--seed",          "4611686018427387903",
+                                   "--top",           "3",
+                                   "--rounds",        "2",
+                                   "--screen-warmup", "1",
+                                   "--screen-rep",    "2.5",
+                                   "--full-warmup",   "3",
+                                   "--full-rep",      "4",
+                                   "--times",         "bench,host",
+                                   "--timeout",       "30",
+                                   "--device",        "NVIDIA H100 80GB HBM3",
+                                   "--in-flight",     "6"});
+  EXPECT_EQ(s.strategy, "local");
+  EXPECT_EQ(s.budget, 77u);
+  EXPECT_EQ(s.time_limit_s, 12.5);
+  EXPECT_EQ(s.seed, 4611686018427387903ULL);
+  EXPECT_EQ(s.top, 3);
+  EXPECT_EQ(s.rounds, 2);
+  EXPECT_EQ(s.screen.warmup_ms, 1);
+  EXPECT_EQ(s.screen.rep_ms, 2.5);
+  EXPECT_EQ(s.full.warmup_ms, 3);
+  EXPECT_EQ(s.full.rep_ms, 4);
+  EXPECT_FALSE(s.gpu_time);
+  EXPECT_TRUE(s.host_time);
+  EXPECT_EQ(s.timeout_s, 30);
+  EXPECT_EQ(s.device, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(s.in_flight, 6u);
+  s.input_seed = 9;
+
+  // Stored and read back (as a resumed exploration is): everything but how the run went.
+  json stored = json::parse(dtx::to_json(s).dump());
+  dtx::ExploreSettings back = dtx::settings_from_json(stored);
+  for (const dtx::Setting& f : dtx::settings())
+    if (f.on(dtx::kStored)) {
+      EXPECT_EQ(f.get(back), f.get(s)) << f.name;
+    } else {
+      EXPECT_EQ(f.get(back), f.fallback) << f.name;
+    }
+  EXPECT_FALSE(stored.contains("in_flight"));
+
+  // Sent to dtxd (dtx explore --server) and read there: every field a request carries.
+  json body = json::parse(dtx::request_fields(s).dump());
+  EXPECT_FALSE(body.contains("input_seed"));
+  EXPECT_FALSE(body.contains("in_flight"));
+  dtx::ExploreSettings there = from_request(body);
+  for (const dtx::Setting& f : dtx::settings())
+    if (f.on(dtx::kRequestField)) {
+      EXPECT_EQ(f.get(there), f.get(s)) << f.name;
+    }
 }
 
 TEST(Settings, StoresWrittenBeforeStillLoad) {
