@@ -1,13 +1,15 @@
 // The settings of an exploration, described once (Settings.h): the table itself, the words a bad
 // value is refused with, dtx explore's options made from it, the round trips of the command line
-// to settings to stored and request JSON and back, and stores written before (nested do_bench
-// times).
+// to settings to stored and request JSON and back, stores written before (nested do_bench times),
+// and server/openapi.json held to the table.
 #include "dtx/Settings.h"
 #include "dtx/cli/SettingOptions.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <map>
 #include <set>
 
 namespace {
@@ -265,4 +267,55 @@ TEST(Settings, StoresWrittenBeforeStillLoad) {
   dtx::ExploreSettings odd =
       dtx::settings_from_json({{"top", "ten"}, {"rounds", -3}, {"screen", 5}, {"times", "gpu"}});
   EXPECT_EQ(members(odd), members(dtx::ExploreSettings()));
+}
+
+TEST(Settings, OpenApiDescribesEachRequestFieldAsTheTableDoes) {
+  std::ifstream in(std::string(DTX_SOURCE_DIR) + "/server/openapi.json");
+  ASSERT_TRUE(in) << "server/openapi.json";
+  json doc = json::parse(in);
+  // A request's fields that are not settings: a template file's, and /v1/expand's page.
+  const std::set<std::string> file_fields = {
+      "kernel", "algorithm", "source",  "algorithm_name", "schedule",   "shapes",
+      "shape",  "dtype",     "compile", "baselines",      "test_shapes"};
+  const std::map<std::string, std::set<std::string>> schemas = {
+      {"ExplorationRequest", {}}, {"ExpandRequest", {"offset", "limit", "max_points"}}};
+  for (const auto& [schema, more] : schemas) {
+    const json& properties = doc["components"]["schemas"][schema]["properties"];
+    for (const dtx::Setting& s : dtx::settings()) {
+      if (!s.on(dtx::kRequestField)) {
+        EXPECT_FALSE(properties.contains(s.name)) << schema << ": " << s.name;
+        continue;
+      }
+      json want = {{"default", s.fallback}, {"description", s.help}};
+      switch (s.kind) {
+      case dtx::SettingKind::Count:
+        want.update({{"type", "integer"},
+                     {"format", "int64"},
+                     {"minimum", static_cast<std::int64_t>(s.rule.lo)},
+                     {"maximum", static_cast<std::int64_t>(s.rule.hi)}});
+        break;
+      case dtx::SettingKind::Number:
+        want.update({{"type", "number"}, {"minimum", s.rule.lo}, {"maximum", s.rule.hi}});
+        break;
+      case dtx::SettingKind::Choice:
+        want.update({{"type", "string"}, {"enum", s.choices}});
+        break;
+      case dtx::SettingKind::Choices:
+        want.update({{"type", "array"}, {"items", {{"type", "string"}, {"enum", s.choices}}}});
+        break;
+      case dtx::SettingKind::Text:
+        want.update({{"type", "string"}, {"maxLength", s.max_length}});
+        break;
+      }
+      EXPECT_EQ(properties.value(s.name, json()), want)
+          << schema << ": `" << s.name << "` should be " << want.dump();
+    }
+    for (const auto& [name, property] : properties.items())
+      if (!file_fields.count(name) && !more.count(name)) {
+        EXPECT_TRUE(std::any_of(
+            dtx::settings().begin(), dtx::settings().end(),
+            [&](const dtx::Setting& s) { return name == s.name && s.on(dtx::kRequestField); }))
+            << schema << ": `" << name << "` is no setting of the description";
+      }
+  }
 }
