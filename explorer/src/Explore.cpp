@@ -276,48 +276,6 @@ std::string describe_lease(const results::Lease& lease) {
          lease.expires_at + " unless renewed";
 }
 
-nlohmann::json to_json(const ExploreSettings& s) {
-  return {{"strategy", s.strategy},
-          {"budget", s.budget},
-          {"time_limit_s", s.time_limit_s},
-          {"seed", s.seed},
-          {"screen", {{"warmup_ms", s.screen.warmup_ms}, {"rep_ms", s.screen.rep_ms}}},
-          {"top", s.top},
-          {"rounds", s.rounds},
-          {"full", {{"warmup_ms", s.full.warmup_ms}, {"rep_ms", s.full.rep_ms}}},
-          {"gpu_time", s.gpu_time},
-          {"host_time", s.host_time},
-          {"input_seed", s.input_seed},
-          {"timeout_s", s.timeout_s},
-          {"in_flight", s.in_flight},
-          {"device", s.device}};
-}
-
-ExploreSettings settings_from_json(const nlohmann::json& j) {
-  ExploreSettings s;
-  s.strategy = j.value("strategy", s.strategy);
-  s.budget = j.value("budget", s.budget);
-  s.time_limit_s = j.value("time_limit_s", s.time_limit_s);
-  s.seed = j.value("seed", s.seed);
-  if (j.contains("screen")) {
-    s.screen.warmup_ms = j["screen"].value("warmup_ms", s.screen.warmup_ms);
-    s.screen.rep_ms = j["screen"].value("rep_ms", s.screen.rep_ms);
-  }
-  s.top = j.value("top", s.top);
-  s.rounds = j.value("rounds", s.rounds);
-  if (j.contains("full")) {
-    s.full.warmup_ms = j["full"].value("warmup_ms", s.full.warmup_ms);
-    s.full.rep_ms = j["full"].value("rep_ms", s.full.rep_ms);
-  }
-  s.gpu_time = j.value("gpu_time", s.gpu_time);
-  s.host_time = j.value("host_time", s.host_time);
-  s.input_seed = j.value("input_seed", s.input_seed);
-  s.timeout_s = j.value("timeout_s", s.timeout_s);
-  s.in_flight = j.value("in_flight", s.in_flight);
-  s.device = j.value("device", s.device);
-  return s;
-}
-
 results::Environment environment_of(const WorkerInfo& w) {
   results::Environment e;
   e.device_name = w.device_name;
@@ -507,6 +465,9 @@ private:
   results::Environment env_;
   /// The screening request (plan_screening); the full protocol takes its sizes and device.
   Request base_;
+  /// Requests in flight without a daemon's share: `in_flight`, else twice the timing workers,
+  /// at least 4 (plan_screening).
+  std::size_t in_flight_ = 4;
   /// The baselines' and candidates' results, to tell an exploration that cannot succeed
   /// (run_baselines, search; fail_if_nothing_passed).
   Outcomes outcomes_;
@@ -633,6 +594,8 @@ void Exploration::plan_screening() {
   base_.timeout_s = set_.timeout_s;
   base_.device = set_.device.empty() ? env_.device_name : set_.device;
   base_.times.bench = set_.screen;
+  in_flight_ = set_.in_flight ? set_.in_flight
+                              : std::max<std::size_t>(4, 2 * backend_.timing_workers().size());
 }
 
 void Exploration::run_baselines() {
@@ -709,8 +672,7 @@ bool Exploration::out_of_time() const {
 }
 
 std::size_t Exploration::room_in_flight() const {
-  return set_.in_flight_share ? std::max<std::size_t>(1, set_.in_flight_share->load())
-                              : set_.in_flight;
+  return set_.in_flight_share ? std::max<std::size_t>(1, set_.in_flight_share->load()) : in_flight_;
 }
 
 void Exploration::propose_one() {

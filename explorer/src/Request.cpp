@@ -1,6 +1,7 @@
 // The rules of a request (Request.h): one place for dtx and dtxd.
 #include "dtx/Request.h"
 
+#include "dtx/Settings.h"
 #include "dtx/Strategy.h"
 
 #include <dtx/results/Store.h>
@@ -42,6 +43,8 @@ bool is_integer(const std::string& s) {
                      [](char c) { return c >= '0' && c <= '9'; });
 }
 
+} // namespace
+
 std::string number_text(double v) {
   char buf[64];
   if (v == std::floor(v) && std::fabs(v) < 9.2e18)
@@ -50,8 +53,6 @@ std::string number_text(double v) {
     std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
-
-} // namespace
 
 std::string NumberRule::describe() const {
   return std::string(whole ? "a whole number" : "a number") + " from " + number_text(lo) + " to " +
@@ -82,20 +83,10 @@ std::string NumberRule::problem(const std::string& text) const {
 }
 
 const NumberRule& setting_rule(const std::string& field) {
-  // The limits of an exploration's settings, wherever they are given.
-  static const std::map<std::string, NumberRule> rules = {
-      {"budget", {0, 1e7, true}},                 // distinct schedules measured; 0: no limit
-      {"time_limit_s", {0, 1e7, false}},          // 0: no limit
-      {"seed", {0, 4611686018427387904.0, true}}, // 2^62: exact in JSON's doubles
-      {"top", {0, 1000, true}},
-      {"rounds", {1, 100, true}},
-      {"screen_warmup_ms", {0, 1e5, false}},
-      {"screen_rep_ms", {0.01, 1e5, false}},
-      {"full_warmup_ms", {0, 1e5, false}},
-      {"full_rep_ms", {0.01, 1e5, false}},
-      {"timeout_s", {1, 86400, false}},
-  };
-  return rules.at(field);
+  const Setting& s = setting(field);
+  if (s.kind != SettingKind::Count && s.kind != SettingKind::Number)
+    throw std::out_of_range("the setting `" + field + "` is not a number");
+  return s.rule;
 }
 
 const NumberRule& pool_rule(const std::string& field) {

@@ -309,7 +309,7 @@ nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
                       {"created_at", x.created_at},
                       {"updated_at", x.updated_at}};
   if (!settings.is_discarded()) {
-    j["budget"] = settings.value("budget", 0);
+    j["budget"] = settings_from_json(settings).budget;
     j["baselines"] = nlohmann::json::array();
     for (const auto& b : settings.value("baselines", nlohmann::json::array()))
       j["baselines"].push_back(b.value("name", ""));

@@ -2,6 +2,7 @@
 #include "dtx/server/Config.h"
 
 #include "dtx/Request.h"
+#include "dtx/Settings.h"
 #include "dtx/WorkerPool.h"
 
 #include <yaml-cpp/yaml.h>
@@ -31,7 +32,7 @@ template <class T> T get(const std::filesystem::path& file, const YAML::Node& n,
   }
 }
 
-/// A number by its rule (config_rule, pool_rule, setting_rule: the command line's too).
+/// A number by its rule (config_rule, pool_rule: the command line's too).
 template <class T>
 T number(const std::filesystem::path& file, const YAML::Node& n, const std::string& key,
          const NumberRule& rule) {
@@ -62,6 +63,35 @@ std::filesystem::path directory(const std::filesystem::path& file, const YAML::N
   if (!std::filesystem::is_directory(dir, ec))
     fail(file, n, std::string("`") + key + "`: " + dir.string() + " is not a directory");
   return dir;
+}
+
+/// A key of `explore:`: the default of a request's field, read by the setting's rule (as dtx's
+/// option and the request's field are). A list (`times: [gpu, host]`) reads as its items
+/// separated by commas.
+void explore_default(const std::filesystem::path& file, const std::string& key,
+                     const YAML::Node& key_node, const YAML::Node& n, ExploreSettings& defaults) {
+  const Setting* s = nullptr;
+  for (const Setting& f : settings())
+    if (f.on(kConfigKey) && key == f.name) s = &f;
+  if (!s) {
+    std::string keys;
+    for (const Setting& f : settings())
+      if (f.on(kConfigKey)) keys += std::string(keys.empty() ? "" : ", ") + f.name;
+    fail(file, key_node, "unknown `explore` setting `" + key + "` (the settings are " + keys + ")");
+  }
+  std::string text;
+  if (n.IsScalar()) {
+    text = n.Scalar();
+  } else if (n.IsSequence() && s->kind == SettingKind::Choices) {
+    for (const auto& item : n) {
+      if (!item.IsScalar()) fail(file, item, "`" + key + "` is " + s->describe());
+      text += (text.empty() ? "" : ",") + item.Scalar();
+    }
+  } else {
+    fail(file, n, "`" + key + "` is " + s->describe());
+  }
+  if (std::string p = s->text_problem(text); !p.empty()) fail(file, n, "`" + key + "`: " + p);
+  s->set(defaults, s->from_text(text));
 }
 
 } // namespace
@@ -220,30 +250,7 @@ Config load_config(const std::filesystem::path& path) {
       if (!v.IsMap()) fail(path, v, "`explore` is a map of measurement defaults");
       for (const auto& e : v) {
         std::string ek = e.first.as<std::string>();
-        const YAML::Node& ev = e.second;
-        ExploreSettings& d = c.defaults;
-        // The rules of a template file, dtx's options and a request (setting_rule).
-        if (ek == "strategy") {
-          d.strategy = get<std::string>(path, ev, "strategy");
-          if (std::string p = strategy_problem(d.strategy); !p.empty()) fail(path, ev, p);
-        } else if (ek == "budget")
-          d.budget = number<std::uint64_t>(path, ev, ek, setting_rule(ek));
-        else if (ek == "top")
-          d.top = number<int>(path, ev, ek, setting_rule(ek));
-        else if (ek == "rounds")
-          d.rounds = number<int>(path, ev, ek, setting_rule(ek));
-        else if (ek == "screen_warmup_ms")
-          d.screen.warmup_ms = number<double>(path, ev, ek, setting_rule(ek));
-        else if (ek == "screen_rep_ms")
-          d.screen.rep_ms = number<double>(path, ev, ek, setting_rule(ek));
-        else if (ek == "full_warmup_ms")
-          d.full.warmup_ms = number<double>(path, ev, ek, setting_rule(ek));
-        else if (ek == "full_rep_ms")
-          d.full.rep_ms = number<double>(path, ev, ek, setting_rule(ek));
-        else if (ek == "timeout_s")
-          d.timeout_s = number<double>(path, ev, ek, setting_rule(ek));
-        else
-          fail(path, e.first, "unknown `explore` setting `" + ek + "`");
+        explore_default(path, ek, e.first, e.second, c.defaults);
       }
     }
   }

@@ -18,6 +18,7 @@
 // Ownership: a process runs an exploration only while it holds its lease in the store, so two
 // processes on one store never measure one exploration twice.
 #include "dtx/Measurement.h"
+#include "dtx/Settings.h"
 #include "dtx/Space.h"
 #include "dtx/TemplateFile.h"
 
@@ -31,33 +32,6 @@
 #include <string>
 
 namespace dtx {
-
-struct ExploreSettings {
-  std::string strategy = "evolution";
-  std::uint64_t budget = 200; // distinct schedules screened; 0: no limit
-  double time_limit_s = 0;    // 0: none
-  std::uint64_t seed = 0;
-  BenchSettings screen{5, 20}; // do_bench warm-up and repetitions (ms) of the screening
-  int top = 10;                // re-measured with the full protocol
-  int rounds = 5;              // rounds of the full protocol
-  BenchSettings full{25, 100};
-  bool gpu_time = false, host_time = false; // also take these in the full protocol
-  int input_seed = 0;
-  double timeout_s = 120; // per request and stage
-  std::size_t in_flight = 8;
-  /// When set, read before every proposal instead of `in_flight`: a daemon running several
-  /// explorations on one pool gives each its current share.
-  const std::atomic<std::size_t>* in_flight_share = nullptr;
-  /// Stop when this many proposals in a row were rejected before any measurement.
-  std::uint64_t max_rejected_in_a_row = 20000;
-  /// The GPU model to measure on (a timing worker's device name). Empty: the model of the
-  /// backend's first timing worker. Every request of the exploration names it, so on a cluster
-  /// of several models one exploration's times all come from one model.
-  std::string device;
-};
-
-nlohmann::json to_json(const ExploreSettings& s);
-ExploreSettings settings_from_json(const nlohmann::json& j);
 
 struct ExploreJob {
   TemplateFile file;

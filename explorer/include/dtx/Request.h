@@ -51,10 +51,12 @@ struct NumberRule {
   std::string describe() const;
 };
 
-/// The rule of an exploration setting by its field name (`budget`, `time_limit_s`, `seed`,
-/// `top`, `rounds`, `screen_warmup_ms`, `screen_rep_ms`, `full_warmup_ms`, `full_rep_ms`,
-/// `timeout_s`): one table for template files, dtx's options, dtxd's configuration and its
-/// API. Throws std::out_of_range for another name.
+/// A number as the rules write it: `5`, `0.01`, `4611686018427387904`.
+std::string number_text(double v);
+
+/// The rule of an exploration setting that is a number, by its name (`budget`, `top`,
+/// `screen_rep_ms`, ...: Settings.h describes them all). Throws std::out_of_range for another
+/// name.
 const NumberRule& setting_rule(const std::string& field);
 
 /// The rule of a measurement pool's setting by its field name (`compile_workers`,

@@ -5,13 +5,14 @@
 #include "RemoteClient.h"
 #include "dtx/Explore.h"
 #include "dtx/Request.h"
-#include "dtx/Strategy.h"
+#include "dtx/cli/SettingOptions.h"
 
 #include <nlohmann/json.hpp>
 
 #include <csignal>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <unistd.h>
 
 namespace dtx::cli {
@@ -23,15 +24,10 @@ extern "C" void on_signal(int) {
 }
 
 struct ExploreArgs {
-  std::string file, shape, strategy, db, times = "bench", device;
-  std::uint64_t budget = 0;
-  bool budget_given = false;
-  double time_limit = 0;
-  std::uint64_t seed = 0;
-  int top = 10, rounds = 5;
-  double screen_warmup = 5, screen_rep = 20, full_warmup = 25, full_rep = 100, timeout = 120;
+  std::string file, shape, db;
+  ExploreSettings settings;    // the options' (add_setting_options)...
+  std::set<std::string> given; // ...of the settings given
   std::int64_t resume = 0;
-  std::size_t in_flight = 0;
   bool json = false, test_shapes = false;
   PoolArgs pool;
   Remote remote;
@@ -148,29 +144,12 @@ int explore_cmd(const ExploreArgs& a) {
       std::cerr << e.what();
       return 1;
     }
-    ExploreSettings s;
-    s.strategy = !a.strategy.empty()    ? a.strategy
-                 : !tf.strategy.empty() ? tf.strategy
-                                        : "evolution";
-    // --budget, else the file's, else 200 (exhaustive: the whole space); 0: no limit.
-    s.budget = a.budget_given ? a.budget : tf.budget ? *tf.budget : 200;
-    if (s.strategy == "exhaustive" && !a.budget_given && !tf.budget) s.budget = 0;
-    s.time_limit_s = a.time_limit;
-    s.seed = a.seed;
-    s.top = a.top;
-    s.rounds = a.rounds;
-    s.screen = {a.screen_warmup, a.screen_rep};
-    s.full = {a.full_warmup, a.full_rep};
-    for (const auto& t : split(a.times, ',')) {
-      if (t == "gpu")
-        s.gpu_time = true;
-      else if (t == "host")
-        s.host_time = true;
-      else if (t != "bench")
-        throw CLI::ValidationError("--times", "`" + t + "` is not bench, gpu or host");
-    }
-    s.timeout_s = a.timeout;
-    s.device = a.device;
+    ExploreSettings s = a.settings;
+    // The file's strategy and budget unless the command line gives them; exhaustive, given no
+    // budget anywhere, searches the whole space.
+    if (!a.given.count("strategy") && !tf.strategy.empty()) s.strategy = tf.strategy;
+    if (!a.given.count("budget") && tf.budget) s.budget = *tf.budget;
+    if (!a.given.count("budget") && !tf.budget && s.strategy == "exhaustive") s.budget = 0;
     std::vector<ShapeSizes> shapes;
     std::string shapes_field = "shapes";
     const bool ray = a.pool.backend == "ray" || !a.pool.ray_address.empty();
@@ -232,7 +211,8 @@ int explore_cmd(const ExploreArgs& a) {
     return 1;
   }
   for (ExploreJob& j : jobs)
-    j.settings.in_flight = a.in_flight ? a.in_flight : std::max<std::size_t>(4, 2 * workers);
+    j.settings.in_flight =
+        a.settings.in_flight ? a.settings.in_flight : std::max<std::size_t>(4, 2 * workers);
   std::cerr << "dtx: " << description << "; results in " << a.db << "\n";
   MeasurementBackend& pool = *backend;
   std::signal(SIGINT, on_signal);
@@ -314,40 +294,8 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("--shape", a->shape, "sizes by DT label (default: each shape of the file)");
   sub->add_flag("--test-shapes", a->test_shapes,
                 "explore the file's small test_shapes (the default without a GPU)");
-  sub->add_option("--strategy", a->strategy, "exhaustive, random, evolution (default) or local")
-      ->check(CLI::IsMember(strategy_names()));
-  // The settings follow the rules of a template file and of dtxd's API (setting_rule).
-  CLI::Option* budget =
-      sub->add_option("--budget", a->budget,
-                      "distinct schedules to measure (default: the file's, else 200; "
-                      "exhaustive: all; 0: no limit)")
-          ->check(setting_check("budget"));
-  sub->add_option("--time", a->time_limit, "stop searching after this many seconds (0: no limit)")
-      ->check(setting_check("time_limit_s"));
-  sub->add_option("--seed", a->seed, "the strategy's seed (default 0)")
-      ->check(setting_check("seed"));
-  sub->add_option("--top", a->top, "schedules re-measured with the full protocol (default 10)")
-      ->check(setting_check("top"));
-  sub->add_option("--rounds", a->rounds, "rounds of the full protocol (default 5)")
-      ->check(setting_check("rounds"));
-  sub->add_option("--screen-warmup", a->screen_warmup, "screening do_bench warm-up, ms (5)")
-      ->check(setting_check("screen_warmup_ms"));
-  sub->add_option("--screen-rep", a->screen_rep, "screening do_bench repetitions, ms (20)")
-      ->check(setting_check("screen_rep_ms"));
-  sub->add_option("--full-warmup", a->full_warmup, "full-protocol warm-up, ms (25)")
-      ->check(setting_check("full_warmup_ms"));
-  sub->add_option("--full-rep", a->full_rep, "full-protocol repetitions, ms (100)")
-      ->check(setting_check("full_rep_ms"));
-  sub->add_option("--times", a->times, "times of the full protocol: bench[,gpu][,host]");
-  sub->add_option("--timeout", a->timeout, "seconds per request and stage (default 120)")
-      ->check(setting_check("timeout_s"));
-  sub->add_option("--in-flight", a->in_flight,
-                  "requests in the pool at once (default: twice the workers, at least 4)")
-      ->check(number_check({0, 100000}));
-  sub->add_option("--device", a->device,
-                  "the GPU model to measure on, as the workers name it (`NVIDIA H100 80GB "
-                  "HBM3`); default: the first timing worker's")
-      ->check(device_check());
+  // The settings: their names, help, checks and defaults from their description (Settings.h).
+  add_setting_options(*sub, a->settings, a->given);
   sub->add_option("--db", a->db, "the results database (default $DTX_DB or ./dtx.db)")
       ->check(output_file_check());
   sub->add_option("--resume", a->resume, "resume exploration ID of the database")
@@ -357,10 +305,7 @@ Command add_explore_command(CLI::App& app) {
   add_remote_options(*sub, a->remote);
   for (CLI::Option* opt : sub->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  return {sub, [a, budget] {
-            a->budget_given = budget->count() > 0;
-            return explore_cmd(*a);
-          }};
+  return {sub, [a] { return explore_cmd(*a); }};
 }
 
 } // namespace dtx::cli

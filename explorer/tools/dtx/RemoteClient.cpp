@@ -132,32 +132,14 @@ void print_ranked(const nlohmann::json& page) {
 
 int remote_explore(const Remote& r, const TemplateFile& tf, const std::vector<ShapeSizes>& shapes,
                    const ExploreSettings& s, bool json) {
-  nlohmann::json body = {{"kernel", tf.kernel},
-                         {"algorithm", tf.algorithm},
-                         {"algorithm_name", tf.algorithm_name},
-                         {"schedule", tf.schedule},
-                         {"shapes", shapes},
-                         {"dtype", tf.dtype},
-                         {"compile", tf.compile},
-                         {"strategy", s.strategy},
-                         {"budget", s.budget},
-                         {"seed", s.seed},
-                         {"top", s.top},
-                         {"rounds", s.rounds},
-                         {"screen_warmup_ms", s.screen.warmup_ms},
-                         {"screen_rep_ms", s.screen.rep_ms},
-                         {"full_warmup_ms", s.full.warmup_ms},
-                         {"full_rep_ms", s.full.rep_ms},
-                         {"timeout_s", s.timeout_s}};
-  if (s.time_limit_s > 0) body["time_limit_s"] = s.time_limit_s;
-  if (!s.device.empty()) body["device"] = s.device;
+  nlohmann::json body = {
+      {"kernel", tf.kernel},     {"algorithm", tf.algorithm}, {"algorithm_name", tf.algorithm_name},
+      {"schedule", tf.schedule}, {"shapes", shapes},          {"dtype", tf.dtype},
+      {"compile", tf.compile}};
+  body.update(request_fields(s));
   body["baselines"] = nlohmann::json::array();
   for (const NamedBaseline& b : tf.baselines)
     body["baselines"].push_back(b.name);
-  nlohmann::json times = {"bench"};
-  if (s.gpu_time) times.push_back("gpu");
-  if (s.host_time) times.push_back("host");
-  body["times"] = times;
   Answer created = call(r, "POST", "/v1/explorations", body);
   if (created.status != 202) return report(created);
   nlohmann::json out = nlohmann::json::array();

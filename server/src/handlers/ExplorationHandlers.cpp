@@ -4,6 +4,7 @@
 #include "../Connection.h"
 
 #include "dtx/Request.h"
+#include "dtx/Settings.h"
 
 #include <algorithm>
 #include <charconv>
@@ -22,23 +23,6 @@ std::string text_field(const nlohmann::json& b, const char* key, bool required) 
   if (!b[key].is_string())
     throw ApiError(400, "bad_field", std::string("`") + key + "` must be a string", key);
   return b[key].get<std::string>();
-}
-
-/// A number of the request checked by its rule (setting_rule: the same as dtx's options and
-/// template files).
-template <class T> T number_field(const nlohmann::json& b, const char* key, T fallback) {
-  if (!b.contains(key)) return fallback;
-  if (!b[key].is_number())
-    throw ApiError(400, "bad_field", std::string("`") + key + "` must be a number", key);
-  const NumberRule& rule = setting_rule(key);
-  double v = b[key].get<double>();
-  std::string p = rule.problem(v);
-  // Compared as the integer it is: 2^62 + 1 reads as the double 2^62, which is in range.
-  if (p.empty() && b[key].is_number_unsigned() &&
-      static_cast<std::uint64_t>(v) != b[key].get<std::uint64_t>())
-    p = "must be " + rule.describe();
-  if (!p.empty()) throw ApiError(400, "bad_field", std::string("`") + key + "` " + p, key);
-  return static_cast<T>(v);
 }
 
 ShapeSizes shape_of(const nlohmann::json& s, const std::string& field) {
@@ -110,14 +94,15 @@ ApiError api_error(const RequestError& e) {
 }
 
 TemplateRequest request_from_json(const nlohmann::json& b, const Config& config) {
-  static const std::set<std::string> known = {"kernel",        "algorithm",      "algorithm_name",
-                                              "source",        "schedule",       "shapes",
-                                              "shape",         "dtype",          "compile",
-                                              "baselines",     "strategy",       "budget",
-                                              "time_limit_s",  "seed",           "top",
-                                              "rounds",        "times",          "screen_warmup_ms",
-                                              "screen_rep_ms", "full_warmup_ms", "full_rep_ms",
-                                              "timeout_s",     "test_shapes",    "device"};
+  // A template file's fields, and the settings a request carries (Settings.h).
+  static const std::set<std::string> known = [] {
+    std::set<std::string> k = {"kernel",   "algorithm", "algorithm_name", "source",
+                               "schedule", "shapes",    "shape",          "dtype",
+                               "compile",  "baselines", "test_shapes"};
+    for (const Setting& s : settings())
+      if (s.on(kRequestField)) k.insert(s.name);
+    return k;
+  }();
   for (const auto& [k, v] : b.items())
     if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field `" + k + "`", k);
   // What JSON needs (types, required fields) is checked here; what the fields mean, as for a
@@ -174,41 +159,17 @@ TemplateRequest request_from_json(const nlohmann::json& b, const Config& config)
                          "the size of `" + label + "` must be a whole number >= 1", "test_shapes");
   }
 
+  // Each setting by its rule (the same as dtx's options and dtxd's `explore:` keys); the ones
+  // left out take dtxd's defaults.
   ExploreSettings& s = r.settings;
   s = config.defaults;
-  if (b.contains("strategy")) {
-    s.strategy = text_field(b, "strategy", false);
-    if (std::string p = strategy_problem(s.strategy); !p.empty())
-      throw ApiError(400, "bad_field", p, "strategy");
+  for (const Setting& f : settings()) {
+    if (!f.on(kRequestField) || !b.contains(f.name)) continue;
+    if (std::string p = f.problem(b[f.name]); !p.empty())
+      throw ApiError(400, "bad_field", p, f.name);
+    f.set(s, b[f.name]);
   }
-  s.budget = number_field<std::uint64_t>(b, "budget", s.budget);
   if (s.strategy == "exhaustive" && !b.contains("budget")) s.budget = 0;
-  s.time_limit_s = number_field<double>(b, "time_limit_s", s.time_limit_s);
-  s.seed = number_field<std::uint64_t>(b, "seed", s.seed);
-  s.top = number_field<int>(b, "top", s.top);
-  s.rounds = number_field<int>(b, "rounds", s.rounds);
-  s.screen.warmup_ms = number_field<double>(b, "screen_warmup_ms", s.screen.warmup_ms);
-  s.screen.rep_ms = number_field<double>(b, "screen_rep_ms", s.screen.rep_ms);
-  s.full.warmup_ms = number_field<double>(b, "full_warmup_ms", s.full.warmup_ms);
-  s.full.rep_ms = number_field<double>(b, "full_rep_ms", s.full.rep_ms);
-  s.timeout_s = number_field<double>(b, "timeout_s", s.timeout_s);
-  if (b.contains("device")) {
-    s.device = text_field(b, "device", false);
-    if (std::string p = device_problem(s.device); !p.empty())
-      throw ApiError(400, "bad_field", p, "device");
-  }
-  if (b.contains("times")) {
-    if (!b["times"].is_array()) throw ApiError(400, "bad_field", "`times` is a list", "times");
-    for (const auto& t : b["times"]) {
-      std::string v = t.is_string() ? t.get<std::string>() : "";
-      if (v == "gpu")
-        s.gpu_time = true;
-      else if (v == "host")
-        s.host_time = true;
-      else if (v != "bench")
-        throw ApiError(400, "bad_field", "`times` holds bench, gpu and host", "times");
-    }
-  }
   try {
     r.checked = check_request(tf, r.shapes, b.contains("shapes") ? "shapes" : "shape");
   } catch (const RequestError& e) {
