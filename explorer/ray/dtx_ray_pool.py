@@ -11,5 +11,5 @@ from dtx_ray.pool import main  # noqa: E402
 if __name__ == "__main__":
     status = main()
     sys.stderr.flush()
-    # Not sys.exit: the thread blocked reading standard input would abort interpreter shutdown.
+    # Not sys.exit: Ray is shut down, and no thread of a library may hold the exit up.
     os._exit(status)

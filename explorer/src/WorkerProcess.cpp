@@ -221,6 +221,28 @@ WorkerProcess::Io WorkerProcess::send(const std::string& line, Clock::time_point
   return pump(deadline, stop, false, nullptr, &rest);
 }
 
+WorkerProcess::Io WorkerProcess::write(const std::string& line, Clock::time_point deadline,
+                                       const std::function<bool()>& stop) {
+  std::string_view rest = line;
+  while (!rest.empty()) {
+    if (in_fd_ < 0) return Io::Closed;
+    if (stop && stop()) return Io::Stopped;
+    int wait_ms = remaining_ms(deadline);
+    if (wait_ms == 0) return Io::Timeout;
+    pollfd p{in_fd_, POLLOUT, 0};
+    int ready = ::poll(&p, 1, std::min(wait_ms, 100));
+    if (ready < 0 && errno != EINTR) return Io::Closed;
+    if (ready <= 0) continue;
+    if (p.revents & (POLLERR | POLLHUP)) return Io::Closed;
+    ssize_t put = ::write(in_fd_, rest.data(), rest.size());
+    if (put > 0)
+      rest.remove_prefix(static_cast<std::size_t>(put));
+    else if (put < 0 && errno != EAGAIN && errno != EINTR)
+      return Io::Closed; // EPIPE: the process is gone
+  }
+  return Io::Done;
+}
+
 WorkerProcess::Io WorkerProcess::read_line(std::string& line, Clock::time_point deadline,
                                            const std::function<bool()>& stop) {
   return pump(deadline, stop, true, &line, nullptr);

@@ -43,6 +43,9 @@ public:
   /// Writes `line` (newline included), a request: stderr_tail() starts again with it.
   /// Closed: the worker is gone (broken pipe).
   Io send(const std::string& line, Clock::time_point deadline, const std::function<bool()>& stop);
+  /// Writes `line` and nothing else: the tail is kept, and nothing is read, so one thread may
+  /// write while another reads (kill and wait_and_describe kept apart from both).
+  Io write(const std::string& line, Clock::time_point deadline, const std::function<bool()>& stop);
   /// Reads the next line of standard output. Closed: end of output (the worker exited).
   Io read_line(std::string& line, Clock::time_point deadline, const std::function<bool()>& stop);
   /// Reads whatever the worker wrote on standard error, without waiting.

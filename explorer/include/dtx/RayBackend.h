@@ -1,18 +1,19 @@
 #pragma once
 // The Ray backend: measurement workers on a Ray cluster (docs/ray.md).
 //
-// One Python driver process (explorer/ray/dtx_ray_pool.py) connects to the cluster, starts a
-// timing actor per GPU and compile actors on each node, each hosting the same worker
-// (explorer/worker/dtx_worker.py) as the local pool, and routes requests to them. This class
-// starts the driver and speaks to it over JSON lines, many requests in flight, as the local pool
-// speaks to one worker; results carry the node and GPU that measured them.
+// The measurement scheduler of the local pool (src/MeasurementScheduler.h) places the requests,
+// with the cluster's nodes for slots: per node a timing slot per GPU and compile slots, each a
+// Ray actor hosting the same worker (explorer/worker/dtx_worker.py) as the local pool. One
+// Python driver process (explorer/ray/dtx_ray_pool.py), which this class starts and speaks to
+// over JSON lines, many commands in flight, starts and calls the actors for it and holds no rule
+// of its own; results carry the node and GPU that measured them.
 //
 // - Bounded as the local pool: at most `capacity` requests at once; submit blocks beyond that.
-// - The driver enforces each request's timeout on its worker and re-sends the requests of an
-//   actor or node lost mid-run. If the driver itself exits, its requests fail (`crashed`, with
-//   its standard error's end) and the next request starts a new one.
-// - The constructor throws std::runtime_error with the driver's explanation when the cluster
-//   cannot be reached or has nothing to time on.
+// - The local pool's timeouts and fault rules, per node. An actor or node lost mid-run costs
+//   nothing: its requests are sent again. If the driver itself exits, its requests fail
+//   (`crashed`, with its standard error's end) and the next request starts a new one.
+// - The constructor throws std::runtime_error with the explanation when the cluster cannot be
+//   reached or has nothing to time on.
 #include "dtx/Measurement.h"
 
 #include <filesystem>
@@ -39,6 +40,7 @@ struct RayOptions {
   std::size_t capacity = 64;
   double startup_timeout_s = 300; // each actor's worker must say hello within this time
   double connect_timeout_s = 180; // the driver must connect and say hello within this time
+  /// The end of the driver's and of each worker's standard error kept for a failure.
   std::size_t stderr_tail_bytes = 8192;
   /// Receives the driver's standard error lines and the backend's own events.
   std::function<void(const std::string& who, const std::string& line)> log;
@@ -62,7 +64,8 @@ public:
   /// its `node`, `host` and `gpu`.
   std::vector<WorkerInfo> timing_workers() const override;
 
-  /// The driver's hello: the cluster's nodes, GPUs and CPUs, the actors it starts.
+  /// The driver's hello: the cluster's nodes, GPUs and CPUs, and the actors started on them
+  /// (`timing_workers`, `compile_workers`).
   nlohmann::json cluster() const;
   /// Requests in the backend (queued or running).
   std::size_t in_flight() const;

@@ -1,6 +1,7 @@
 #pragma once
 // The local measurement backend: Python worker processes (explorer/worker/dtx_worker.py) driven
-// over JSON lines (docs/worker-protocol.md).
+// over JSON lines (docs/worker-protocol.md), placed and handled by the measurement scheduler
+// (src/MeasurementScheduler.h, the Ray backend's too) on one node, this machine.
 //
 // - N compile workers share one queue; one timing worker per GPU (CUDA_VISIBLE_DEVICES set to
 //   that GPU), or one on the Triton interpreter when there is no GPU. A Measure request goes to

@@ -1,4 +1,6 @@
-"""The Ray actors of the Ray backend: each hosts one measurement worker process (`WorkerHost`).
+"""The Ray actors of the Ray backend: each hosts one measurement worker process (host.py), which
+the scheduler of explorer/src/MeasurementScheduler.cpp drives through the driver (pool.py) as the
+local pool drives a child process: start it, exchange a request for its result, kill it.
 
 A timing actor holds one GPU (`num_gpus=1`: Ray sets its CUDA_VISIBLE_DEVICES, which the worker
 inherits) or, for testing on machines without one, a CPU on which the worker runs the Triton
@@ -16,7 +18,7 @@ import socket
 import sys
 import tempfile
 
-from .host import WorkerHost
+from .host import WorkerProcess, WorkerStartError
 
 
 def run_directory(run):
@@ -38,12 +40,19 @@ def _write_once(path, text):
     os.replace(tmp, path)
 
 
+def remove_run_directory(run):
+    """Removes a run's directory on this node (worker script, baselines, and the Triton cache
+    unless one was given)."""
+    shutil.rmtree(run_directory(run), ignore_errors=True)
+    return True
+
+
 class MeasureActor:
     """role: "timing" or "compile". `visible_gpu`: the CUDA_VISIBLE_DEVICES value for the worker
     ("" for the interpreter; None keeps what Ray set, for a timing actor holding a GPU)."""
 
     def __init__(self, role, run, worker_source, visible_gpu=None, triton_cache_dir="",
-                 startup_timeout_s=300.0, stderr_tail_bytes=4096):
+                 stderr_tail_bytes=4096):
         import ray  # in the actor's process
         self.role = role
         self.run_dir = run_directory(run)
@@ -60,29 +69,29 @@ class MeasureActor:
         env["TRITON_CACHE_DIR"] = cache
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("TRITON_INTERPRET", None)  # the worker decides from the device it sees
-        self.worker = WorkerHost([sys.executable, script, "--role", role], env=env,
-                                 name=f"{role}@{self.host}", stderr_tail_bytes=stderr_tail_bytes,
-                                 startup_timeout_s=startup_timeout_s,
-                                 log=lambda line: print(f"[{role}] {line}", file=sys.stderr,
-                                                        flush=True))
+        self.worker = WorkerProcess([sys.executable, script, "--role", role], env=env,
+                                    name=f"{role}@{self.host}",
+                                    stderr_tail_bytes=stderr_tail_bytes,
+                                    log=lambda line: print(f"[{role}] {line}", file=sys.stderr,
+                                                           flush=True))
 
-    def start(self):
-        """Starts the worker; returns `info()`. Raises RuntimeError when it cannot start."""
-        self.worker.start()
-        return self.info()
+    def where(self):
+        """Where the actor runs: `node` (Ray node id), `host`, `gpu` (the GPU's index on its
+        node, null on the interpreter) and `actor_pid`."""
+        return {"node": self.node, "host": self.host, "actor_pid": os.getpid(),
+                "gpu": int(self.gpu.split(",")[0]) if self.gpu else None}
 
-    def info(self):
-        """The worker's hello, with where it runs: `node` (Ray node id), `host`, `gpu` (the
-        GPU's index on its node, null on the interpreter) and `actor_pid`."""
-        hello = dict(self.worker.hello or {})
-        hello.update({"node": self.node, "host": self.host, "actor_pid": os.getpid(),
-                      "gpu": int(self.gpu.split(",")[0]) if self.gpu else None})
-        return hello
+    def start(self, timeout_s):
+        """Starts a worker: `hello` (with where()), or `error` and `tail`."""
+        try:
+            return {"hello": {**self.worker.start(timeout_s), **self.where()}}
+        except WorkerStartError as e:
+            return {"error": str(e), "tail": self.worker.stderr_tail()}
 
-    def run(self, message, timeout_s):
-        """One request (worker protocol); returns the result with `worker` (this actor's
-        `info()`)."""
-        baseline = message.get("baseline")
+    def exchange(self, request, timeout_s):
+        """One request (worker protocol); see WorkerProcess.exchange. A baseline's file comes as
+        its `source` and is written here."""
+        baseline = request.get("baseline")
         if isinstance(baseline, dict) and isinstance(baseline.get("source"), str):
             source = baseline.pop("source")
             name = os.path.basename(baseline.get("file") or "baseline.py")
@@ -90,21 +99,10 @@ class MeasureActor:
             path = os.path.join(self.run_dir, "baselines", digest, name)
             _write_once(path, source)
             baseline["file"] = path
-        result = self.worker.request(message, timeout_s)
-        result["worker"] = self.info()
-        return result
+        return self.worker.exchange(request, timeout_s)
 
-    def pid(self):
-        return os.getpid()
-
-    def worker_pid(self):
-        return self.worker.pid()
-
-    def cleanup(self):
-        """Stops the worker and removes this run's directory on this node (the Triton cache too,
-        unless it was given)."""
+    def kill(self):
         self.worker.kill()
-        shutil.rmtree(self.run_dir, ignore_errors=True)
         return True
 
     def __del__(self):

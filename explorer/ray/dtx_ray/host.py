@@ -1,12 +1,11 @@
 """One measurement worker process (explorer/worker/dtx_worker.py) run by a Ray actor.
 
-The same worker, the same protocol (docs/worker-protocol.md) and the same fault rules as the
-local pool's `WorkerProcess` (explorer/src/WorkerProcess.cpp): the worker runs in its own
-process group and dies with its host (PR_SET_PDEATHSIG); a request that gets no reply within its
-time kills the worker (`timeout`); a worker that dies during a request costs that request
-(`crashed`); a worker that died while idle, or exits after a CUDA error, is replaced before the
-next request. So a kernel that crashes or hangs its worker costs one candidate and leaves the
-actor, and the GPU it holds, serving.
+The mechanics of the local pool's `WorkerProcess` (explorer/src/WorkerProcess.cpp), on the node:
+the worker runs in its own process group and dies with its host (PR_SET_PDEATHSIG); a request is
+written to it and its result read back against a deadline; its standard error is kept as a tail
+that starts afresh with each request. What an outcome costs (a timeout, a death, a CUDA error)
+and what is done next is decided by the scheduler, in explorer/src/MeasurementScheduler.cpp, for
+the local pool and the Ray backend alike.
 
 Uses only the standard library, so that it is tested without Ray.
 """
@@ -21,6 +20,8 @@ import threading
 import time
 
 PR_SET_PDEATHSIG = 1
+PROTOCOL = 1
+_TIMEOUT, _CLOSED = object(), object()
 
 
 def _die_with_parent():
@@ -32,76 +33,73 @@ def _die_with_parent():
 
 
 def describe_exit(code):
+    """How a process ended, in the words of the local pool."""
     if code is None:
         return "is still running"
     if code < 0:
         try:
-            return f"was killed by {signal.Signals(-code).name}"
+            return f"killed by signal {-code} ({signal.Signals(-code).name})"
         except ValueError:
-            return f"was killed by signal {-code}"
+            return f"killed by signal {-code}"
     return f"exited with status {code}"
 
 
-def pool_result(request_id, status, message, tail=""):
-    """A result the host makes itself (`timeout`, `crashed`), shaped as a worker's."""
-    return {"type": "result", "id": request_id, "status": status, "message": message,
-            "compile_s": 0.0, "import_s": 0.0, "wall_s": 0.0, "stderr_tail": tail}
+class WorkerStartError(Exception):
+    """The worker did not start; the message says why."""
 
 
-class WorkerHost:
-    """Starts, feeds and replaces one worker process. Not thread-safe: one caller at a time
+class WorkerProcess:
+    """Starts, feeds and kills one worker process at a time. Not thread-safe: one caller at a time
     (a Ray actor runs one method at a time)."""
 
-    def __init__(self, command, env=None, name="worker", stderr_tail_bytes=4096,
-                 startup_timeout_s=300.0, log=None):
+    def __init__(self, command, env=None, name="worker", stderr_tail_bytes=4096, log=None):
         self.command = list(command)
         self.env = dict(os.environ if env is None else env)
         self.name = name
         self.tail_bytes = stderr_tail_bytes
-        self.startup_timeout_s = startup_timeout_s
         self.log = log or (lambda line: None)
         self.proc = None
-        self.hello = None
         self.started = 0  # workers started so far
         self._buffer = b""
         self._tail = collections.deque()
         self._tail_size = 0
         self._tail_lock = threading.Lock()
-        self._last_runtime_error = False
 
     # --- the process
 
-    def start(self):
-        """Starts a worker and waits for its hello. Raises RuntimeError with the reason (and the
-        end of its standard error) when it cannot."""
+    def start(self, timeout_s):
+        """Starts a worker (killing any earlier one) and returns its hello. Raises
+        WorkerStartError when it does not say hello within `timeout_s`."""
         self.kill()
         self._buffer = b""
-        with self._tail_lock:
-            self._tail.clear()
-            self._tail_size = 0
-        self.proc = subprocess.Popen(
-            self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=self.env, start_new_session=True, preexec_fn=_die_with_parent)
+        self._clear_tail()
+        try:
+            self.proc = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=self.env, start_new_session=True,
+                preexec_fn=_die_with_parent)
+        except OSError as e:
+            self.proc = None
+            raise WorkerStartError(f"cannot start `{self.command[0]}`: {e}") from None
         self.started += 1
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
-        deadline = time.monotonic() + self.startup_timeout_s
-        line = self._read_line(deadline)
-        if line is None:
+        line = self._read_line(time.monotonic() + timeout_s)
+        if line is _TIMEOUT:
             self.kill()
-            why = "no hello within the startup timeout" if self.proc.returncode is None or \
-                self.proc.returncode == -signal.SIGKILL else \
-                f"the worker {describe_exit(self.proc.returncode)} before its hello"
-            raise RuntimeError(f"{self.name}: {why}\n{self.stderr_tail()}")
+            raise WorkerStartError("no hello from the worker within the startup timeout")
+        if line is _CLOSED:
+            raise WorkerStartError(f"the worker exited before its hello ({self._reap()})")
         try:
             hello = json.loads(line)
         except ValueError:
             hello = None
         if not isinstance(hello, dict) or hello.get("type") != "hello":
             self.kill()
-            raise RuntimeError(f"{self.name}: the worker's first line is not a hello: "
-                               f"{line[:200]!r}")
-        self.hello = hello
-        self._last_runtime_error = False
+            raise WorkerStartError(f"the worker's first line is not a hello: {line[:200]}")
+        if hello.get("protocol") != PROTOCOL:
+            self.kill()
+            raise WorkerStartError(f"the worker speaks protocol {hello.get('protocol')}, not "
+                                   f"{PROTOCOL}")
         self.log(f"worker pid {hello.get('pid')} started")
         return hello
 
@@ -109,6 +107,7 @@ class WorkerHost:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self):
+        """SIGKILL to the worker's process group, then reaps it."""
         if self.proc is None:
             return
         if self.proc.poll() is None:
@@ -120,11 +119,7 @@ class WorkerHost:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        self._close_pipes()
 
     def stderr_tail(self):
         with self._tail_lock:
@@ -135,79 +130,69 @@ class WorkerHost:
 
     # --- one request
 
-    def request(self, message, timeout_s):
-        """Sends one request (a dict with an `id`) and returns its result (a dict): the worker's,
-        or `timeout` / `crashed` made here."""
-        request_id = message.get("id")
-        line = (json.dumps(message) + "\n").encode()
-        for attempt in range(2):
-            if self.proc is not None and not self.running():
-                self.log(f"worker pid {self.proc.pid} {describe_exit(self.proc.returncode)}; "
-                         "starting a new one")
-                self.proc = None
-            if self.proc is None:
-                try:
-                    self.start()
-                except (RuntimeError, OSError) as e:
-                    return pool_result(request_id, "crashed", f"worker did not start: {e}",
-                                       self.stderr_tail())
-            self._fresh_tail()
-            deadline = time.monotonic() + timeout_s
+    def exchange(self, request, timeout_s):
+        """Writes `request` (a dict with an `id`) and reads until its result, for at most
+        `timeout_s`. Returns `io`: `done` (with `reply`), `unsent` (the worker had ended before
+        it read the request), `timeout` (no result in time; the worker still runs) or `closed`
+        (it ended during the request); `how` it ended for the last two, and `tail`."""
+        if not self.running():
+            return self._ended("unsent")
+        self._fresh_tail()
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return self._ended("unsent")
+        while True:
+            line = self._read_line(deadline)
+            if line is _TIMEOUT:
+                return {"io": "timeout", "tail": self.stderr_tail()}
+            if line is _CLOSED:
+                return self._ended("closed")
             try:
-                self.proc.stdin.write(line)
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                if attempt == 0:  # died while idle (after a CUDA error it exits)
-                    self.kill()
-                    self.proc = None
-                    continue
-                return self._died(request_id)
-            while True:
-                reply = self._read_line(deadline)
-                if reply is None:
-                    break
-                try:
-                    result = json.loads(reply)
-                except ValueError:
-                    result = None
-                if isinstance(result, dict) and result.get("type") == "result" and \
-                        result.get("id") == request_id:
-                    self._last_runtime_error = result.get("status") == "runtime_error"
-                    return result
-                self.log(f"ignored a line from the worker: {reply[:200]!r}")
-            if self.running():  # the deadline passed
-                pid = self.proc.pid
-                self.kill()
-                self.proc = None
-                self.log(f"request {request_id} timed out; worker pid {pid} killed")
-                return pool_result(request_id, "timeout",
-                                   f"no reply within {timeout_s:g} s; the worker was killed",
-                                   self.stderr_tail())
-            if self._last_runtime_error and attempt == 0:
-                # It was exiting after its previous request's CUDA error: not this request's.
-                self._last_runtime_error = False
-                self.kill()
-                self.proc = None
-                continue
-            return self._died(request_id)
-        return self._died(request_id)
+                result = json.loads(line)
+            except ValueError:
+                result = None
+            if isinstance(result, dict) and result.get("type") == "result" and \
+                    result.get("id") == request.get("id"):
+                return {"io": "done", "reply": result}
+            self.log(f"ignored a line from the worker: {line[:200]!r}")
 
-    def _died(self, request_id):
-        self.kill()
-        how = describe_exit(self.proc.returncode if self.proc is not None else None)
-        pid = self.proc.pid if self.proc is not None else "?"
-        self.proc = None
-        self.log(f"worker pid {pid} died during request {request_id}: {how}")
-        return pool_result(request_id, "crashed", f"the worker died: it {how}",
-                           self.stderr_tail())
+    def _ended(self, io):
+        how = self._reap() if self.proc is not None else "not started"
+        return {"io": io, "how": how, "tail": self.stderr_tail()}
+
+    def _reap(self):
+        """How the worker ended, once it closed its output: it is given a moment to exit."""
+        try:
+            self.proc.wait(timeout=5)
+            how = describe_exit(self.proc.returncode)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            how = "closed its output without exiting; killed"
+        self._close_pipes()
+        return how
+
+    def _close_pipes(self):
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
 
     # --- pipes
+
+    def _clear_tail(self):
+        with self._tail_lock:
+            self._tail.clear()
+            self._tail_size = 0
 
     def _fresh_tail(self):
         """Starts the standard-error tail afresh for a request, as the local pool does: what the
         worker wrote before (the previous request's traceback, its start-up lines) is read off
-        the pipe first, for up to 0.2 s, and dropped, so that a timeout or crash carries only
-        its own request's output."""
+        the pipe first, for up to 0.2 s, and dropped, so that a request's tail is its own
+        output."""
         deadline = time.monotonic() + 0.2
         try:
             with selectors.DefaultSelector() as sel:
@@ -216,27 +201,24 @@ class WorkerHost:
                     time.sleep(0.005)  # the drain thread has not read it all yet
         except (ValueError, OSError):
             pass  # the pipe is closed: nothing is left to read
-        with self._tail_lock:
-            self._tail.clear()
-            self._tail_size = 0
+        self._clear_tail()
 
     def _read_line(self, deadline):
-        """The next line of standard output (text), or None at the deadline or end of output."""
+        """The next line of standard output (text), or _TIMEOUT, or _CLOSED at its end."""
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
-                return None
-            with selectors.DefaultSelector() as sel:
-                sel.register(self.proc.stdout, selectors.EVENT_READ)
-                if not sel.select(min(left, 1.0)):
-                    continue
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+                return _TIMEOUT
+            try:
+                with selectors.DefaultSelector() as sel:
+                    sel.register(self.proc.stdout, selectors.EVENT_READ)
+                    if not sel.select(min(left, 1.0)):
+                        continue
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            except (ValueError, OSError):
+                chunk = b""
             if not chunk:
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
-                return None
+                return _CLOSED
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.decode("utf-8", "replace")

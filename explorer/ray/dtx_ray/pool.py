@@ -1,19 +1,25 @@
-"""The Ray backend's driver: measurement workers on a Ray cluster, behind one process that the
-explorer's `RayBackend` (explorer/src/RayBackend.cpp) speaks to as it speaks to a worker.
+"""The Ray backend's driver: the explorer's `RayBackend` (explorer/src/RayBackend.cpp) reaches a
+Ray cluster's actors through this one process, which it speaks to over JSON lines.
 
-    python explorer/ray/dtx_ray_pool.py --address HOST:PORT [--interpreter-workers N] ...
+    python explorer/ray/dtx_ray_pool.py --address HOST:PORT --worker-script PATH [--triton-cache DIR]
 
-- Connects to the cluster (`ray.init(address=...)`), finds its alive nodes and their GPUs, and
-  starts on each node one timing actor per GPU and compile actors on CPUs (actors.py), each
-  hosting the worker of explorer/worker/dtx_worker.py, so a request is checked and timed by the
-  same code, with the same protocol, as in the local pool.
-- Standard input: worker-protocol requests (docs/worker-protocol.md), many in flight, each with
-  the pool's fields `timeout_s`, `compile_first` and `device` (a GPU model; empty: any).
-- Standard output: a `hello` once the cluster is known, then in any order: `worker` when a timing
-  worker is ready (its hello with `node`, `host`, `gpu`), `worker_lost`, and one `result` per
-  request with the `worker` that answered. The full protocol is in docs/ray.md.
-- Exit status 2, before any hello, when the cluster cannot be reached or has nothing to time on;
-  standard error says why.
+It holds no rule of where a request runs or what a fault costs: RayBackend's scheduler
+(explorer/src/MeasurementScheduler.cpp, the local pool's too) decides, and asks for this:
+
+- `nodes`: the cluster's alive nodes (id, host, address, GPUs, CPUs);
+- `open`: an actor (actors.py) for a slot on a node, with the slot's resources; its answer is
+  where the actor runs, once it is placed;
+- `call`: one of an actor's methods (`start`, `exchange`, `kill`) with its arguments;
+- `node_alive`: whether a node is still in the cluster;
+- `close` (no answer): kill a slot's actor; `shutdown`: kill every actor, remove this run's files
+  on the nodes, and end.
+
+Each command but `close` and `shutdown` carries a number `n`, and its answer is a `reply` with that
+`n` and either `value`, or `lost` (the actor is gone: its process or node died), or `error`
+(something raised). Commands are served concurrently, in any order.
+
+It says `hello` once connected (the cluster's nodes, the Ray version, the run's id), and exits with
+2 before any hello when the cluster cannot be reached; standard error says why.
 """
 import argparse
 import asyncio
@@ -28,12 +34,8 @@ import threading
 import time
 import uuid
 
-from .scheduler import Scheduler, Slot, SlotLost, SlotSpec
-
 PROTOCOL = 1
-# Beyond a request's own time limit (which the actor enforces on its worker): an actor that does
-# not answer within this much more is treated as lost.
-CALL_GRACE_S = 60.0
+METHODS = ("start", "exchange", "kill")
 
 
 class UsageError(Exception):
@@ -42,6 +44,11 @@ class UsageError(Exception):
 
 def log(*parts):
     print("dtx-ray:", *parts, file=sys.stderr, flush=True)
+
+
+def short_error(e):
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:500]
 
 
 def check_reachable(address, timeout_s=5.0):
@@ -62,102 +69,12 @@ def check_reachable(address, timeout_s=5.0):
                          "(the address `ray start --head` printed)") from None
 
 
-class RayCluster:
-    """The scheduler's cluster: actors placed on nodes, called with deadlines."""
-
-    def __init__(self, ray, run, worker_source, triton_cache_dir, startup_timeout_s):
-        from .actors import MeasureActor
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-        self.ray = ray
-        self.run = run
-        self.worker_source = worker_source
-        self.triton_cache_dir = triton_cache_dir
-        self.startup_timeout_s = startup_timeout_s
-        self.actor_class = ray.remote(MeasureActor)
-        self.affinity = NodeAffinitySchedulingStrategy
-        self.handles = []
-
-    def _await(self, ref, timeout_s):
-        return asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout_s)
-
-    async def start(self, spec):
-        o = spec.options
-        handle = self.actor_class.options(
-            name=f"dtx-{self.run}-{spec.name}-{spec.restarts}", namespace="dtx",
-            num_gpus=o.get("num_gpus", 0), num_cpus=o.get("num_cpus", 1),
-            scheduling_strategy=self.affinity(node_id=spec.node, soft=False),
-            max_restarts=0, max_task_retries=0,
-        ).remote(spec.role, self.run, self.worker_source, o.get("visible_gpu"),
-                 self.triton_cache_dir, self.startup_timeout_s)
-        self.handles.append(handle)
-        try:
-            info = await self._await(handle.start.remote(), self.startup_timeout_s + 60)
-        except asyncio.TimeoutError:
-            self.ray.kill(handle, no_restart=True)
-            raise RuntimeError(f"not placed or not started within {self.startup_timeout_s + 60:g}"
-                               " s (is the node's GPU or CPU taken by another job?)") from None
-        except Exception as e:
-            self.ray.kill(handle, no_restart=True)
-            raise RuntimeError(short_error(e)) from None
-        return Slot(spec, info, handle)
-
-    async def call(self, slot, message, timeout_s):
-        try:
-            return await self._await(slot.handle.run.remote(message, timeout_s),
-                                     timeout_s + CALL_GRACE_S)
-        except asyncio.TimeoutError:
-            raise SlotLost(f"the actor did not answer within {timeout_s + CALL_GRACE_S:g} s") \
-                from None
-        except self.ray.exceptions.RayActorError as e:
-            raise SlotLost(short_error(e)) from None
-        except self.ray.exceptions.RayError as e:
-            # The actor raised (a bug here, not the candidate's): the request is not lost.
-            return {"status": "crashed", "message": f"the actor failed: {short_error(e)}"}
-
-    async def kill(self, slot):
-        try:
-            self.ray.kill(slot.handle, no_restart=True)
-        except Exception:  # noqa: BLE001  (already gone)
-            pass
-
-    async def node_alive(self, node_id):
-        nodes = await asyncio.get_running_loop().run_in_executor(None, self.ray.nodes)
-        return any(n.get("NodeID") == node_id and n.get("Alive") for n in nodes)
-
-
-def short_error(e):
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__)[:500]
-
-
-def plan(nodes, interpreter_workers, compile_per_node):
-    """The slots to start: per alive node, one timing slot per GPU and compile slots; or, with
-    `interpreter_workers`, that many timing slots on CPUs spread over the nodes."""
-    specs = []
-    alive = [n for n in nodes if n.get("Alive")]
-    for n in alive:
-        node, res = n["NodeID"], n.get("Resources", {})
-        gpus, cpus = int(res.get("GPU", 0)), int(res.get("CPU", 0))
-        timing = 0
-        if not interpreter_workers:
-            for i in range(gpus):
-                specs.append(SlotSpec("timing", node, {"num_gpus": 1, "num_cpus": 0},
-                                      f"timing-{node[:8]}-{i}"))
-            timing = gpus
-        if interpreter_workers:
-            timing = sum(1 for k in range(interpreter_workers) if alive[k % len(alive)] is n)
-            for i in range(timing):
-                specs.append(SlotSpec("timing", node, {"num_cpus": 1, "visible_gpu": ""},
-                                      f"timing-{node[:8]}-cpu{i}"))
-        if not timing:
-            continue
-        compiles = compile_per_node if compile_per_node is not None else \
-            max(1, min(timing, cpus - (timing if interpreter_workers else 0)))
-        for i in range(compiles):
-            visible = str(i % gpus) if gpus and not interpreter_workers else ""
-            specs.append(SlotSpec("compile", node, {"num_cpus": 1, "visible_gpu": visible},
-                                  f"compile-{node[:8]}-{i}"))
-    return specs
+def describe_nodes(nodes):
+    return [{"node": n["NodeID"], "host": n.get("NodeManagerHostname", ""),
+             "address": n.get("NodeManagerAddress", ""),
+             "gpus": int(n.get("Resources", {}).get("GPU", 0)),
+             "cpus": int(n.get("Resources", {}).get("CPU", 0))}
+            for n in nodes if n.get("Alive")]
 
 
 class Output:
@@ -172,77 +89,137 @@ class Output:
             self.stream.flush()
 
 
-def salvage_id(text):
-    match = re.search(r'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)', text)
-    try:
-        return json.loads(match.group(1)) if match else None
-    except ValueError:
-        return None
+class Driver:
+    """The actors of one run, by slot."""
 
+    def __init__(self, ray, run, worker_source, triton_cache_dir, emit):
+        from .actors import MeasureActor
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        self.ray = ray
+        self.run = run
+        self.worker_source = worker_source
+        self.triton_cache_dir = triton_cache_dir
+        self.emit = emit
+        self.actor_class = ray.remote(MeasureActor)
+        self.affinity = NodeAffinitySchedulingStrategy
+        self.actors = {}  # slot -> actor handle
 
-class Baselines:
-    """Baseline files travel with the request (a node has none of the caller's files)."""
+    @staticmethod
+    def _wait(ref):
+        return asyncio.wrap_future(ref.future())
 
-    def __init__(self):
-        self.sources = {}
+    async def nodes(self):
+        loop = asyncio.get_running_loop()
+        return describe_nodes(await loop.run_in_executor(None, self.ray.nodes))
 
-    def attach(self, message):
-        baseline = message.get("baseline")
-        if not isinstance(baseline, dict) or not baseline.get("file"):
-            return None
-        path = baseline["file"]
-        if path not in self.sources:
-            try:
-                self.sources[path] = pathlib.Path(path).read_text(encoding="utf-8")
-            except OSError as e:
-                return f"cannot read the baseline file {path}: {e.strerror or e}"
-        message["baseline"] = dict(baseline, source=self.sources[path])
-        return None
-
-
-async def serve(scheduler, emit, lines):
-    """Feeds the scheduler from `lines` (an asyncio.Queue of raw lines, None at the end)."""
-    baselines = Baselines()
-    while True:
-        raw = await lines.get()
-        if raw is None:
-            break
-        text = raw.decode("utf-8", "replace").strip()
-        if not text:
-            continue
+    async def serve(self, message):
+        """Answers one command."""
+        kind, n = message.get("type"), message.get("n")
+        if kind == "close":
+            self.close(message.get("slot"))
+            return
         try:
-            message = json.loads(text)
-        except ValueError as e:
-            emit({"type": "result", "id": salvage_id(text), "status": "runtime_error",
-                  "message": f"malformed request: not JSON ({e})"})
-            continue
-        if not isinstance(message, dict):
-            emit({"type": "result", "id": None, "status": "runtime_error",
-                  "message": "malformed request: not a JSON object"})
-            continue
-        if message.get("type") == "shutdown":
-            break
-        timeout_s = message.pop("timeout_s", 300)
-        compile_first = message.pop("compile_first", True)
-        device = message.pop("device", "") or ""
-        if message.get("type") not in ("measure", "baseline", "compile"):
-            emit({"type": "result", "id": message.get("id"), "status": "runtime_error",
-                  "message": f"unknown request type {message.get('type')!r}"})
-            continue
-        if not isinstance(timeout_s, (int, float)) or timeout_s <= 0:
-            timeout_s = 300
-        problem = baselines.attach(message)
-        if problem:
-            emit({"type": "result", "id": message.get("id"), "status": "runtime_error",
-                  "message": problem})
-            continue
-        scheduler.submit(message, float(timeout_s), bool(compile_first), str(device))
+            if kind == "nodes":
+                value = await self.nodes()
+            elif kind == "node_alive":
+                value = any(node["node"] == message.get("node") for node in await self.nodes())
+            elif kind == "open":
+                value = await self.open(message)
+            elif kind == "call":
+                actor = self.actors.get(message.get("slot"))
+                if actor is None:
+                    self.emit({"type": "reply", "n": n, "lost": "the actor was closed"})
+                    return
+                if message.get("method") not in METHODS:
+                    raise ValueError(f"no method {message.get('method')!r}")
+                method = getattr(actor, message["method"])
+                value = await self._wait(method.remote(*message.get("args", [])))
+            else:
+                raise ValueError(f"unknown command {kind!r}")
+            self.emit({"type": "reply", "n": n, "value": value})
+        except self.ray.exceptions.RayActorError as e:
+            self.emit({"type": "reply", "n": n, "lost": short_error(e)})
+        except Exception as e:  # noqa: BLE001  (any failure is the caller's to judge)
+            self.emit({"type": "reply", "n": n, "error": short_error(e)})
+
+    async def open(self, m):
+        slot = m["slot"]
+        actor = self.actor_class.options(
+            name=f"dtx-{self.run}-{slot}", namespace="dtx",
+            num_gpus=m.get("num_gpus", 0), num_cpus=m.get("num_cpus", 1),
+            scheduling_strategy=self.affinity(node_id=m["node"], soft=False),
+            max_restarts=0, max_task_retries=0,
+        ).remote(m.get("role", "timing"), self.run, self.worker_source, m.get("visible_gpu"),
+                 self.triton_cache_dir, m.get("stderr_tail_bytes", 4096))
+        self.actors[slot] = actor
+        try:
+            return await self._wait(actor.where.remote())
+        except BaseException:
+            self.close(slot)
+            raise
+
+    def close(self, slot):
+        actor = self.actors.pop(slot, None)
+        if actor is not None:
+            try:
+                self.ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001  (already gone)
+                pass
+
+    async def shutdown(self):
+        """Kills every actor, then removes this run's directory on each node alive."""
+        for slot in list(self.actors):
+            self.close(slot)
+        from .actors import remove_run_directory
+        remove = self.ray.remote(num_cpus=0)(remove_run_directory)
+        refs = [remove.options(scheduling_strategy=self.affinity(node_id=n["node"], soft=False))
+                .remote(self.run) for n in await self.nodes()]
+        if refs:
+            await asyncio.wait([asyncio.ensure_future(self._wait(r)) for r in refs], timeout=30)
 
 
-def read_stdin(loop, lines):
-    for raw in iter(sys.stdin.buffer.readline, b""):
-        loop.call_soon_threadsafe(lines.put_nowait, raw)
-    loop.call_soon_threadsafe(lines.put_nowait, None)
+async def serve(driver, fd):
+    """Serves the commands read from `fd` (standard input) until `shutdown` or its end. It is read
+    in the event loop itself, so that a command waits for no other thread."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    tasks = set()
+    buffer = b""
+    os.set_blocking(fd, False)
+
+    def readable():
+        nonlocal buffer
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for raw in lines:
+            text = raw.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            try:
+                message = json.loads(text)
+            except ValueError:
+                message = None
+            if not isinstance(message, dict):
+                log(f"ignored a line that is not a JSON object: {text[:200]}")
+            elif message.get("type") == "shutdown":
+                chunk = b""
+                break
+            else:
+                task = loop.create_task(driver.serve(message))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        if not chunk and not done.done():
+            loop.remove_reader(fd)
+            done.set_result(None)
+
+    loop.add_reader(fd, readable)
+    await done
 
 
 def main(argv=None):
@@ -250,16 +227,9 @@ def main(argv=None):
     parser.add_argument("--address", required=True,
                         help="the Ray cluster: HOST:PORT of its head, `auto`, or ray://HOST:PORT")
     parser.add_argument("--worker-script", required=True, help="explorer/worker/dtx_worker.py")
-    parser.add_argument("--interpreter-workers", type=int, default=0,
-                        help="time on this many CPU actors with the Triton interpreter instead "
-                             "of GPUs (testing without GPUs)")
-    parser.add_argument("--compile-per-node", type=int, default=None,
-                        help="compile actors per node (default: one per timing actor, at most "
-                             "the node's CPUs)")
     parser.add_argument("--triton-cache", default="",
                         help="the Triton cache directory on every node (default: a directory "
                              "for this run, removed at the end)")
-    parser.add_argument("--startup-timeout", type=float, default=300.0)
     args = parser.parse_args(argv)
 
     # Standard output carries the protocol alone: whatever else writes to fd 1 (Ray, libraries)
@@ -293,15 +263,6 @@ def main(argv=None):
                         "cluster without one)")
             raise UsageError(f"cannot connect to the Ray cluster at {args.address}: "
                              f"{short_error(e)}{hint}") from None
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
-        gpus = sum(int(n.get("Resources", {}).get("GPU", 0)) for n in nodes)
-        cpus = sum(int(n.get("Resources", {}).get("CPU", 0)) for n in nodes)
-        if not gpus and not args.interpreter_workers:
-            raise UsageError(
-                f"the Ray cluster at {args.address} has no GPU ({len(nodes)} node(s), {cpus} "
-                "CPU(s)). Add GPU nodes (`ray start --address HEAD:PORT` on each; Ray finds "
-                "their GPUs), or time on the Triton interpreter with --ray-interpreter-workers "
-                "N for testing")
     except UsageError as e:
         log(str(e))
         return 2
@@ -310,44 +271,18 @@ def main(argv=None):
         return 2
 
     run = uuid.uuid4().hex[:10]
-    specs = plan(nodes, args.interpreter_workers, args.compile_per_node)
+    nodes = describe_nodes(ray.nodes())
     emit({"type": "hello", "protocol": PROTOCOL, "role": "ray-pool", "pid": os.getpid(),
           "python": platform.python_version(), "ray": ray.__version__, "address": args.address,
-          "run": run,
-          "nodes": [{"node": n["NodeID"], "host": n.get("NodeManagerHostname", ""),
-                     "address": n.get("NodeManagerAddress", ""),
-                     "gpus": int(n.get("Resources", {}).get("GPU", 0)),
-                     "cpus": int(n.get("Resources", {}).get("CPU", 0))} for n in nodes],
-          "timing_workers": sum(1 for s in specs if s.role == "timing"),
-          "compile_workers": sum(1 for s in specs if s.role == "compile"),
+          "run": run, "nodes": nodes,
           "device": {"kind": "ray", "name": "Ray cluster"}, "comparable": False})
-    log(f"connected to {args.address}: {len(nodes)} node(s), {gpus} GPU(s); starting "
-        f"{sum(1 for s in specs if s.role == 'timing')} timing and "
-        f"{sum(1 for s in specs if s.role == 'compile')} compile actor(s) (run {run})")
+    log(f"connected to {args.address}: {len(nodes)} node(s), "
+        f"{sum(n['gpus'] for n in nodes)} GPU(s) (run {run})")
 
     async def run_all():
-        loop = asyncio.get_running_loop()
-        cluster = RayCluster(ray, run, worker_source, args.triton_cache, args.startup_timeout)
-        scheduler = Scheduler(cluster, emit, log=log)
-        for spec in specs:
-            scheduler.add(spec)
-        lines = asyncio.Queue()
-        threading.Thread(target=read_stdin, args=(loop, lines), daemon=True).start()
-        await serve(scheduler, emit, lines)
-        await scheduler.shutdown()
-        # One actor per node removes this run's directory there (worker script, cache).
-        done = set()
-        cleanups = []
-        for slot in scheduler.slots():
-            if slot.node not in done:
-                done.add(slot.node)
-                cleanups.append(cluster._await(slot.handle.cleanup.remote(), 30))
-        await asyncio.gather(*cleanups, return_exceptions=True)
-        for handle in cluster.handles:
-            try:
-                ray.kill(handle, no_restart=True)
-            except Exception:  # noqa: BLE001
-                pass
+        driver = Driver(ray, run, worker_source, args.triton_cache, emit)
+        await serve(driver, sys.stdin.fileno())
+        await driver.shutdown()
 
     start = time.monotonic()
     try:
