@@ -30,3 +30,10 @@ for f in "$CONF"/*.dt; do "$DTC" "$f" -o ".gpu/$(basename "$f" .dt).py"; done
 # The host-path benchmark (gpu_host_path.py): the templates' small fused chains.
 for t in sigmoid_mm 2mm attention softmax; do "$DTC" "templates/$t.dt" -o ".gpu/template_$t.py"; done
 ls .gpu
+# Label values, shifted positions, gathers and several outputs (gpu_positions.py).
+P=tests/gpu/positions
+"$DTC" "$P/causal.dt" -o .gpu/pos_causal.py --schedule "s.block(m:16, l:128); s.tensorize(m:0, l:0); s.compile()"
+"$DTC" "$P/rope.dt" -o .gpu/pos_rope.py --schedule "out.block(s:4); out.tensorize(s:0, d:0); out.compile()"
+"$DTC" "$P/embedding.dt" -o .gpu/pos_embedding.py --schedule "emb.block(t:4, d:512); emb.tensorize(t:0, d:0); emb.compile()"
+"$DTC" "$P/add_rms.dt" -o .gpu/pos_add_rms.py --schedule "s.fuse_at(out, x); s.store_in(out); out.block(x:1); out.tensorize(x:0, y:0, k:0); out.num_warps(8); out.compile()"
+"$DTC" "$P/ce.dt" -o .gpu/pos_ce.py --schedule "m.fuse_at(grad, x); lse.fuse_at(grad, x); loss.store_in(grad); grad.block(x:1); grad.tensorize(y:4096); grad.num_warps(16); grad.compile()"
