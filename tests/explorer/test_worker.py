@@ -486,3 +486,43 @@ def test_a_failed_prefetch_costs_nothing_and_the_request_says_why(worker, source
     for junk in ([1], {"type": "measure", "module": 3}, "x"):
         reply = worker.ask(request("measure", source, "j", check=True, times=TINY, prefetch=junk))
         assert reply["status"] == "ok", reply["message"]
+
+
+SEVERAL = """\
+Func s, f;
+In A, B;
+Var x, y; RVar k;
+s[x, y] = A[x, y] + B[x, y];
+f[x, y] = s[x, y] / rsum(s[x, k], k);
+s.fuse_at(f, x);
+s.store_in(f);
+f.tensorize(y:0, k:0);
+f.compile();
+"""
+
+
+def test_every_result_of_a_kernel_with_several_outputs_is_checked(worker, tmp_path):
+    """A Func that stores another (store_in) returns both, as its reference does: each is
+    compared, and a result one of them leaves unwritten is caught."""
+    (tmp_path / "two.dt").write_text(SEVERAL)
+    result = run_dtc(tmp_path / "two.dt", "-o", tmp_path / "two.py")
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "two.py").read_text()
+    reply = worker.ask(request("measure", text, "two", check=True, times=TINY,
+                               sizes={"x": 3, "y": 20}))
+    assert reply["status"] == "ok", reply["message"]
+    assert reply["check"]["mismatched"] == 0 and reply["check"]["unwritten"] == 0
+    # The second result never stored: its elements stay NaN.
+    store = "tl.store(s_ptr"
+    assert text.count(store) == 1
+    bad = edited(text, store, "0 and tl.store(s_ptr")
+    reply = worker.ask(request("measure", bad, "two-bad", check=True, times=TINY,
+                               sizes={"x": 3, "y": 20}))
+    assert reply["status"] == "wrong_result"
+    assert reply["check"]["unwritten"] == 60 and "result 2 of 2" in reply["message"]
+    # A baseline returning one tensor where two are wanted is a mismatch, not a crash.
+    (tmp_path / "one.py").write_text("def f(A, B):\n    return A + B\n")
+    reply = worker.ask(request("baseline", text, "two-one", check=True, times=TINY,
+                               sizes={"x": 3, "y": 20},
+                               baseline={"file": str(tmp_path / "one.py"), "function": "f"}))
+    assert reply["status"] == "wrong_result" and "returns 2 results" in reply["message"]
