@@ -6,6 +6,7 @@ baselines. Exits 1 unless it ends `done` with every measured candidate correct.
     python3 tests/gpu/dtxd_explore.py [--template gemm_gelu] [--budget 48] [--shape m=4096,...]
 """
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -40,18 +41,7 @@ def main():
     parser.add_argument("--data-dir", default="/tmp/dtxd-gpu")
     args = parser.parse_args()
 
-    env = dict(os.environ, LD_LIBRARY_PATH=str(PREFIX / "lib"))
-    daemon = subprocess.Popen(
-        [str(PREFIX / "bin" / "dtxd"), "--port", "0", "--data-dir", args.data_dir, "--no-example",
-         "--python", sys.executable, "--compile-workers", str(args.compile_workers)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/tmp")
-    line = daemon.stdout.readline()
-    m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-    if not m:
-        print(line, daemon.stderr.read())
-        return 1
-    base = f"http://127.0.0.1:{m.group(1)}"
-    try:
+    with started_daemon(args.data_dir, args.compile_workers) as base:
         status, listed = call(base, "GET", "/v1/templates")
         t = next(t for t in listed["templates"] if t["name"] == args.template)
         shape = (dict((k, int(v)) for k, v in (i.split("=") for i in args.shape.split(",")))
@@ -95,6 +85,24 @@ def main():
             print(f"best baseline / best schedule (full protocol, do_bench): {peer / best:.3f}x")
         ok = x["state"] == "done" and x.get("failed", 0) == 0 and x.get("measured", 0) > 0
         return 0 if ok else 1
+
+
+@contextlib.contextmanager
+def started_daemon(data_dir, compile_workers=8):
+    """The installed dtxd on a free port, as a user starts it; yields its base URL; stops it and
+    prints the errors it logged."""
+    env = dict(os.environ, LD_LIBRARY_PATH=str(PREFIX / "lib"))
+    daemon = subprocess.Popen(
+        [str(PREFIX / "bin" / "dtxd"), "--port", "0", "--data-dir", data_dir, "--no-example",
+         "--python", sys.executable, "--compile-workers", str(compile_workers)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/tmp")
+    line = daemon.stdout.readline()
+    m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+    if not m:
+        daemon.kill()
+        raise RuntimeError(f"dtxd did not start: {line} {daemon.stderr.read()}")
+    try:
+        yield f"http://127.0.0.1:{m.group(1)}"
     finally:
         daemon.terminate()
         try:
@@ -104,7 +112,6 @@ def main():
             _, err = daemon.communicate()
         tail = "\n".join(line for line in err.splitlines() if "error" in line.lower())[-3000:]
         print("dtxd errors:", tail or "none")
-
 
 if __name__ == "__main__":
     sys.exit(main())

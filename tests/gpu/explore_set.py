@@ -1,0 +1,107 @@
+"""On the GPU machine, after tests/gpu/prepare_dtxd.sh: explorations of several templates at
+several shapes through one installed dtxd, as a user posts them, all queued at once; prints, per
+exploration, the best schedule and every baseline under the full protocol (do_bench median,
+CUDA-graph GPU time, host time per call) and the ratio of the best schedule to the best peer.
+Benchmarks, not tests: exits 1 only when an exploration does not end `done` with every measured
+candidate correct.
+
+    python3 tests/gpu/explore_set.py TEMPLATE[:SHAPE_INDEX,...] ... [--budget 24] [--dtype bfloat16]
+
+`rmsnorm:0,2` explores the template's first and third shapes (default: the first).
+"""
+import argparse
+import json
+import sys
+import time
+
+from dtxd_explore import call, started_daemon
+
+
+def full_times(m):
+    m = m or {}
+    return m.get("time_ms"), (m.get("gpu") or {}).get("median_ms"), m.get("host_us")
+
+
+def fmt(v, digits=4):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("templates", nargs="+")
+    parser.add_argument("--budget", type=int, default=24)
+    parser.add_argument("--dtype", default=None, help="override the templates' dtype")
+    parser.add_argument("--strategy", default="random")
+    parser.add_argument("--deadline-s", type=float, default=540)
+    parser.add_argument("--data-dir", default="/tmp/dtxd-set")
+    args = parser.parse_args()
+
+    with started_daemon(args.data_dir) as base:
+        status, listed = call(base, "GET", "/v1/templates")
+        by_name = {t["name"]: t for t in listed["templates"]}
+        posted = []
+        for item in args.templates:
+            name, _, which = item.partition(":")
+            t = by_name[name]
+            indices = [int(i) for i in which.split(",")] if which else [0]
+            for i in indices:
+                body = {k: t[k] for k in ("kernel", "algorithm", "schedule", "dtype", "compile",
+                                          "baselines") if k in t}
+                if args.dtype:
+                    body["dtype"] = args.dtype
+                body.update(shapes=[t["shapes"][i]], strategy=args.strategy, budget=args.budget,
+                            top=3, rounds=3, times=["bench", "gpu", "host"], seed=1)
+                status, created = call(base, "POST", "/v1/explorations", body)
+                if status != 202:
+                    print(f"{name} {t['shapes'][i]}: POST {status} {json.dumps(created)[:400]}")
+                    continue
+                posted.append((name, t["shapes"][i], created["id"]))
+        start, bad = time.time(), 0
+        pending = list(posted)
+        results = {}
+        while pending and time.time() - start < args.deadline_s:
+            for entry in list(pending):
+                status, x = call(base, "GET", f"/v1/explorations/{entry[2]}")
+                if x["state"] in ("done", "failed", "cancelled"):
+                    results[entry] = x
+                    pending.remove(entry)
+            time.sleep(5)
+        print(f"{'kernel':16} {'shape':28} {'dtype':9} {'best dt ms':>10} {'gpu':>8} {'host us':>8}"
+              f"  {'peer':14} {'peer ms':>9} {'gpu':>8} {'host us':>8} {'dt/peer':>8}")
+        for entry in posted:
+            name, shape, eid = entry
+            x = results.get(entry)
+            if x is None:
+                call(base, "POST", f"/v1/explorations/{eid}/cancel", {})
+                print(f"{name:16} {str(shape):28} not finished in the deadline")
+                bad += 1
+                continue
+            status, ranked = call(base, "GET", f"/v1/explorations/{eid}/schedules?limit=1")
+            best = (ranked.get("schedules") or [{}])[0]
+            b_ms, b_gpu, b_host = full_times(best.get("full") or best.get("screen"))
+            peers = [(b["name"], full_times(b["measurement"])) for b in ranked.get("baselines", [])
+                     if b["measurement"].get("protocol") == "full"
+                     and b["measurement"].get("status") == "ok"]
+            failed_peers = [f"{b['name']}: {b['measurement'].get('message', '')[:80]}"
+                            for b in ranked.get("baselines", [])
+                            if b["measurement"].get("status") not in (None, "ok")]
+            peer = min(peers, key=lambda p: p[1][0] or 1e30) if peers else ("-", (None,) * 3)
+            ratio = b_ms / peer[1][0] if b_ms and peer[1][0] else None
+            shape_text = ",".join(f"{k}={v}" for k, v in shape.items())
+            print(f"{name:16} {shape_text:28} {x['dtype']:9} {fmt(b_ms):>10} {fmt(b_gpu):>8} "
+                  f"{fmt(b_host, 1):>8}  {peer[0]:14} {fmt(peer[1][0]):>9} {fmt(peer[1][1]):>8} "
+                  f"{fmt(peer[1][2], 1):>8} {fmt(ratio, 3):>8}  [{x['state']}, measured "
+                  f"{x.get('measured')}, failed {x.get('failed')}]")
+            for pname, (ms, gpu, host) in peers:
+                print(f"{'':46} baseline {pname:14} {fmt(ms):>9} {fmt(gpu):>8} {fmt(host, 1):>8}")
+            for text in failed_peers:
+                print(f"{'':46} baseline {text}")
+            print(f"{'':46} best: {best.get('canonical')}")
+            if x["state"] != "done" or x.get("failed", 0) or not x.get("measured"):
+                bad += 1
+                print(f"{'':46} message: {x.get('message')}")
+        return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
