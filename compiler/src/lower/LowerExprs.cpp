@@ -272,7 +272,11 @@ std::vector<std::pair<Value, Value>> positions(LowerState& s, const ir::Access& 
       out.push_back({s.bind[e.index[i]].back().idx, nullptr});
       continue;
     }
+    // In int64: a shift can take an index past what the wrapper's choice of int32 allows for
+    // (up to twice a dimension's size), and the mask must see the true position.
+    s.wide_whole = true;
     Value v = whole(s, *p, body);
+    s.wide_whole = false;
     if (v->kind != kir::ExprKind::Var && v->kind != kir::ExprKind::Int)
       v = s.let(body, s.fresh(s.py(e.tensor) + "_pos" + std::to_string(i)), v);
     Value in_range;
@@ -340,13 +344,18 @@ Value lower_expr(LowerState& s, const ir::Expr& e, Body& body) {
     return kir::float_imm(static_cast<const ir::Const&>(e).value);
   case ir::ExprKind::ScalarIn:
     return s.ref(s.py(static_cast<const ir::ScalarIn&>(e).symbol));
-  case ir::ExprKind::Len:
+  case ir::ExprKind::Len: {
     // A size is a whole number: an integer argument (converted where a number is wanted).
-    return s.ref(s.py.size(static_cast<const ir::Len&>(e).label));
+    Value size = s.ref(s.py.size(static_cast<const ir::Len&>(e).label));
+    return s.wide_whole ? kir::cast(size, kir::Scalar::I64) : size;
+  }
   case ir::ExprKind::ProgramId:
     return kir::program_id(static_cast<const ir::ProgramId&>(e).axis);
   case ir::ExprKind::LabelValue:
     // The label's index where the kernel is: a loop index, or a tile's index tensor.
+    if (s.wide_whole)
+      return kir::cast(s.bind[static_cast<const ir::LabelValue&>(e).label].back().idx,
+                       kir::Scalar::I64);
     return s.bind[static_cast<const ir::LabelValue&>(e).label].back().idx;
   case ir::ExprKind::Access:
     return load(s, static_cast<const ir::Access&>(e), body);
