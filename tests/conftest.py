@@ -50,6 +50,17 @@ def compile_dt(tmp_path, source_file, schedule=None, name=None):
     return load_module(out)
 
 
+def compile_source(tmp_path, source, schedule=None, name="prog"):
+    """Compiles DT source text (optionally with a replacement schedule); returns the imported
+    module and its text."""
+    src = tmp_path / f"{name}.dt"
+    src.write_text(source)
+    out = tmp_path / f"{name}.py"
+    result = run_dtc(src, "-o", out, *(["--schedule", schedule] if schedule is not None else []))
+    assert result.returncode == 0, result.stderr
+    return load_module(out), out.read_text()
+
+
 def file_sizes(path):
     """The `# sizes: x=8 y=16` line of a conformance file, as a dict."""
     for line in pathlib.Path(path).read_text().splitlines():

@@ -9,7 +9,7 @@ import pytest
 import torch
 from triton.runtime import interpreter
 
-from conftest import run_dtc, load_module
+from conftest import compile_source
 
 RMS_NORM = """Func out; In X, W; SIn Eps; Var x, y; RVar k;
 out[x, y] = X[x, y] * rsqrt(rsum(pow(X[x, k], 2), k) / len(y) + Eps) * W[y];
@@ -44,15 +44,6 @@ def loaded_elements(*tensors):
         interpreter.InterpreterBuilder.create_masked_load = original
 
 
-def build(tmp_path, source, schedule):
-    src = tmp_path / "prog.dt"
-    src.write_text(source)
-    out = tmp_path / "prog.py"
-    result = run_dtc(src, "-o", out, "--schedule", schedule)
-    assert result.returncode == 0, result.stderr
-    return load_module(out), out.read_text()
-
-
 def rms_norm(X, W, eps):
     X = X.double()
     return X * torch.rsqrt((X * X).mean(dim=1, keepdim=True) + eps) * W.double()
@@ -68,7 +59,7 @@ def layer_norm(X, W, B, eps):
     ("out.tensorize(y:0, k:0)", 1),
 ])
 def test_rms_norm_with_whole_row_tiles_loads_each_row_once(tmp_path, schedule, programs):
-    module, text = build(tmp_path, RMS_NORM, schedule + "; out.compile()")
+    module, text = compile_source(tmp_path, RMS_NORM, schedule + "; out.compile()")
     assert "tl.reshape(X_x_k" in text
     X, W = torch.randn(8, 512), torch.randn(512)
     with loaded_elements(X, W) as counts:
@@ -81,7 +72,7 @@ def test_rms_norm_with_whole_row_tiles_loads_each_row_once(tmp_path, schedule, p
 
 def test_rms_norm_whose_output_is_blocked_loads_the_row_for_the_reduction_and_each_block(tmp_path):
     # `y` blocked: an output tile is a part of the row, not the elements the reduction read.
-    module, text = build(tmp_path, RMS_NORM,
+    module, text = compile_source(tmp_path, RMS_NORM,
                          "out.block(x:1, y:128); out.tensorize(x:0, y:0, k:0); out.compile()")
     assert "tl.reshape" not in text
     X, W = torch.randn(8, 512), torch.randn(512)
@@ -94,7 +85,7 @@ def test_rms_norm_whose_output_is_blocked_loads_the_row_for_the_reduction_and_ea
 
 
 def test_layer_norm_reads_its_row_once_for_three_accesses(tmp_path):
-    module, text = build(tmp_path, LAYER_NORM,
+    module, text = compile_source(tmp_path, LAYER_NORM,
                          "out.block(x:1); out.tensorize(x:0, y:0, k:0, j:0); out.compile()")
     X, W, B = torch.randn(8, 300) * 4 + 1, torch.randn(300), torch.randn(300)
     with loaded_elements(X, W, B) as counts:
@@ -107,7 +98,7 @@ def test_layer_norm_reads_its_row_once_for_three_accesses(tmp_path):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_a_reused_row_keeps_the_inputs_dtype_semantics(tmp_path, dtype):
-    module, _ = build(tmp_path, RMS_NORM, "out.block(x:1); out.tensorize(x:0, y:0, k:0); out.compile()")
+    module, _ = compile_source(tmp_path, RMS_NORM, "out.block(x:1); out.tensorize(x:0, y:0, k:0); out.compile()")
     X, W = torch.randn(3, 70).to(dtype), torch.randn(70).to(dtype)
     got = module.out(X, W, 1e-6)
     assert got.dtype == dtype

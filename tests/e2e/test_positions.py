@@ -4,17 +4,11 @@ interpreter and compared with PyTorch written by hand, and with the module's own
 import pytest
 import torch
 
-from conftest import load_module, run_dtc
+from conftest import compile_source
 
 
-def build(tmp_path, source, schedule=None, name="prog"):
-    src = tmp_path / f"{name}.dt"
-    src.write_text(source)
-    out = tmp_path / f"{name}.py"
-    args = [src, "-o", out] + (["--schedule", schedule] if schedule else [])
-    result = run_dtc(*args)
-    assert result.returncode == 0, result.stderr
-    return load_module(out)
+def build(tmp_path, source, schedule=None):
+    return compile_source(tmp_path, source, schedule)[0]
 
 
 def close(got, want, rtol=1e-5, atol=1e-5):

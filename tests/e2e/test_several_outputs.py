@@ -5,7 +5,7 @@ the gradient of cross-entropy), through every path of the wrapper (first call, p
 import pytest
 import torch
 
-from conftest import load_module, run_dtc
+from conftest import compile_source, run_dtc
 
 ADD_RMS_NORM = """Func s, out; In X, R, W; SIn eps; Var x, y; RVar k;
 s[x, y] = X[x, y] + R[x, y];
@@ -24,15 +24,6 @@ grad[x, y] = where(T[x] == ignore, 0,
     (exp(P[x, y] - lse[x]) - (1 - eps) * (y == T[x]) - eps / len(y)) * scale);
 grad.compile();
 """
-
-
-def build(tmp_path, source, schedule):
-    src = tmp_path / "prog.dt"
-    src.write_text(source)
-    out = tmp_path / "prog.py"
-    result = run_dtc(src, "-o", out, "--schedule", schedule)
-    assert result.returncode == 0, result.stderr
-    return load_module(out), out.read_text()
 
 
 def add_rms_norm(X, R, W, eps):
@@ -55,7 +46,7 @@ def close(got, want, tol=1e-5):
 ])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_fused_add_and_rms_norm_returns_the_sum_and_the_norm(tmp_path, schedule, dtype):
-    module, text = build(tmp_path, ADD_RMS_NORM,
+    module, text = compile_source(tmp_path, ADD_RMS_NORM,
                          "s.fuse_at(out, x); s.store_in(out); " + schedule + "; out.compile()")
     assert text.count("def out__kernel(") == 1 and "def s_kernel(" not in text
     X, R, W = (torch.randn(5, 33).to(dtype), torch.randn(5, 33).to(dtype),
@@ -73,7 +64,7 @@ def test_fused_add_and_rms_norm_returns_the_sum_and_the_norm(tmp_path, schedule,
 
 
 def test_every_element_of_every_result_is_written_into_out(tmp_path):
-    module, _ = build(tmp_path, ADD_RMS_NORM, "s.fuse_at(out, x); s.store_in(out); "
+    module, _ = compile_source(tmp_path, ADD_RMS_NORM, "s.fuse_at(out, x); s.store_in(out); "
                       "out.block(x:4); out.tensorize(x:0, y:16, k:16); out.compile()")
     X, R, W = torch.randn(9, 70), torch.randn(9, 70), torch.randn(70)
     given = (torch.full((9, 70), float("nan")), torch.full((9, 70), float("nan")))
@@ -101,7 +92,7 @@ def test_every_element_of_every_result_is_written_into_out(tmp_path):
 ])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cross_entropy_returns_the_gradient_and_the_loss(tmp_path, schedule, dtype):
-    module, _ = build(tmp_path, CROSS_ENTROPY, "m.fuse_at(grad, x); lse.fuse_at(grad, x); "
+    module, _ = compile_source(tmp_path, CROSS_ENTROPY, "m.fuse_at(grad, x); lse.fuse_at(grad, x); "
                       "loss.store_in(grad); " + schedule + "; grad.compile()")
     P = (torch.randn(6, 37) * 3).to(dtype)
     T = torch.randint(0, 37, (6,))
@@ -121,7 +112,7 @@ def test_cross_entropy_returns_the_gradient_and_the_loss(tmp_path, schedule, dty
 
 def test_a_stored_func_the_kernel_does_not_read(tmp_path):
     # The row maximum of a softmax, returned beside it.
-    module, text = build(tmp_path, """Func mx, o; In A; Var x; RVar y;
+    module, text = compile_source(tmp_path, """Func mx, o; In A; Var x; RVar y;
         mx[x] = rmax(A[x, y], y);
         o[x, y] = exp(A[x, y] - rmax(A[x, y], y)) / rsum(exp(A[x, y] - rmax(A[x, y], y)), y);
         o.compile();""", "mx.store_in(o); o.tensorize(y:0); o.compile()")
@@ -133,7 +124,7 @@ def test_a_stored_func_the_kernel_does_not_read(tmp_path):
 
 
 def test_an_empty_output_still_returns_the_others(tmp_path):
-    module, _ = build(tmp_path, CROSS_ENTROPY, "m.fuse_at(grad, x); lse.fuse_at(grad, x); "
+    module, _ = compile_source(tmp_path, CROSS_ENTROPY, "m.fuse_at(grad, x); lse.fuse_at(grad, x); "
                       "loss.store_in(grad); grad.tensorize(y:0); grad.compile()")
     P, T = torch.randn(4, 0), torch.tensor([0, -100, 0, 0])
     grad, loss = module.grad(P, T, -100, 0.0, 1.0)
