@@ -86,15 +86,18 @@ def load_template(path):
     return parse_template(path.read_text())
 
 
-def load_baselines():
-    spec = importlib.util.spec_from_file_location("template_baselines", TEMPLATES / "baselines.py")
+def load_baselines(file="baselines.py", name="template_baselines"):
+    spec = importlib.util.spec_from_file_location(name, TEMPLATES / file)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["template_baselines"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
 BASELINES = load_baselines()
+# Liger-Kernel's ops (the `liger` baseline): imports without liger_kernel, which the tests do not
+# need; its functions are checked to exist here, and run only where liger_kernel is installed.
+LIGER_BASELINES = load_baselines("liger_baselines.py", "template_liger_baselines")
 
 # Concrete schedules taken from each template's space (at one of its `shapes`): the extremes,
 # every optional statement present, and the thesis' schedule where the default is another one.
@@ -212,6 +215,9 @@ def test_template_fields(path):
         if entry in ("torch", "torch.compile"):
             assert callable(getattr(BASELINES, t["kernel"], None)), \
                 f"templates/baselines.py has no function {t['kernel']!r}"
+        elif entry == "liger":
+            assert callable(getattr(LIGER_BASELINES, t["kernel"], None)), \
+                f"templates/liger_baselines.py has no function {t['kernel']!r}"
         elif entry != "reference":
             file, _, rest = entry.partition(".py:")
             assert rest and (TEMPLATES / (file + ".py")).is_file(), entry
