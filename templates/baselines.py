@@ -77,5 +77,85 @@ def attention(A, B, C):
                                           scale=1.0 / math.sqrt(B.shape[1])).squeeze(0)
 
 
+def layernorm(X, W, B, eps):
+    """Layer normalization of each row of X, scaled by W and shifted by B."""
+    return F.layer_norm(X, (X.shape[1],), W, B, eps)
+
+
+def groupnorm(X, W, B, eps):
+    """Group normalization of X [batch, groups, channels per group, spatial], viewed as the
+    [batch, channels, spatial] tensor nn.GroupNorm takes; W and B [groups, channels per group]
+    are its per-channel weight and bias."""
+    b, g, c, s = X.shape
+    return F.group_norm(X.reshape(b, g * c, s), g, W.reshape(-1), B.reshape(-1),
+                        eps).reshape(b, g, c, s)
+
+
+def rope(Q, K, C, S):
+    """Rotary embedding of Q and K [batch, seq, heads, head_dim] with the half-split layout:
+    [x1 cos - x2 sin, x2 cos + x1 sin] for the halves x1, x2 of each head, cos and sin the first
+    halves of the tables C and S [seq, head_dim]. Returns (q, k)."""
+    half = Q.shape[-1] // 2
+    cos, sin = C[None, :, None, :half], S[None, :, None, :half]
+
+    def rotate(x):
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+    return rotate(Q), rotate(K)
+
+
+def relu_squared(A):
+    """relu(A)^2."""
+    return torch.square(F.relu(A))
+
+
+def kl_div(P, T, eps):
+    """Each row's KL divergence sum_y T (log max(T, eps) - P), P log-probabilities and T
+    probabilities, in float32 and rounded once to P's dtype."""
+    p, t = P.float(), T.float()
+    return (t * (torch.log(torch.clamp(t, min=eps)) - p)).sum(dim=1).to(P.dtype)
+
+
+def jsd(beta, X, Y):
+    """Each row's generalized Jensen-Shannon divergence of the log-probabilities X (student,
+    log Q) and Y (teacher, log P): beta KL(P || M) + (1 - beta) KL(Q || M) with
+    M = beta P + (1 - beta) Q; beta 0 is KL(P || Q) and 1 is KL(Q || P). In float32, rounded
+    once to X's dtype."""
+    x, y = X.float(), Y.float()
+    q, p = torch.exp(x), torch.exp(y)
+    if beta == 0:
+        loss = p * (y - x)
+    elif beta == 1:
+        loss = q * (x - y)
+    else:
+        m = beta * p + (1 - beta) * q
+        loss = beta * p * y + (1 - beta) * q * x - m * torch.log(m)
+    return loss.sum(dim=1).to(X.dtype)
+
+
+def tvd(P, Q):
+    """Each row's total variation distance sum_y |P - Q| / 2, in float32, rounded once."""
+    return (0.5 * (P.float() - Q.float()).abs()).sum(dim=1).to(P.dtype)
+
+
+def cross_entropy(P, T, ignore, eps):
+    """Each row's cross-entropy of the logits P against the classes T with label smoothing eps,
+    0 where T is `ignore`: (1 - eps) (-log p[T]) + eps mean(-log p), with log p = log_softmax(P),
+    in float32 and rounded once. Written out rather than F.cross_entropy, which refuses a label
+    smoothing above 1 (make_inputs draws scalars from [0.5, 1.5))."""
+    logp = torch.log_softmax(P.float(), dim=1)
+    keep = T != ignore
+    target = torch.where(keep, T, 0).long()
+    nll = -logp.gather(1, target[:, None]).squeeze(1)
+    loss = (1 - eps) * nll - eps * logp.mean(dim=1)
+    return torch.where(keep, loss, 0.0).to(P.dtype)
+
+
+def embedding(E, Tok):
+    """Rows Tok of the table E."""
+    return F.embedding(Tok, E)
+
+
 # `2mm` is not a Python identifier: the explorer looks the kernel name up with getattr.
 globals()["2mm"] = _2mm

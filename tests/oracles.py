@@ -145,6 +145,154 @@ def attention(args, sizes):
     return torch.softmax(scores, dim=1) @ _tensor("C", C, (l, n))
 
 
+# ---------------------------------------------------------------------------------------------
+# Liger-Kernel's forward kernels (templates/*.yaml): each from its definition, in float64.
+
+def _whole(name, s):
+    assert isinstance(s, int) and not isinstance(s, bool), f"{name} should be an int, got {s!r}"
+    return s
+
+
+def _positions(name, t, shape):
+    """An integer input: its values as int64, after checking its shape and dtype."""
+    assert isinstance(t, torch.Tensor) and not t.is_floating_point(), \
+        f"{name} should be an integer tensor, got {t!r}"
+    assert tuple(t.shape) == tuple(shape), \
+        f"{name} has shape {tuple(t.shape)}, expected {tuple(shape)}"
+    return t.detach().to("cpu", torch.int64)
+
+
+def swiglu(args, sizes):
+    # swiglu[x, y] = A[x, y] * sigmoid(A[x, y]) * B[x, y]: silu(A) gated by B.
+    A, B = _unpack(args, 2)
+    x, y = sizes["x"], sizes["y"]
+    return F.silu(_tensor("A", A, (x, y))) * _tensor("B", B, (x, y))
+
+
+def dyt(args, sizes):
+    # dyt[x, y] = gamma[y] * tanh(alpha * X[x, y]) + beta[y];   In X; SIn alpha; In gamma, beta
+    X, alpha, gamma, beta = _unpack(args, 4)
+    x, y = sizes["x"], sizes["y"]
+    X = _tensor("X", X, (x, y))
+    return _tensor("gamma", gamma, (y,)) * torch.tanh(_scalar("alpha", alpha) * X) + \
+        _tensor("beta", beta, (y,))
+
+
+def relu_squared(args, sizes):
+    # relu_squared[x, y] = square(relu(A[x, y]));
+    (A,) = _unpack(args, 1)
+    return torch.relu(_tensor("A", A, (sizes["x"], sizes["y"]))) ** 2
+
+
+def layer_norm(args, sizes):
+    # Each row of X less its mean, over the root of its variance plus eps, times W plus B.
+    X, W, B, eps = _unpack(args, 4)
+    x, y = sizes["x"], sizes["y"]
+    X = _tensor("X", X, (x, y))
+    var, mean = torch.var_mean(X, dim=1, unbiased=False, keepdim=True)
+    return (X - mean) / torch.sqrt(var + _scalar("eps", eps)) * _tensor("W", W, (y,)) + \
+        _tensor("B", B, (y,))
+
+
+def group_norm(args, sizes):
+    # X[b, g, c, s]: each (b, g) normalized over its c and s together; W, B [g, c] per channel.
+    X, W, B, eps = _unpack(args, 4)
+    b, g, c, s = sizes["b"], sizes["g"], sizes["c"], sizes["s"]
+    X = _tensor("X", X, (b, g, c, s))
+    var, mean = torch.var_mean(X.reshape(b, g, c * s), dim=2, unbiased=False)
+    std = torch.sqrt(var + _scalar("eps", eps))
+    normal = (X - mean[:, :, None, None]) / std[:, :, None, None]
+    W, B = _tensor("W", W, (g, c)), _tensor("B", B, (g, c))
+    return normal * W[None, :, :, None] + B[None, :, :, None]
+
+
+def rope(args, sizes):
+    # Q, K [b, s, h, d] rotated by position with Llama's half-split layout: x cos + rotate_half(x)
+    # sin, rotate_half(x) = [-x2, x1]; the tables C, S [s, d] are read in their first halves,
+    # repeated for both halves of a row. Returns (q, k).
+    Q, K, C, S = _unpack(args, 4)
+    b, s, h, d = sizes["b"], sizes["s"], sizes["h"], sizes["d"]
+    assert d % 2 == 0, "the head dimension splits into two halves"
+    half = d // 2
+    cos = _tensor("C", C, (s, d))[:, :half].repeat(1, 2)[None, :, None, :]
+    sin = _tensor("S", S, (s, d))[:, :half].repeat(1, 2)[None, :, None, :]
+
+    def rotated(name, t):
+        t = _tensor(name, t, (b, s, h, d))
+        return t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
+
+    return rotated("Q", Q), rotated("K", K)
+
+
+def kl_div(args, sizes):
+    # kl_div[x] = sum over y of T * (log(max(T, eps)) - P): P log-probabilities, T probabilities.
+    P, T, eps = _unpack(args, 3)
+    x, y = sizes["x"], sizes["y"]
+    T = _tensor("T", T, (x, y))
+    return (T * (torch.log(T.clamp(min=_scalar("eps", eps))) - _tensor("P", P, (x, y)))).sum(dim=1)
+
+
+def jsd(args, sizes):
+    # Generalized JSD of the log-probabilities X (log Q) and Y (log P) per row:
+    # beta KL(P || M) + (1 - beta) KL(Q || M), M = beta P + (1 - beta) Q; beta 0: KL(P || Q),
+    # beta 1: KL(Q || P).
+    beta, X, Y = _unpack(args, 3)
+    x, y = sizes["x"], sizes["y"]
+    X, Y, beta = _tensor("X", X, (x, y)), _tensor("Y", Y, (x, y)), _scalar("beta", beta)
+    P, Q = torch.exp(Y), torch.exp(X)
+    if beta == 0:
+        return F.kl_div(X, Y, reduction="none", log_target=True).sum(dim=1)
+    if beta == 1:
+        return F.kl_div(Y, X, reduction="none", log_target=True).sum(dim=1)
+    M = beta * P + (1 - beta) * Q
+    return (beta * P * (Y - torch.log(M)) + (1 - beta) * Q * (X - torch.log(M))).sum(dim=1)
+
+
+def tvd(args, sizes):
+    # tvd[x] = sum over y of |P - Q| / 2.
+    P, Q = _unpack(args, 2)
+    x, y = sizes["x"], sizes["y"]
+    return (_tensor("P", P, (x, y)) - _tensor("Q", Q, (x, y))).abs().sum(dim=1) / 2
+
+
+def cross_entropy(args, sizes):
+    # Each row's cross-entropy of the logits P against the class T[x] with label smoothing eps,
+    # 0 where T[x] is ignore: (1 - eps) (-log p[T[x]]) + eps mean_y(-log p), p = softmax(P[x]),
+    # as torch's cross_entropy(reduction="none") defines it (which refuses eps above 1).
+    P, T, ignore, eps = _unpack(args, 4)
+    x, y = sizes["x"], sizes["y"]
+    logp = torch.log_softmax(_tensor("P", P, (x, y)), dim=1)
+    T, eps = _positions("T", T, (x,)), _scalar("eps", eps)
+    kept = T != _whole("ignore", ignore)
+    nll = -logp.gather(1, torch.where(kept, T, 0)[:, None])[:, 0]
+    return torch.where(kept, (1 - eps) * nll - eps * logp.mean(dim=1), 0.0)
+
+
+def embedding(args, sizes):
+    # embedding[t, d] = E[Tok[t], d]: rows of the table E [v, d].
+    E, Tok = _unpack(args, 2)
+    t, d, v = sizes["t"], sizes["d"], sizes["v"]
+    return F.embedding(_positions("Tok", Tok, (t,)), _tensor("E", E, (v, d)))
+
+
+# The templates of Liger's kernels (templates/*.yaml), by kernel name.
+KERNEL_SET = {
+    "rmsnorm": rms_norm,
+    "swiglu": swiglu,
+    "geglu": geglu,
+    "dyt": dyt,
+    "softmax": softmax,
+    "layernorm": layer_norm,
+    "groupnorm": group_norm,
+    "rope": rope,
+    "relu_squared": relu_squared,
+    "kl_div": kl_div,
+    "jsd": jsd,
+    "tvd": tvd,
+    "cross_entropy": cross_entropy,
+    "embedding": embedding,
+}
+
 ORACLES = {
     "fma": fma,
     "l3_01_add_out": add_out,

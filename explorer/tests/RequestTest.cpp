@@ -108,6 +108,29 @@ TEST(Request, TiedLabelsMayBeLeftOutButMustAgree) {
   EXPECT_TRUE(space.at(0).ok) << space.at(0).message;
 }
 
+TEST(Request, ALabelOnlyAGatherReadsIsAShapeLabel) {
+  // emb[t, d] = E[Tok[t], d] with In Tok: int(v): no Func has `v`, but the call needs its size
+  // (E's first dimension), so a shape gives it.
+  dtx::TemplateFile emb = dtx::parse_template_file(R"(kernel: emb
+source: |
+  Func emb; In E; In Tok: int(v); Var t, d, v;
+  emb[t, d] = E[Tok[t], d];
+  emb.compile();
+schedule: |
+  emb.block(t:{1, 2});
+shapes:
+  - {t: 9, d: 16, v: 13}
+dtype: float32
+baselines: [reference]
+)",
+                                                   "emb.yaml", kTemplates);
+  EXPECT_NO_THROW(dtx::check_request(emb, emb.shapes));
+  dtx::RequestError e = refused(emb, {{{"t", 9}, {"d", 16}}});
+  EXPECT_NE(std::string(e.what()).find("no size for `v`"), std::string::npos) << e.what();
+  e = refused(emb, {{{"t", 9}, {"d", 16}, {"v", 13}, {"w", 2}}});
+  EXPECT_NE(std::string(e.what()).find("no label `w`"), std::string::npos) << e.what();
+}
+
 TEST(Request, BrokenRequestsNameTheirField) {
   dtx::TemplateFile tf = dtx::load_template_file(kTemplates / "geglu.yaml");
   const std::vector<dtx::ShapeSizes> shapes = {{{"x", 4}, {"y", 64}}};

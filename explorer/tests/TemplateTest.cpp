@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace {
 
@@ -273,6 +275,37 @@ baselines: [reference]
   EXPECT_THROW(dtx::parse_template_file("kernel: k\nsourse: x\n", "s.yaml", dir),
                dtx::TemplateFileError);
   EXPECT_THROW(dtx::parse_template_file("kernel: [\n", "s.yaml", dir), dtx::TemplateFileError);
+}
+
+TEST(TemplateFile, NamedBaselinesResolveBesideTheFile) {
+  std::filesystem::path dir = std::filesystem::path(DTX_SOURCE_DIR) / "templates";
+  dtx::NamedBaseline torch = dtx::parse_baseline_entry("torch", "layernorm", dir);
+  EXPECT_EQ(std::filesystem::path(torch.spec.file).filename(), "baselines.py");
+  EXPECT_EQ(torch.spec.function, "layernorm");
+  EXPECT_FALSE(torch.spec.torch_compile);
+  EXPECT_TRUE(dtx::parse_baseline_entry("torch.compile", "layernorm", dir).spec.torch_compile);
+  // `liger`: Liger-Kernel's op, the function named like the kernel in liger_baselines.py.
+  dtx::NamedBaseline liger = dtx::parse_baseline_entry("liger", "layernorm", dir);
+  EXPECT_EQ(liger.name, "liger");
+  EXPECT_EQ(std::filesystem::path(liger.spec.file).filename(), "liger_baselines.py");
+  EXPECT_EQ(liger.spec.function, "layernorm");
+  EXPECT_FALSE(liger.spec.torch_compile);
+  EXPECT_FALSE(liger.spec.reference);
+  // Without the file beside the template, the entry is refused and says which file it needs.
+  try {
+    dtx::parse_baseline_entry("liger", "layernorm", std::filesystem::path(DTX_SOURCE_DIR));
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("liger_baselines.py"), std::string::npos) << e.what();
+  }
+  try {
+    dtx::parse_baseline_entry("ligr", "layernorm", dir);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("use torch, torch.compile, liger, reference"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Template, DtypeBytesBoundsByTheDtypeExplored) {

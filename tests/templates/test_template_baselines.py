@@ -86,15 +86,18 @@ def load_template(path):
     return parse_template(path.read_text())
 
 
-def load_baselines():
-    spec = importlib.util.spec_from_file_location("template_baselines", TEMPLATES / "baselines.py")
+def load_baselines(file="baselines.py", name="template_baselines"):
+    spec = importlib.util.spec_from_file_location(name, TEMPLATES / file)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["template_baselines"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
 BASELINES = load_baselines()
+# Liger-Kernel's ops (the `liger` baseline): imports without liger_kernel, which the tests do not
+# need; its functions are checked to exist here, and run only where liger_kernel is installed.
+LIGER_BASELINES = load_baselines("liger_baselines.py", "template_liger_baselines")
 
 # Concrete schedules taken from each template's space (at one of its `shapes`): the extremes,
 # every optional statement present, and the thesis' schedule where the default is another one.
@@ -182,6 +185,67 @@ SPACE_SAMPLES = {
         "e.tensorize(m:0, l:0, k:32); dvsr.block(m:32); dvsr.tensorize(m:0, l:0); "
         "attention.num_warps(4); attention.num_stages(2)",
     ],
+    "layernorm": [
+        "layernorm.block(x:1); layernorm.tensorize(x:0, y:1024, k:1024); "
+        "mean.fuse_at(layernorm, x); rstd.fuse_at(layernorm, x); layernorm.num_warps(1)",
+        "layernorm.block(x:16); layernorm.tensorize(x:0, y:0, k:0); mean.fuse_at(layernorm, x); "
+        "rstd.fuse_at(layernorm, x); layernorm.num_warps(32)",
+        "layernorm.block(x:4); layernorm.tensorize(x:0, y:0, k:4096); mean.fuse_at(layernorm, x); "
+        "rstd.fuse_at(layernorm, x); layernorm.num_warps(8)",
+    ],
+    "groupnorm": [
+        "groupnorm.block(b:1, g:1); groupnorm.tensorize(b:0, g:0, c:0, s:0); groupnorm.map(b, g); "
+        "mean.fuse_at(groupnorm, g); rstd.fuse_at(groupnorm, g); groupnorm.num_warps(1)",
+        "groupnorm.block(b:1, g:8); groupnorm.tensorize(b:0, g:0, c:0, s:256); "
+        "mean.fuse_at(groupnorm, g); rstd.fuse_at(groupnorm, g); groupnorm.num_warps(32)",
+        "groupnorm.block(b:1, g:2); groupnorm.tensorize(b:0, g:0, c:0, s:0); "
+        "mean.fuse_at(groupnorm, g); rstd.fuse_at(groupnorm, g); groupnorm.num_warps(8)",
+    ],
+    "rope": [
+        "q_out.block(b:1, s:1, h:4); q_out.tensorize(b:0, s:0, h:0, d:0); k_out.store_in(q_out); "
+        "q_out.num_warps(1)",
+        "q_out.block(b:1, s:4, h:32); q_out.tensorize(b:0, s:0, h:0, d:0); k_out.store_in(q_out); "
+        "q_out.num_warps(16)",
+        "q_out.block(b:1, s:2, h:8); q_out.tensorize(b:0, s:0, h:0, d:0); k_out.store_in(q_out)",
+    ],
+    "relu_squared": [
+        "relu_squared.block(x:1, y:128); relu_squared.tensorize(x:0, y:0); "
+        "relu_squared.map(y, x); relu_squared.num_warps(1)",
+        "relu_squared.block(x:4, y:4096); relu_squared.tensorize(x:0, y:512); "
+        "relu_squared.map(x, y); relu_squared.num_warps(32)",
+        "relu_squared.block(x:1, y:1024); relu_squared.tensorize(x:0, y:0); "
+        "relu_squared.map(x, y); relu_squared.num_warps(8)",
+    ],
+    "kl_div": [
+        "kl_div.block(x:1); kl_div.tensorize(x:0, y:0); kl_div.num_warps(32)",
+        "kl_div.block(x:4); kl_div.tensorize(x:0, y:4096); kl_div.num_warps(16)",
+        "kl_div.block(x:2); kl_div.tensorize(x:0, y:1024); kl_div.num_warps(1)",
+    ],
+    "jsd": [
+        "jsd.block(x:1); jsd.tensorize(x:0, y:0); jsd.num_warps(32)",
+        "jsd.block(x:4); jsd.tensorize(x:0, y:4096); jsd.num_warps(16)",
+        "jsd.block(x:2); jsd.tensorize(x:0, y:1024); jsd.num_warps(1)",
+    ],
+    "tvd": [
+        "tvd.block(x:1); tvd.tensorize(x:0, y:0); tvd.num_warps(32)",
+        "tvd.block(x:4); tvd.tensorize(x:0, y:4096); tvd.num_warps(16)",
+        "tvd.block(x:2); tvd.tensorize(x:0, y:1024); tvd.num_warps(1)",
+    ],
+    "cross_entropy": [
+        "cross_entropy.block(x:1); cross_entropy.tensorize(x:0, y:0); "
+        "m.fuse_at(cross_entropy, x); lse.fuse_at(cross_entropy, x); cross_entropy.num_warps(32)",
+        "cross_entropy.block(x:4); cross_entropy.tensorize(x:0, y:4096); "
+        "m.fuse_at(cross_entropy, x); lse.fuse_at(cross_entropy, x); cross_entropy.num_warps(16)",
+        "cross_entropy.block(x:2); cross_entropy.tensorize(x:0, y:1024); "
+        "m.fuse_at(cross_entropy, x); lse.fuse_at(cross_entropy, x); cross_entropy.num_warps(1)",
+    ],
+    "embedding": [
+        "embedding.block(t:1, d:256); embedding.tensorize(t:0, d:0); embedding.map(t, d); "
+        "embedding.num_warps(1)",
+        "embedding.block(t:4, d:4096); embedding.tensorize(t:0, d:0); embedding.num_warps(16)",
+        "embedding.block(t:16, d:1024); embedding.tensorize(t:0, d:0); embedding.map(t, d); "
+        "embedding.num_warps(4)",
+    ],
 }
 
 
@@ -191,7 +255,9 @@ def _ids(paths):
 
 def test_every_kernel_has_a_template():
     assert {p.stem for p in FILES} == {"geglu", "dyt", "swiglu", "softmax", "rmsnorm", "sum",
-                                       "matmul", "sigmoid_mm", "gemm_gelu", "2mm", "attention"}
+                                       "matmul", "sigmoid_mm", "gemm_gelu", "2mm", "attention",
+                                       "layernorm", "groupnorm", "rope", "relu_squared", "kl_div",
+                                       "jsd", "tvd", "cross_entropy", "embedding"}
     assert set(SPACE_SAMPLES) == {p.stem for p in FILES}
 
 
@@ -212,6 +278,9 @@ def test_template_fields(path):
         if entry in ("torch", "torch.compile"):
             assert callable(getattr(BASELINES, t["kernel"], None)), \
                 f"templates/baselines.py has no function {t['kernel']!r}"
+        elif entry == "liger":
+            assert callable(getattr(LIGER_BASELINES, t["kernel"], None)), \
+                f"templates/liger_baselines.py has no function {t['kernel']!r}"
         elif entry != "reference":
             file, _, rest = entry.partition(".py:")
             assert rest and (TEMPLATES / (file + ".py")).is_file(), entry
@@ -223,18 +292,27 @@ def test_parser_agrees_with_pyyaml(path):
     assert parse_template(path.read_text()) == yaml.safe_load(path.read_text())
 
 
+# jsd's beta, drawn first: seed 1 draws 1.26, outside [0, 1] where the divergence is defined
+# (NaN where the mixture is negative); seed 0 draws 0.996.
+SEEDS = {"jsd": 0}
+
+
 def _check(module, template, sizes):
-    """The module's first compiled Func against the hand-written baseline at `sizes`."""
+    """The module's first compiled Func against the hand-written baseline at `sizes` (each of
+    its results, for a kernel that stores several)."""
     dtype = DTYPES[template["dtype"]]
     fn, _, make_inputs, keywords = compiled_funcs(module)[module.COMPILED[0]]
-    args = make_inputs(sizes, dtype=dtype, seed=1)
+    args = make_inputs(sizes, dtype=dtype, seed=SEEDS.get(template["kernel"], 1))
     kwargs = {keywords[k]: v for k, v in sizes.items() if k in keywords}
     got = fn(*args, **kwargs)
     want = getattr(BASELINES, template["kernel"])(*args)
-    assert got.dtype == want.dtype == dtype
-    assert got.shape == want.shape
-    rtol, atol = tolerance(dtype)
-    torch.testing.assert_close(got, want, rtol=rtol, atol=atol * _scale(want))
+    gots, wants = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    assert isinstance(gots, tuple) and len(gots) == len(wants)
+    for g, w in zip(gots, wants):
+        assert g.dtype == w.dtype == dtype
+        assert g.shape == w.shape
+        rtol, atol = tolerance(dtype)
+        torch.testing.assert_close(g, w, rtol=rtol, atol=atol * _scale(w))
 
 
 def _compile(tmp_path, template, schedule=None):

@@ -393,6 +393,7 @@ std::string shape_problem(const dtc::Algorithm& algorithm, const ShapeSizes& sha
   const std::vector<dtc::CallSizes>& calls = algorithm.call_sizes();
   for (const dtc::CallSizes& call : calls)
     for (const std::string& l : call.labels) {
+      known.insert(l); // also a label no Func has, as the `v` of a gather `In T: int(v)`
       if (call.tied.count(l))
         tied[l] = call.tied.at(l);
       else

@@ -75,6 +75,9 @@ NamedBaseline parse_baseline_entry(const std::string& text, const std::string& k
     file = "baselines.py";
     function = kernel;
     compiled = text == "torch.compile";
+  } else if (text == "liger") {
+    file = "liger_baselines.py";
+    function = kernel;
   } else {
     std::vector<std::string> parts;
     std::stringstream ss(text);
@@ -86,9 +89,10 @@ NamedBaseline parse_baseline_entry(const std::string& text, const std::string& k
       parts.pop_back();
     }
     if (parts.size() != 2 || parts[0].empty() || parts[1].empty())
-      throw std::invalid_argument("`" + text +
-                                  "` is not a baseline: use torch, torch.compile, reference or "
-                                  "FILE.py:FUNCTION[:compile]");
+      throw std::invalid_argument(
+          "`" + text +
+          "` is not a baseline: use torch, torch.compile, liger, reference or "
+          "FILE.py:FUNCTION[:compile]");
     file = parts[0];
     function = parts[1];
   }
