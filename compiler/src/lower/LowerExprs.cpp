@@ -272,13 +272,24 @@ std::vector<std::pair<Value, Value>> positions(LowerState& s, const ir::Access& 
       out.push_back({s.bind[e.index[i]].back().idx, nullptr});
       continue;
     }
-    // In int64: a shift can take an index past what the wrapper's choice of int32 allows for
-    // (up to twice a dimension's size), and the mask must see the true position.
-    s.wide_whole = true;
-    Value v = whole(s, *p, body);
-    s.wide_whole = false;
-    if (v->kind != kir::ExprKind::Var && v->kind != kir::ExprKind::Int)
-      v = s.let(body, s.fresh(s.py(e.tensor) + "_pos" + std::to_string(i)), v);
+    // One position, wherever it is read again under the same bindings, is one value: the
+    // loads it keys are then found in the cache too.
+    std::string key = "position:" + ir::to_dt(*p);
+    for (Label l : p->dims)
+      key += "," + l->name + "=" + s.index_key(l);
+    Value v;
+    if (auto hit = s.cached(key)) {
+      v = *hit;
+    } else {
+      // In int64: a shift can take an index past what the wrapper's choice of int32 allows
+      // for (up to twice a dimension's size), and the mask must see the true position.
+      s.wide_whole = true;
+      v = whole(s, *p, body);
+      s.wide_whole = false;
+      if (v->kind != kir::ExprKind::Var && v->kind != kir::ExprKind::Int)
+        v = s.let(body, s.fresh(s.py(e.tensor) + "_pos" + std::to_string(i)), v);
+      s.cache.back()[key] = v;
+    }
     Value in_range;
     if (!never_negative(*p)) in_range = kir::binary(kir::BinOp::Ge, v, kir::int_imm(0));
     if (!below_size_of(*p, e.index[i]))

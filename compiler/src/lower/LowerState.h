@@ -85,9 +85,9 @@ struct LowerState {
   std::map<const ir::Expr*, Value> hoisted;   // reductions computed at an outer loop level
   std::vector<std::map<std::string, Value>> cache; // per loop level: computed values by key
   std::set<const ir::Symbol*> stores_done;         // stored Funcs whose store is emitted
-  bool wide_whole = false; // whole numbers in int64 (a computed position being lowered)
-  std::set<std::string> used;                      // names handed out
-  std::map<std::string, kir::Type> types;          // every bound name's type, as last bound
+  bool wide_whole = false;    // whole numbers in int64 (a computed position being lowered)
+  std::set<std::string> used; // names handed out
+  std::map<std::string, kir::Type> types; // every bound name's type, as last bound
 
   // ---- the schedule, as lowering reads it ----
   bool tensorized(Label l) const { return fs.fully_tensorized(l) || fs.tensor_of(l) > 1; }
