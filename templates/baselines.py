@@ -152,6 +152,26 @@ def cross_entropy(P, T, ignore, eps):
     return torch.where(keep, loss, 0.0).to(P.dtype)
 
 
+def add_rmsnorm(X, R, W, eps):
+    """(RMSNorm of s = X + R weighted by W, s): the residual add and the norm, in float32 and
+    rounded once each."""
+    s = X.float() + R.float()
+    norm = s * torch.rsqrt(s.pow(2).mean(dim=1, keepdim=True) + eps) * W.float()
+    return norm.to(X.dtype), s.to(X.dtype)
+
+
+def cross_entropy_grad(P, T, ignore, eps):
+    """(the gradient of each row's loss with respect to P, the losses) as cross_entropy above
+    defines them: softmax(P) minus the smoothed one-hot target, 0 in ignored rows."""
+    probability = torch.softmax(P.float(), dim=1)
+    keep = T != ignore
+    target = torch.where(keep, T, 0).long()
+    grad = probability - eps / P.shape[1]
+    grad.scatter_add_(1, target[:, None], torch.full((P.shape[0], 1), -(1 - eps), device=P.device))
+    grad = torch.where(keep[:, None], grad, 0.0)
+    return grad.to(P.dtype), cross_entropy(P, T, ignore, eps)
+
+
 def embedding(E, Tok):
     """Rows Tok of the table E."""
     return F.embedding(Tok, E)

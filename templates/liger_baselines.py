@@ -119,6 +119,24 @@ def cross_entropy(P, T, ignore, eps):
                                              label_smoothing=eps)
 
 
+def cross_entropy_grad(P, T, ignore, eps):
+    """Liger's cross-entropy forward as in training: with gradients wanted it writes each row's
+    gradient into the logits in place (HAS_GRADIENTS) beside the losses (reduction="none", so the
+    gradient is not divided by the number of rows). Returns (gradient, losses); the gradient is
+    P itself afterwards, as in Liger."""
+    ce = _liger("liger_kernel.ops.cross_entropy")
+    P.requires_grad_(True)
+    loss, _, _, _, grad = ce.cross_entropy_forward(P, T, None, ignore, 0.0, eps, "none", None,
+                                                   False)
+    return grad.detach(), loss
+
+
+def add_rmsnorm(X, R, W, eps):
+    """LigerFusedAddRMSNormFunction (Llama's casting, not in place): (the norm, X + R)."""
+    return _functional().liger_fused_add_rms_norm(X, R, W, eps, offset=0.0, casting_mode="llama",
+                                                  in_place=False)
+
+
 def kl_div(P, T, eps):
     """Each row's KL divergence through liger_kernel.ops.kl_div's forward kernel, launched as
     LigerKLDivLossFunction launches it for reductions other than "none" (log_target=False), one

@@ -268,6 +268,29 @@ def cross_entropy(args, sizes):
     return torch.where(kept, (1 - eps) * nll - eps * logp.mean(dim=1), 0.0)
 
 
+def add_rms_norm(args, sizes):
+    # s = X + R; add_rmsnorm = s / sqrt(mean(s^2) + eps) * W. Returns (the norm, s).
+    X, R, W, eps = _unpack(args, 4)
+    x, y = sizes["x"], sizes["y"]
+    s = _tensor("X", X, (x, y)) + _tensor("R", R, (x, y))
+    norm = s * torch.rsqrt(s.pow(2).mean(dim=1, keepdim=True) + _scalar("eps", eps))
+    return norm * _tensor("W", W, (y,)), s
+
+
+def cross_entropy_grad(args, sizes):
+    # The gradient of each row's cross-entropy (as cross_entropy above) with respect to the
+    # logits, by autograd, and the losses: (gradient, loss).
+    P, T, ignore, eps = _unpack(args, 4)
+    logits = _tensor("P", P, (sizes["x"], sizes["y"])).requires_grad_()
+    T, eps = _positions("T", T, (sizes["x"],)), _scalar("eps", eps)
+    kept = T != _whole("ignore", ignore)
+    logp = torch.log_softmax(logits, dim=1)
+    nll = -logp.gather(1, torch.where(kept, T, 0)[:, None])[:, 0]
+    loss = torch.where(kept, (1 - eps) * nll - eps * logp.mean(dim=1), 0.0)
+    loss.sum().backward()
+    return logits.grad, loss.detach()
+
+
 def embedding(args, sizes):
     # embedding[t, d] = E[Tok[t], d]: rows of the table E [v, d].
     E, Tok = _unpack(args, 2)
@@ -291,6 +314,8 @@ KERNEL_SET = {
     "tvd": tvd,
     "cross_entropy": cross_entropy,
     "embedding": embedding,
+    "add_rmsnorm": add_rms_norm,
+    "cross_entropy_grad": cross_entropy_grad,
 }
 
 ORACLES = {

@@ -206,3 +206,13 @@ def test_inf_is_infinity(tmp_path):
         f.compile();""")
     A = torch.tensor([1.0, -2.0, 0.5])
     assert torch.equal(module.f(A), torch.tensor([1.0, float("-inf"), 0.5]))
+
+
+def test_a_scalar_input_s_written_value_is_what_make_inputs_passes(tmp_path):
+    module = build(tmp_path, """Func f; In A; SIn eps = 1e-6, n: int = -100, s = 007, r;
+        Var x;
+        f[x] = A[x] * eps + n + s + r;
+        f.compile();""")
+    A, eps, n, s, r = module.make_inputs_f({"x": 3}, seed=4)
+    assert (eps, n, s) == (1e-6, -100, 7) and type(n) is int and 0.5 <= r <= 1.5
+    close(module.f(A, eps, n, s, r), A.double() * 1e-6 - 100 + 7 + r)

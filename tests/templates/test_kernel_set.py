@@ -64,7 +64,7 @@ def realistic(name, args, dtype, pick):
     elif name == "tvd":
         args[0] = torch.softmax(args[0].float(), dim=1).to(dtype)
         args[1] = torch.softmax(args[1].float(), dim=1).to(dtype)
-    elif name == "cross_entropy":  # the first row's class is ignored, wherever it appears
+    elif name in ("cross_entropy", "cross_entropy_grad"):  # the first row's class is ignored
         args[2] = int(args[1][0])
         args[3] = 0.1
     return tuple(args)

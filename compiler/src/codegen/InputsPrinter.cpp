@@ -3,9 +3,24 @@
 
 #include "codegen/PythonText.h"
 
+#include <cmath>
 #include <set>
 
 namespace dtc {
+
+namespace {
+
+/// A scalar input's written value as Python reads it back: a float literal as written (DT's
+/// float syntax is Python's), a whole one without the leading zeros Python refuses.
+std::string python_number(const ir::Symbol& in) {
+  const std::string& text = in.example_text;
+  bool whole = text.find_first_of(".eE") == std::string::npos;
+  if (!whole) return text;
+  if (std::fabs(*in.example) < 0x1p62) return std::to_string(static_cast<long long>(*in.example));
+  return ir::python_float(*in.example);
+}
+
+} // namespace
 
 std::string print_make_inputs(const PythonNames& py, const WrapperSignature& sig,
                               const ir::Symbol* f) {
@@ -61,6 +76,8 @@ std::string print_make_inputs(const PythonNames& py, const WrapperSignature& sig
     else if (in->kind == ir::SymbolKind::In)
       out += "    " + py(in) + " = _dt_randn(" + size_tuple(py, sig.first_shape.at(in)) +
              ", generator, dtype, device)\n";
+    else if (in->example)
+      out += "    " + py(in) + " = " + python_number(*in) + "\n";
     else if (in->is_int)
       out += "    " + py(in) + " = _dt_randint((), 16, generator, \"cpu\").item()\n";
     else

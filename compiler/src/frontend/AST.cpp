@@ -59,6 +59,7 @@ std::string print(const Program& program) {
       if (t.written)
         out += std::string(":") + (t.is_int ? "int" : "float") +
                (t.range.text.empty() ? "" : "(" + t.range.text + ")");
+      if (!t.example.text.empty()) out += "=" + t.example.text;
     }
     out += at(d.loc) + "\n";
   }

@@ -20,6 +20,10 @@ struct ElemType {
   bool is_int = false;
   Name range; // `y` of `int(y)`; empty text when none
   Loc loc;
+  /// `SIn eps = 1e-6;`: the literal (a leading `-` included) that make_inputs passes; empty text
+  /// when none is written.
+  Name example;
+  bool example_is_int = false;
 };
 
 /// `Func a, b;` — one declaration statement naming one or more symbols.

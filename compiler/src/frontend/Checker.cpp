@@ -93,11 +93,14 @@ private:
         if (sym->kind == SymbolKind::In || sym->kind == SymbolKind::SIn)
           prog_.inputs.push_back(sym);
         size_t i = static_cast<size_t>(&n - decl.names.data());
-        if (i < decl.types.size() && decl.types[i].written) typed_.push_back({sym, &decl.types[i]});
+        if (i < decl.types.size() && (decl.types[i].written || !decl.types[i].example.text.empty()))
+          typed_.push_back({sym, &decl.types[i]});
       }
     }
     // Element types, once every label is declared (`In T: int(y)` may come before `Var y`).
     for (const auto& [sym, t] : typed_) {
+      if (!t->example.text.empty()) example(*sym, *t);
+      if (!t->written) continue;
       if (sym->kind != SymbolKind::In && sym->kind != SymbolKind::SIn) {
         diags_.error(t->loc, "`" + sym->name + "` is " + article_kind(sym->kind) +
                                  "; only inputs (In, SIn) have an element type");
@@ -112,6 +115,30 @@ private:
       }
       sym->range = label(t->range.text, t->range.loc);
     }
+  }
+
+  // `SIn eps = 1e-6;`: the value make_inputs passes for a scalar input.
+  void example(Symbol& sym, const ast::ElemType& t) {
+    if (sym.kind != SymbolKind::SIn) {
+      diags_.error(t.example.loc, "`" + sym.name + "` is " + article_kind(sym.kind) +
+                                      "; only a scalar input (SIn) takes a value, the one "
+                                      "make_inputs passes");
+      return;
+    }
+    if (t.is_int && !t.example_is_int) {
+      diags_.error(t.example.loc, "`" + sym.name + "` holds a whole number; give it one, as in `SIn " +
+                                      sym.name + ": int = -100;`");
+      return;
+    }
+    errno = 0;
+    double v = std::strtod(t.example.text.c_str(), nullptr);
+    if (errno == ERANGE || !std::isfinite(v) || (t.is_int && std::fabs(v) >= 0x1p62)) {
+      diags_.error(t.example.loc, "number `" + t.example.text + "` is out of range for `" +
+                                      sym.name + "`");
+      return;
+    }
+    sym.example = v;
+    sym.example_text = t.example.text;
   }
 
   // The label that names each dimension of an input wherever some access indexes it with a

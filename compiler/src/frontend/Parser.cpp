@@ -130,16 +130,30 @@ private:
   }
 
   // declaration := ('Func'|'In'|'SIn'|'Var'|'RVar') decl_name { ',' decl_name } ';'
-  // decl_name   := ident [ ':' ( 'float' | 'int' [ '(' ident ')' ] ) ]
+  // decl_name   := ident [ ':' ( 'float' | 'int' [ '(' ident ')' ] ) ] [ '=' [ '-' ] number ]
   ast::Decl declaration(ast::DeclKind kind) {
     ast::Decl decl{kind, {}, {}, advance().loc};
     do {
       const Token& name = expect(Tok::Ident, "(a symbol name) in the declaration");
       decl.names.push_back({name.text, name.loc});
       decl.types.push_back(elem_type());
+      example_value(decl.types.back());
     } while (accept(Tok::Comma));
     expect(Tok::Semicolon, "at the end of the declaration");
     return decl;
+  }
+
+  // `= [-] number` after a scalar input's name (and type): the value make_inputs passes.
+  void example_value(ast::ElemType& t) {
+    if (!accept(Tok::Assign)) return;
+    t.example.loc = peek().loc;
+    bool negative = accept(Tok::Minus);
+    if (!at(Tok::Int) && !at(Tok::Float))
+      fail("expected a number (the value inputs are made with) after `=`, found " +
+           describe(peek()));
+    const Token& n = advance();
+    t.example.text = (negative ? "-" : "") + n.text;
+    t.example_is_int = n.kind == Tok::Int;
   }
 
   ast::ElemType elem_type() {

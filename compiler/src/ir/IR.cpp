@@ -380,6 +380,7 @@ std::string print(const Program& program) {
   for (const Symbol& s : program.symbols) {
     out += std::string(kind_name(s.kind)) + " " + s.name;
     if (s.is_int) out += std::string(": int") + (s.range ? "(" + s.range->name + ")" : "");
+    if (s.example) out += " = " + s.example_text;
     out += "\n";
   }
   for (const Symbol& s : program.symbols) {

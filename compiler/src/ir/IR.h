@@ -27,6 +27,9 @@ struct Symbol {
   bool is_int = false;
   /// `In T: int(y)`: T's values are positions along `y` (a gather's index).
   const Symbol* range = nullptr;
+  /// `SIn eps = 1e-6;`: the value make_inputs passes (a random one otherwise), as written.
+  std::optional<double> example;
+  std::string example_text;
   bool is_label() const { return kind == SymbolKind::Var || kind == SymbolKind::RVar; }
 };
 using Label = const Symbol*;
