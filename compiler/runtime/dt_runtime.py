@@ -531,24 +531,28 @@ def _dt_i(value):
     return torch.as_tensor(value, dtype=torch.int64)
 
 
-def _dt_position(size, label, layout):
+def _dt_position(size, label, layout, device):
     """The positions 0 .. size - 1 along `label`, over `layout`: a label's value."""
-    return torch.arange(size).reshape([size if entry == label else 1 for entry in layout])
+    return torch.arange(size, device=device).reshape(
+        [size if entry == label else 1 for entry in layout])
 
 
 def _dt_gather(tensor, positions):
     """`tensor` at one whole-number position per dimension (each a tensor over the layout, size
     1 where it does not vary, or a number), broadcast together: 0 where a position falls
     outside its dimension, as in the kernels."""
-    index = torch.broadcast_tensors(*(_dt_i(p) for p in positions))
-    inside = torch.ones(index[0].shape, dtype=torch.bool)
+    device = tensor.device
+    index = torch.broadcast_tensors(*(torch.as_tensor(p, dtype=torch.int64, device=device)
+                                      for p in positions))
+    inside = torch.ones(index[0].shape, dtype=torch.bool, device=device)
     clamped = []
     for extent, p in zip(tensor.shape, index):
         inside &= (p >= 0) & (p < extent)
         clamped.append(p.clamp(0, max(extent - 1, 0)))
     if tensor.numel() == 0:
-        return torch.zeros(inside.shape, dtype=tensor.dtype)
-    return torch.where(inside, tensor[tuple(clamped)], torch.zeros((), dtype=tensor.dtype))
+        return torch.zeros(inside.shape, dtype=tensor.dtype, device=device)
+    return torch.where(inside, tensor[tuple(clamped)],
+                       torch.zeros((), dtype=tensor.dtype, device=device))
 
 
 def _dt_result(value, layout, dims, shape):

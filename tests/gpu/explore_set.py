@@ -63,14 +63,14 @@ def main():
             for entry in list(pending):
                 status, x = call(base, "GET", f"/v1/explorations/{entry[2]}")
                 if x["state"] in ("done", "failed", "cancelled"):
-                    results[entry] = x
+                    results[entry[2]] = x
                     pending.remove(entry)
             time.sleep(5)
         print(f"{'kernel':16} {'shape':28} {'dtype':9} {'best dt ms':>10} {'gpu':>8} {'host us':>8}"
               f"  {'peer':14} {'peer ms':>9} {'gpu':>8} {'host us':>8} {'dt/peer':>8}")
         for entry in posted:
             name, shape, eid = entry
-            x = results.get(entry)
+            x = results.get(eid)
             if x is None:
                 call(base, "POST", f"/v1/explorations/{eid}/cancel", {})
                 print(f"{name:16} {str(shape):28} not finished in the deadline")

@@ -134,7 +134,7 @@ public:
   void visit(const ir::ScalarIn& e) override { out = py_(e.symbol); }
   void visit(const ir::Len& e) override { out = py_(e.label); }
   void visit(const ir::LabelValue& e) override {
-    out = "_dt_position(" + py_(e.label) + ", " + quote(py_(e.label)) + ", layout)";
+    out = "_dt_position(" + py_(e.label) + ", " + quote(py_(e.label)) + ", layout, device)";
   }
   void visit(const ir::ProgramId&) override { out = "_dt_program_id_in_reference()"; }
   void visit(const ir::Access& e) override {
@@ -153,7 +153,7 @@ public:
       const ir::Expr* p = e.position(i);
       positions.push_back(p ? emit_whole(*p)
                             : "_dt_position(" + py_(e.index[i]) + ", " + quote(py_(e.index[i])) +
-                                  ", layout)");
+                                  ", layout, device)");
     }
     out = "_dt_gather(" + tensor + ", " + tuple_of(positions) + ")";
   }
