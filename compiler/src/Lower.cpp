@@ -2,7 +2,8 @@
 // place that decides the order:
 //
 //   parse -> check -> fold constants (verify IR) -> apply schedule -> python names
-//   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR) -> plan kernels
+//   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR)
+//   -> fold reductions onto tied output labels (verify IR) -> plan kernels
 //   -> lower each kernel (verify kernel) -> the kernel passes of kKernelPasses, each verified
 //      and dumped on request (`dtc --dump-after=PASS`) -> check tensor sizes -> print module
 #include "Pipeline.h"
@@ -20,6 +21,7 @@
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "lower/CheckTensorSizes.h"
+#include "lower/FoldTiedReductions.h"
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
 #include "lower/Names.h"
@@ -127,6 +129,8 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
   split_reductions(program, plan, py, diags);
   if (diags.has_errors()) return result;
   verify_ir(program, "splitting reductions");
+  fold_tied_reductions(program, plan);
+  verify_ir(program, "folding tied reductions");
 
   diags.set_phase("lowering");
   ModuleInput module;

@@ -198,50 +198,6 @@ Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body
   return s.let(body, s.fresh(s.py(e.tensor) + "_tile"), kir::load(addr, mask));
 }
 
-namespace {
-
-// A load of the same elements of input `e.tensor` under other labels, moved onto `e`'s axes;
-// null if none was made. `X[x, k]` with `k` one whole tile and `X[x, y]` with `y` one whole tile
-// name the same elements: both index X's second dimension, so the wrapper gives `k` and `y` one
-// size, and both tiles are as wide as that size (their tile widths are computed alike, from
-// it). RMSNorm and LayerNorm read their row so, once for the reduction and once for the output.
-// The tile is reshaped onto the other axis, which keeps its elements in order when every axis
-// between the two has width 1 in it.
-Value same_elements_loaded(LowerState& s, const ir::Access& e, const std::string& key_prefix) {
-  if (e.tensor->kind != ir::SymbolKind::In || !e.plain()) return nullptr;
-  auto whole_tile = [&](Label l) {
-    return std::find(s.layout.tiles.begin(), s.layout.tiles.end(), l) != s.layout.tiles.end();
-  };
-  auto arange_name = [&](Label l) { return s.py(l) + "_arange"; };
-  for (size_t i = 0; i < e.index.size(); ++i) {
-    Label b = e.index[i];
-    if (!whole_tile(b) || s.index_key(b) != arange_name(b)) continue;
-    for (Label a : s.layout.tiles) {
-      if (a == b || ir::contains(e.index, a) ||
-          s.layout.dot_labels.count(a) != s.layout.dot_labels.count(b))
-        continue;
-      std::string key = key_prefix;
-      for (size_t j = 0; j < e.index.size(); ++j)
-        key += "," + (j == i ? arange_name(a) : s.index_key(e.index[j]));
-      std::optional<Value> hit = s.cached(key);
-      if (!hit) continue;
-      kir::Shape shape = (*hit)->type.shape;
-      int ia = s.layout.axis_of(a), ib = s.layout.axis_of(b);
-      if (shape.size() != s.layout.axes.size() || !shape[ib].is_one()) continue;
-      bool in_order = true;
-      for (int k = std::min(ia, ib) + 1; k < std::max(ia, ib); ++k)
-        in_order = in_order && shape[k].is_one();
-      if (!in_order) continue;
-      shape[ia] = kir::Extent{};
-      shape[ib] = s.layout.width_of_axis(b);
-      return kir::reshape(*hit, shape);
-    }
-  }
-  return nullptr;
-}
-
-} // namespace
-
 // Whether whole number `e` is never negative: built of labels' positions, sizes and
 // non-negative literals by `+`, `*`, `//` and `%`.
 bool never_negative(const ir::Expr& e) {
@@ -318,11 +274,6 @@ Value load(LowerState& s, const ir::Access& e, Body& body, bool native) {
     for (Label l : e.index)
       base += "_" + s.py(l);
   std::string name = s.fresh(native ? base + "_tile" : base);
-  if (Value moved = same_elements_loaded(s, e, key_prefix)) {
-    Value v = s.let(body, name, moved);
-    s.cache.back()[key] = v;
-    return v;
-  }
   Value value;
   if (e.plain()) {
     value = kir::load(kir::add(s.ptr_var(e.tensor), s.offset_expr(e.tensor, e.index)),

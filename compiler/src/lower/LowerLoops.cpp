@@ -69,7 +69,18 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
       b.idx = s.let(*inner, base + "_idx", s.index(iter));
   }
   if (s.tensorized(l)) {
-    b.mask = s.let(*inner, base + "_mask", kir::lt(b.idx, end));
+    // A whole tile's mask is bound once where it is first needed: a reduction over the label
+    // and the output's own dimension share it (FoldTiedReductions.h), and a name bound once
+    // can be hoisted out of the loops around it.
+    std::string key = "mask:" + base + "," + kir::print(*b.idx) + "<" + kir::print(*end);
+    std::optional<Value> hit;
+    if (no_loop && !blocked) hit = s.cached(key);
+    if (hit) {
+      b.mask = *hit;
+    } else {
+      b.mask = s.let(*inner, base + "_mask", kir::lt(b.idx, end));
+      if (no_loop && !blocked) s.cache.back()[key] = b.mask;
+    }
     if (s.layout.axes.size() > 1 && s.layout.dot_labels.count(l)) {
       // 1-D twins for tl.dot operand tiles (dead-code elimination drops them if unused).
       Value range = s.ref(s.py(l) + "_range");
