@@ -126,15 +126,16 @@ private:
       return;
     }
     if (t.is_int && !t.example_is_int) {
-      diags_.error(t.example.loc, "`" + sym.name + "` holds a whole number; give it one, as in `SIn " +
+      diags_.error(t.example.loc, "`" + sym.name +
+                                      "` holds a whole number; give it one, as in `SIn " +
                                       sym.name + ": int = -100;`");
       return;
     }
     errno = 0;
     double v = std::strtod(t.example.text.c_str(), nullptr);
     if (errno == ERANGE || !std::isfinite(v) || (t.is_int && std::fabs(v) >= 0x1p62)) {
-      diags_.error(t.example.loc, "number `" + t.example.text + "` is out of range for `" +
-                                      sym.name + "`");
+      diags_.error(t.example.loc,
+                   "number `" + t.example.text + "` is out of range for `" + sym.name + "`");
       return;
     }
     sym.example = v;
