@@ -179,3 +179,52 @@ def embedding(E, Tok):
 
 # `2mm` is not a Python identifier: the explorer looks the kernel name up with getattr.
 globals()["2mm"] = _2mm
+
+
+def _sdpa(Q, K, V, causal, backend=None):
+    if backend is None:
+        return F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+
+
+def _attention_formula(Q, K, V, causal):
+    """softmax(Q Kᵀ / sqrt(d) + mask) V as a user writes it in eager PyTorch, in float32."""
+    s = Q.float() @ K.float().transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    if causal:
+        mask = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).triu(1)
+        s = s.masked_fill(mask, float("-inf"))
+    return (torch.softmax(s, -1) @ V.float()).to(Q.dtype)
+
+
+def flash_attention(Q, K, V):
+    """softmax(Q Kᵀ / sqrt(d)) V over [b, h, s, d] tensors: scaled_dot_product_attention with
+    its default backend."""
+    return _sdpa(Q, K, V, False)
+
+
+def flash_attention_flash(Q, K, V):
+    """scaled_dot_product_attention forced to its FlashAttention backend (a GPU's)."""
+    from torch.nn.attention import SDPBackend
+    return _sdpa(Q, K, V, False, SDPBackend.FLASH_ATTENTION)
+
+
+def flash_attention_formula(Q, K, V):
+    """The eager formula, for torch.compile (`baselines.py:flash_attention_formula:compile`)."""
+    return _attention_formula(Q, K, V, False)
+
+
+def flash_attention_causal(Q, K, V):
+    """Causal attention (a query sees the keys at or before its position): scaled_dot_product_
+    attention with is_causal and its default backend."""
+    return _sdpa(Q, K, V, True)
+
+
+def flash_attention_causal_flash(Q, K, V):
+    from torch.nn.attention import SDPBackend
+    return _sdpa(Q, K, V, True, SDPBackend.FLASH_ATTENTION)
+
+
+def flash_attention_causal_formula(Q, K, V):
+    return _attention_formula(Q, K, V, True)

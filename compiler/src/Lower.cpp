@@ -3,7 +3,8 @@
 //
 //   parse -> check -> fold constants (verify IR) -> apply schedule -> python names
 //   -> inline fused Funcs (verify IR) -> split blocked reductions (verify IR)
-//   -> fold reductions onto tied output labels (verify IR) -> plan kernels
+//   -> fold reductions onto tied output labels (verify IR) -> online softmax (verify IR)
+//   -> plan kernels
 //   -> lower each kernel (verify kernel) -> the kernel passes of kKernelPasses, each verified
 //      and dumped on request (`dtc --dump-after=PASS`) -> check tensor sizes -> print module
 #include "Pipeline.h"
@@ -25,6 +26,7 @@
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
 #include "lower/Names.h"
+#include "lower/OnlineSoftmax.h"
 #include "lower/SplitReductions.h"
 
 #include <functional>
@@ -131,6 +133,9 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
   verify_ir(program, "splitting reductions");
   fold_tied_reductions(program, plan);
   verify_ir(program, "folding tied reductions");
+  plan_online(program, plan, diags);
+  if (diags.has_errors()) return result;
+  verify_ir(program, "online softmax");
 
   diags.set_phase("lowering");
   ModuleInput module;

@@ -255,6 +255,9 @@ SPACE_SAMPLES = {
         "add_rmsnorm.block(x:2); add_rmsnorm.tensorize(x:0, y:2048, k:1024); "
         "s.fuse_at(add_rmsnorm, x); s.store_in(add_rmsnorm); add_rmsnorm.num_warps(1)",
     ],
+    # Every schedule of these two spaces is checked at the test shapes by test_flash_attention.py.
+    "flash_attention": [],
+    "flash_attention_causal": [],
     "embedding": [
         "embedding.block(t:1, d:256); embedding.tensorize(t:0, d:0); embedding.map(t, d); "
         "embedding.num_warps(1)",
@@ -274,7 +277,8 @@ def test_every_kernel_has_a_template():
                                        "matmul", "sigmoid_mm", "gemm_gelu", "2mm", "attention",
                                        "layernorm", "groupnorm", "rope", "relu_squared", "kl_div",
                                        "jsd", "tvd", "cross_entropy", "embedding", "add_rmsnorm",
-                                       "cross_entropy_grad"}
+                                       "cross_entropy_grad", "flash_attention",
+                                       "flash_attention_causal"}
     assert set(SPACE_SAMPLES) == {p.stem for p in FILES}
 
 

@@ -199,7 +199,8 @@ void inline_fused_funcs(ir::Program& program, KernelPlan& plan, DiagnosticEngine
   Schedule& schedule = plan.schedule;
   // Which producers each consumer computes inline, and which into a global temporary: a
   // producer fused at a level whose inner dimensions are all fully tensorized in the consumer
-  // (or that is fused innermost) is computed where each value is used; otherwise it is
+  // (or that is fused innermost, or varies inside it only along the label of the consumer's
+  // online loop) is computed where each value is used; otherwise it is
   // computed once per iteration of the fuse level into a temporary (thesis listing 3.14).
   std::map<const ir::Symbol*, std::set<const ir::Symbol*>> inline_into;
   bool any = false;
@@ -211,9 +212,11 @@ void inline_fused_funcs(ir::Program& program, KernelPlan& plan, DiagnosticEngine
     const ir::FuncDef& fdef = program.def(f);
     FuncSchedule& gs = schedule.of(g);
     size_t pos = std::find(fdef.dims.begin(), fdef.dims.end(), fs.fuse_at->at) - fdef.dims.begin();
+    // Under online(l) the consumer's loop over l computes each step's values where it uses
+    // them: a producer varying along l is computed inline, one tile of l at a time.
     bool all_full = true;
     for (size_t i = pos + 1; i < fdef.dims.size(); ++i)
-      all_full &= gs.fully_tensorized(fdef.dims[i]);
+      all_full &= gs.fully_tensorized(fdef.dims[i]) || gs.online == fdef.dims[i];
     bool consumer_fused = gs.fuse_at.has_value();
     if (!all_full && !consumer_fused) plan.materialized[g].push_back({f, fs.fuse_at->at});
   }

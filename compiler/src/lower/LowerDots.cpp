@@ -16,10 +16,19 @@ struct DotAxes {
 // rdot(a, b, r) maps to tl.dot when r and both other labels are tensorized, a varies along
 // {i, r} and b along {r, j}. Anything else runs as a multiply-and-sum reduction.
 std::optional<DotAxes> dot_axes(const LowerState& s, const ir::Dot& d) {
-  if (!s.tensorized(d.rvar) || d.a->dims.size() != 2 || d.b->dims.size() != 2) return std::nullopt;
-  if (!ir::contains(d.a->dims, d.rvar) || !ir::contains(d.b->dims, d.rvar)) return std::nullopt;
-  Label i = d.a->dims[0] == d.rvar ? d.a->dims[1] : d.a->dims[0];
-  Label j = d.b->dims[0] == d.rvar ? d.b->dims[1] : d.b->dims[0];
+  // Labels without a tensor axis, or with an axis of one (`block(b:1)`), are one index in each
+  // program instance: a batch, a head.
+  auto tiled = [&](const ir::Labels& dims) {
+    ir::Labels out;
+    for (Label l : dims)
+      if (s.layout.axis_of(l) >= 0 && !s.layout.width_of_axis(l).is_one()) out.push_back(l);
+    return out;
+  };
+  ir::Labels a = tiled(d.a->dims), b = tiled(d.b->dims);
+  if (!s.tensorized(d.rvar) || a.size() != 2 || b.size() != 2) return std::nullopt;
+  if (!ir::contains(a, d.rvar) || !ir::contains(b, d.rvar)) return std::nullopt;
+  Label i = a[0] == d.rvar ? a[1] : a[0];
+  Label j = b[0] == d.rvar ? b[1] : b[0];
   if (i == j || i == d.rvar || j == d.rvar || !s.tensorized(i) || !s.tensorized(j))
     return std::nullopt;
   if (s.layout.axis_of(i) < 0 || s.layout.axis_of(j) < 0) return std::nullopt;
@@ -79,30 +88,24 @@ bool on_tensor_cores(const LowerState& s, const ir::Dot& d) {
   return dot_axes(s, d).has_value();
 }
 
-Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
+std::optional<DotOnCores> orient_dot(LowerState& s, const ir::Dot& d) {
   DotAxes ax = *dot_axes(s, d);
   // tl.dot yields an [i, j] matrix; the layout may hold j before i (`c[n, m] = rdot(A[m, k],
   // B[k, n], k)`). Then compute the transposed product b^T a^T, whose operands load in the
   // order tl.dot wants at no cost, instead of transposing the result.
-  ir::ExprPtr lhs = d.a, rhs = d.b;
-  if (s.layout.axis_of(ax.i) > s.layout.axis_of(ax.j)) {
-    std::swap(lhs, rhs);
-    std::swap(ax.i, ax.j);
+  DotOnCores o{ax.i, ax.j, d.a, d.b};
+  if (s.layout.axis_of(o.i) > s.layout.axis_of(o.j)) {
+    std::swap(o.lhs, o.rhs);
+    std::swap(o.i, o.j);
   }
-  check_dot_sizes(s, d, ax);
-  if (s.diags.has_errors()) return kir::float_imm(0.0);
+  check_dot_sizes(s, d, {o.i, o.j});
+  if (s.diags.has_errors()) return std::nullopt;
   s.kernel.dot_precision = s.fs.precision.value_or("tf32");
+  return o;
+}
+
+Value dot_step(LowerState& s, const ir::Dot& d, const DotOnCores& o, Body& inner, Value acc) {
   Label r = d.rvar;
-  body.push_back(kir::Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
-  std::string prefix = reduction_prefix(s, r);
-  bool full_r = s.whole_tile(d, r);
-  kir::Extent wi = s.layout.width_of_axis(ax.i), wj = s.layout.width_of_axis(ax.j);
-  std::string acc_name = s.fresh(prefix + s.py(r) + "_acc");
-  Value acc;
-  if (!full_r) acc = s.let(body, acc_name, kir::full({wi, wj}, 0.0));
-  Body* inner = emit_dim(s, r, body, loop_prefix(s, r, prefix), !s.splits(d));
-  // Values computed inside a loop are not visible after it; without a loop they are.
-  if (!full_r) s.cache.emplace_back();
   // A copy: lowering the operands below may push bindings of r (a nested rdot over r) and
   // move this vector.
   const Value mask = s.bind[r].back().mask;
@@ -122,6 +125,16 @@ Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
     if (const ir::Symbol* in = first_input(s, d); in) narrow = s.ptr_of(in);
   auto operand = [&](const ir::ExprPtr& e, Label p, Label q) {
     Value v;
+    auto* input = e->as<ir::Access>();
+    if (input && (input->tensor->kind != ir::SymbolKind::In || input->tensor->is_int))
+      input = nullptr;
+    if (!native && input) {
+      // An input beside a computed operand: its tile straight from memory, in the operand dtype.
+      if (Value tile = load_tile(s, *input, p, q, inner))
+        return s.let(inner, s.fresh("dot_" + s.py(input->tensor)),
+                     narrow.empty() ? kir::cast(tile, kir::Scalar::F32)
+                                    : kir::cast(tile, kir::Scalar::Elem, narrow));
+    }
     if (native) {
       auto* access = e->as<ir::Access>();
       std::string relayout = s.fs.relayout.value_or("auto");
@@ -132,27 +145,53 @@ Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
         auto& list = s.kernel.k_contiguous_inputs;
         if (std::find(list.begin(), list.end(), need) == list.end()) list.push_back(need);
       }
-      if (Value tile = load_tile(s, *access, p, q, *inner)) return tile;
-      v = load(s, *access, *inner, /*native=*/true); // masked with other=0 already
+      if (Value tile = load_tile(s, *access, p, q, inner)) return tile;
+      v = load(s, *access, inner, /*native=*/true); // masked with other=0 already
     } else {
-      v = number(s, *e, *inner);
+      v = number(s, *e, inner);
       if (mask) v = kir::select(mask, v, kir::float_imm(0.0));
       if (!narrow.empty()) v = kir::cast(v, kir::Scalar::Elem, narrow);
     }
     auto* access = e->as<ir::Access>();
     std::string name = s.fresh(access ? "dot_" + s.py(access->tensor) : std::string("dot_operand"));
-    return s.let(*inner, name, as_matrix(s, v, p, q));
+    return s.let(inner, name, as_matrix(s, v, p, q));
   };
-  Value a = operand(lhs, ax.i, r);
-  Value b = operand(rhs, r, ax.j);
+  Value a = operand(o.lhs, o.i, r);
+  Value b = operand(o.rhs, r, o.j);
+  return kir::dot(a, b, acc, precision(s));
+}
+
+Value dot_matrix(const LowerState& s, Value v, const ir::Labels& dims, Label i, Label j) {
+  auto width = [&](Label l) {
+    return ir::contains(dims, l) ? s.layout.width_of_axis(l) : kir::Extent{};
+  };
+  if (s.layout.axes.size() == 2) return v; // [i, j] already, i first
+  return kir::reshape(v, {width(i), width(j)});
+}
+
+Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
+  std::optional<DotOnCores> o = orient_dot(s, d);
+  if (!o) return kir::float_imm(0.0);
+  Label r = d.rvar;
+  body.push_back(kir::Stmt::comment("rdot over " + r->name + " on tl.dot: " + ir::to_dt(d)));
+  std::string prefix = reduction_prefix(s, r);
+  bool full_r = s.whole_tile(d, r);
+  kir::Extent wi = s.layout.width_of_axis(o->i), wj = s.layout.width_of_axis(o->j);
+  std::string acc_name = s.fresh(prefix + s.py(r) + "_acc");
+  Value acc;
+  if (!full_r) acc = s.let(body, acc_name, kir::full({wi, wj}, 0.0));
+  Body* inner = emit_dim(s, r, body, loop_prefix(s, r, prefix), !s.splits(d));
+  // Values computed inside a loop are not visible after it; without a loop they are.
+  if (!full_r) s.cache.emplace_back();
+  Value product = dot_step(s, d, *o, *inner, acc);
   if (!full_r) s.cache.pop_back();
   std::string result = s.fresh(prefix + s.py(r) + "_dot");
-  kir::Shape shape = s.layout.shape_of({ax.i, ax.j});
+  kir::Shape shape = s.layout.shape_of({o->i, o->j});
   Value out;
   if (full_r) {
-    out = s.let(body, result, kir::reshape(kir::dot(a, b, nullptr, precision(s)), shape));
+    out = s.let(body, result, kir::reshape(product, shape));
   } else {
-    s.let(*inner, acc_name, kir::dot(a, b, acc, precision(s)));
+    s.let(*inner, acc_name, product);
     out = s.let(body, result, kir::reshape(s.ref(acc_name), shape));
   }
   s.bind[r].pop_back();

@@ -187,14 +187,31 @@ bool is_scalar_value(const ir::Expr& e) {
 Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body) {
   const Binding& bp = s.bind[p].back();
   const Binding& bq = s.bind[q].back();
-  if (!bp.vec || !bq.vec || e.index.size() != 2 || !e.plain()) return nullptr;
-  size_t pos_p = e.index[0] == p ? 0 : 1, pos_q = 1 - pos_p;
+  if (!bp.vec || !bq.vec || !e.plain()) return nullptr;
   auto column = [](Value v) { return kir::expand(v, {true, false}); };
   auto row = [](Value v) { return kir::expand(v, {false, true}); };
-  Value addr = kir::add(
-      kir::add(s.ptr_var(e.tensor), kir::mul(column(bp.vec), s.stride_var(e.tensor, pos_p))),
-      kir::mul(row(bq.vec), s.stride_var(e.tensor, pos_q)));
-  Value mask = kir::and_(column(bp.vec_mask), row(bq.vec_mask));
+  // The tile's two dimensions, and any others (a batch, a head) at one index each.
+  Value addr = s.ptr_var(e.tensor), mask;
+  int seen_p = 0, seen_q = 0;
+  for (size_t i = 0; i < e.index.size(); ++i) {
+    Label l = e.index[i];
+    if (l == p || l == q) {
+      const Binding& b = l == p ? bp : bq;
+      (l == p ? seen_p : seen_q)++;
+      Value v = l == p ? column(b.vec) : row(b.vec);
+      addr = kir::add(addr, kir::mul(v, s.stride_var(e.tensor, i)));
+      mask = kir::and_(mask, l == p ? column(b.vec_mask) : row(b.vec_mask));
+      continue;
+    }
+    int axis = s.layout.axis_of(l);
+    if (axis >= 0 && !s.layout.width_of_axis(l).is_one()) return nullptr;
+    // One index: a scalar, or a tile of one element made one.
+    const Binding& b = s.bind[l].back();
+    auto one = [&](Value v) { return axis >= 0 && v ? kir::reshape(v, {}) : v; };
+    addr = kir::add(addr, kir::mul(one(b.idx), s.stride_var(e.tensor, i)));
+    mask = kir::and_(mask, one(b.mask));
+  }
+  if (seen_p != 1 || seen_q != 1) return nullptr;
   return s.let(body, s.fresh(s.py(e.tensor) + "_tile"), kir::load(addr, mask));
 }
 
@@ -334,6 +351,8 @@ Value lower_expr(LowerState& s, const ir::Expr& e, Body& body) {
   case ir::ExprKind::Reduce: {
     if (auto it = s.hoisted.find(&e); it != s.hoisted.end()) return it->second;
     if (auto hit = s.cached(s.reduction_key(e))) return *hit;
+    if (in_online_loop(s, e) && lower_online(s, body))
+      if (auto hit = s.cached(s.reduction_key(e))) return *hit;
     auto& r = static_cast<const ir::Reduce&>(e);
     Value v = lower_reduce(s, r.op, {r.a}, r.rvar, e, body);
     s.cache.back()[s.reduction_key(e)] = v;
@@ -342,6 +361,8 @@ Value lower_expr(LowerState& s, const ir::Expr& e, Body& body) {
   case ir::ExprKind::Dot: {
     if (auto it = s.hoisted.find(&e); it != s.hoisted.end()) return it->second;
     if (auto hit = s.cached(s.reduction_key(e))) return *hit;
+    if (in_online_loop(s, e) && lower_online(s, body))
+      if (auto hit = s.cached(s.reduction_key(e))) return *hit;
     auto& d = static_cast<const ir::Dot&>(e);
     Value v = on_tensor_cores(s, d)
                   ? lower_dot(s, d, body)

@@ -91,6 +91,8 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
   emit_aranges(s, s.kernel.body);
   Body* body = emit_output_loops(s, s.kernel.body);
   emit_store(s, *body);
+  DTC_ASSERT(!s.online || s.online_done || diags.has_errors(),
+             "online(" + s.fs.online.value()->name + ") checked but its loop never emitted");
   s.kernel.index_slack = index_slack(s);
   return std::move(s.kernel);
 }

@@ -23,7 +23,8 @@ Value end_of(const LowerState& s, Label l) {
 
 // Emits the loop (or whole-tile index) of one dimension; returns the body to continue in.
 // `whole` walks the entire dimension (a reduction), ignoring the dimension's block.
-Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bool whole) {
+Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bool whole,
+               Value stop) {
   std::string base = prefix + s.py(l);
   Binding b;
   if (s.is_part(l)) {
@@ -51,11 +52,12 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
     // An earlier loop of this name (a reduction computed before this dimension's loop) may
     // have stepped through another integer type; Triton would take the name, bound before
     // this loop and again by it, for a loop-carried value of one type.
-    kir::Type type = kir::loop_var_type(*start, *end, *step);
+    Value last = stop ? stop : end;
+    kir::Type type = kir::loop_var_type(*start, *last, *step);
     std::string var = base + "_iter";
     if (auto it = s.types.find(var); it != s.types.end() && !(it->second == type))
       var = s.fresh(var);
-    kir::StmtPtr loop = kir::Stmt::loop(var, start, end, step);
+    kir::StmtPtr loop = kir::Stmt::loop(var, start, last, step);
     s.used.insert(var);
     s.types[var] = type;
     iter = s.ref(var);
@@ -137,6 +139,8 @@ void hoist(LowerState& s, const ir::Labels& bound, Body& body, const ir::Expr& r
         for (const ir::Expr* k : ir::children(e))
           walk(*k, deeper);
         if (!rvar || s.hoisted.count(&e)) return;
+        // The online loop computes its reductions together, where all their labels are bound.
+        if (in_online_loop(s, e) && !online_ready(s)) return;
         std::vector<std::pair<Label, const ir::Expr*>> borrowed;
         for (Label l : e.dims) {
           auto it = std::find_if(enclosing.rbegin(), enclosing.rend(),

@@ -3,7 +3,9 @@
 // is computed, for the current iteration of that level, into a global temporary `<f>_fuse`,
 // then read back by the consumer after a barrier.
 #include "lower/LowerState.h"
+
 #include "lower/Names.h"
+#include <functional>
 
 #include <algorithm>
 
@@ -93,6 +95,16 @@ void store_outputs(LowerState& s, const ir::Labels& bound, Body& body) {
     for (Label l : gd.dims)
       ready &= ir::contains(bound, l);
     hoist(s, bound, body, *gd.value);
+    // A value read from the online loop waits for it: the loop runs where all its labels are.
+    if (s.online && !s.online_done && !online_ready(s)) {
+      std::function<bool(const ir::Expr&)> reads = [&](const ir::Expr& x) {
+        if (in_online_loop(s, x)) return true;
+        for (const ir::Expr* c : ir::children(x))
+          if (reads(*c)) return true;
+        return false;
+      };
+      ready &= !reads(*gd.value);
+    }
     if (!ready) continue;
     s.stores_done.insert(g);
     Value v = number(s, *gd.value, body);

@@ -8,8 +8,8 @@ namespace dtc::lowering {
 LowerState::LowerState(const ir::Program& p, const KernelPlan& plan, const PythonNames& names,
                        const ir::Symbol* f, DiagnosticEngine& d)
     : prog(p), py(names), fs(plan.of(f)), split(plan.split_of(f)),
-      materialized(plan.materialized_of(f)), stored(plan.of(f).stored), func(f), def(p.def(f)),
-      diags(d) {}
+      materialized(plan.materialized_of(f)), online(plan.online_of(f)), stored(plan.of(f).stored),
+      func(f), def(p.def(f)), diags(d) {}
 
 kir::Type int_type(kir::Scalar s) {
   kir::Type t;

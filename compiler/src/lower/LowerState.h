@@ -72,6 +72,7 @@ struct LowerState {
   const FuncSchedule& fs;
   const SplitReduction* split;                  // null when the Func's reduction is not split
   const Materialized& materialized;             // producers this kernel computes into temporaries
+  const OnlineGroup* online;                    // online(l): what the one loop over l computes
   const std::vector<const ir::Symbol*>& stored; // Funcs this kernel stores too (store_in)
   const ir::Symbol* func;
   const ir::FuncDef& def;
@@ -86,6 +87,7 @@ struct LowerState {
   std::vector<std::map<std::string, Value>> cache; // per loop level: computed values by key
   std::set<const ir::Symbol*> stores_done;         // stored Funcs whose store is emitted
   bool wide_whole = false;    // whole numbers in int64 (a computed position being lowered)
+  bool online_done = false;   // the online loop is emitted
   std::set<std::string> used; // names handed out
   std::map<std::string, kir::Type> types; // every bound name's type, as last bound
 
@@ -162,7 +164,10 @@ void emit_aranges(LowerState& s, Body& body);
 
 /// LowerLoops.cpp: the loop (or whole-tile index) of one dimension, binding `l`; returns the
 /// body to continue in. `whole` walks the entire dimension (a reduction), ignoring its block.
-Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bool whole);
+/// `stop`, when given, ends the loop early (a causal mask's last key); masks still compare
+/// with the dimension's end.
+Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bool whole,
+               Value stop = nullptr);
 /// The output dimensions' loops, with the producers and reductions computed at each level;
 /// returns the innermost body.
 Body* emit_output_loops(LowerState& s, Body& body);
@@ -207,5 +212,28 @@ double identity_of(ir::ReduceOp op);
 /// LowerDots.cpp: whether rdot `d` runs on tl.dot, and lowering it there.
 bool on_tensor_cores(const LowerState& s, const ir::Dot& d);
 Value lower_dot(LowerState& s, const ir::Dot& d, Body& body);
+/// How an rdot on tl.dot runs: the product is an [i, j] matrix, i before j in the layout, of
+/// `lhs` ([i, rvar]) and `rhs` ([rvar, j]).
+struct DotOnCores {
+  Label i, j;
+  ir::ExprPtr lhs, rhs;
+};
+/// Orients rdot `d` (on_tensor_cores) and checks its tile sizes; nullopt after an error.
+std::optional<DotOnCores> orient_dot(LowerState& s, const ir::Dot& d);
+/// One step of `d` at the current binding of its label: tl.dot of the operand tiles, loaded
+/// into `inner`, accumulated onto `acc` (null: none); an [i, j] matrix.
+Value dot_step(LowerState& s, const ir::Dot& d, const DotOnCores& o, Body& inner, Value acc);
+/// A layout-shaped value varying along some of `dims` as the [i, j] matrix of a product (1
+/// where it does not vary), to combine with a product's accumulator.
+Value dot_matrix(const LowerState& s, Value v, const ir::Labels& dims, Label i, Label j);
+
+/// LowerOnline.cpp: online(l): when every dimension of the loop's reductions is bound, computes
+/// them all in one loop over l (OnlineSoftmax.h) and caches each at this level; false when
+/// some dimension is not bound yet.
+bool lower_online(LowerState& s, Body& body);
+/// Whether `e` is one of the reductions the online loop computes.
+bool in_online_loop(const LowerState& s, const ir::Expr& e);
+/// Whether the online loop's reductions all have their dimensions bound now.
+bool online_ready(const LowerState& s);
 
 } // namespace dtc::lowering

@@ -32,6 +32,7 @@ Primitive tensorize_primitive();
 Primitive map_primitive();
 Primitive fuse_at_primitive();
 Primitive store_in_primitive();
+Primitive online_primitive();
 Primitive atomic_primitive();
 Primitive precision_primitive();
 Primitive relayout_primitive();
@@ -40,9 +41,11 @@ Primitive num_warps_primitive();
 Primitive num_stages_primitive();
 Primitive compile_primitive();
 
-/// All primitives in canonical order: block, tensorize, map, fuse_at, store_in, atomic,
+/// All primitives in canonical order: block, tensorize, map, fuse_at, store_in, online, atomic,
 /// precision, relayout, index, num_warps, num_stages, compile.
 const std::vector<Primitive>& primitive_table();
+/// Their names, as a sentence lists them: `block, tensorize, ... and compile`.
+std::string primitive_names();
 
 /// Once every statement is in: the checks of store_in that need the whole schedule (the
 /// storing Func is compiled and has a kernel of its own, ...), and the dependencies it adds to

@@ -26,10 +26,19 @@ FuncSchedule& Schedule::of(const ir::Symbol* f) {
 
 const std::vector<Primitive>& primitive_table() {
   static const std::vector<Primitive> table = {
-      block_primitive(),    tensorize_primitive(), map_primitive(),        fuse_at_primitive(),
-      store_in_primitive(), atomic_primitive(),    precision_primitive(),  relayout_primitive(),
-      index_primitive(),    num_warps_primitive(), num_stages_primitive(), compile_primitive()};
+      block_primitive(),    tensorize_primitive(), map_primitive(),       fuse_at_primitive(),
+      store_in_primitive(), online_primitive(),    atomic_primitive(),    precision_primitive(),
+      relayout_primitive(), index_primitive(),     num_warps_primitive(), num_stages_primitive(),
+      compile_primitive()};
   return table;
+}
+
+std::string primitive_names() {
+  const std::vector<Primitive>& table = primitive_table();
+  std::string names;
+  for (size_t i = 0; i < table.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == table.size() ? " and " : ", ") + std::string(table[i].name);
+  return names;
 }
 
 Primitive word_primitive(const char* name, std::vector<std::string> words, const char* code,
@@ -321,10 +330,7 @@ void apply_schedule(const std::vector<const ast::ScheduleStmt*>& stmts, const ir
       std::string hint = closest_primitive(prim);
       diags.error("unknown-primitive", stmt.primitive.loc,
                   "unknown scheduling primitive `" + stmt.primitive.text + "`" +
-                      (hint.empty() ? "; the primitives are block, tensorize, map, fuse_at, "
-                                      "store_in, atomic, precision, relayout, index, num_warps, "
-                                      "num_stages and "
-                                      "compile"
+                      (hint.empty() ? "; the primitives are " + primitive_names()
                                     : "; did you mean `" + hint + "`?"));
       continue;
     }

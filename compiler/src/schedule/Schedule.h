@@ -42,6 +42,7 @@ struct FuncSchedule {
   std::optional<FuseAt> fuse_at;
   std::optional<StoreIn> store_in;       // this Func is stored by another's kernel
   std::vector<const ir::Symbol*> stored; // Funcs this one's kernel stores too, in statement order
+  std::optional<ir::Label> online;       // online(l): the reductions over l in one pass
   std::optional<int> num_warps;
   std::optional<int> num_stages;
   std::optional<ir::Label> atomic;      // atomic(k): combine a blocked reduction atomically

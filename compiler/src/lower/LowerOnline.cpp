@@ -1,0 +1,162 @@
+// Stage 9 of lowering a Func: online(l), the reductions over l of OnlineSoftmax.h in one loop.
+//
+//   l_max = -inf; sum_i = 0; ...
+//   for each tile of l:
+//     l_max_new = maximum(l_max, max of the tile of X)
+//     l_max_safe = where(l_max_new == -inf, 0, l_max_new)   # rows all -inf so far
+//     l_alpha = exp(l_max - l_max_safe)
+//     sum_i = sum_i * l_alpha + sum of the tile of the summand, read with l_max_safe for the max
+//     (an rdot on tl.dot: acc = tl.dot(p, V, acc * l_alpha))
+//     l_max = l_max_new
+//
+// after which each sum is the plain one: sum over l of exp(Y - max) G, max the final maximum.
+// Rows whose values are all -inf give sums of 0 (and 0 / 0 = NaN, as softmax gives); a NaN or
+// +inf maximum makes every rescaled sum NaN, as in the plain form. Under a causal mask
+// (OnlineGroup::causal) the loop stops after the block's last query: the keys past it are not
+// read, as FlashAttention does not read them.
+#include "lower/LowerState.h"
+#include "lower/Names.h"
+
+#include <limits>
+
+namespace dtc::lowering {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The dimensions of every member.
+ir::Labels group_dims(const OnlineGroup& g) {
+  ir::Labels dims;
+  for (const OnlineGroup::Member& m : g.members)
+    dims = ir::union_labels(dims, m.e->dims);
+  return dims;
+}
+
+/// `v` masked to `identity` outside l's range, spread over l's tile when l is tensorized (a
+/// value constant along l counts once per element of the tile).
+Value spread(LowerState& s, Value v, const ir::Expr& e, Label l, double identity) {
+  const Value mask = s.bind[l].back().mask;
+  if (mask) return kir::select(mask, v, kir::float_imm(identity));
+  if (s.tensorized(l) && !ir::contains(e.dims, l))
+    return kir::add(v, kir::full(s.layout.shape_of(ir::union_labels(e.dims, {l})), 0.0));
+  return v;
+}
+
+/// One tile's reduction over l (nothing to reduce when l is not tensorized).
+Value tile_reduce(LowerState& s, kir::ReduceOp op, Value v, Label l) {
+  int ax = s.layout.axis_of(l);
+  return ax < 0 ? v : kir::reduce(op, v, ax);
+}
+
+struct Running {
+  const OnlineGroup::Member* member;
+  std::string name; // the accumulator
+  std::optional<DotOnCores> dot;
+};
+
+} // namespace
+
+bool in_online_loop(const LowerState& s, const ir::Expr& e) {
+  return s.online && s.online->member(e);
+}
+
+bool online_ready(const LowerState& s) {
+  for (Label d : group_dims(*s.online))
+    if (!s.bind.count(d) || s.bind.at(d).empty()) return false;
+  return true;
+}
+
+bool lower_online(LowerState& s, Body& body) {
+  if (s.online_done || !online_ready(s)) return false;
+  s.online_done = true;
+  const OnlineGroup& g = *s.online;
+  Label l = g.rvar;
+  body.push_back(kir::Stmt::comment("online over " + l->name + ": " +
+                                    std::to_string(g.members.size()) +
+                                    " reductions in one loop, rescaled by the running maximum"));
+  std::string prefix = reduction_prefix(s, l);
+  std::string base = prefix + s.py(l);
+  // The running maximum and each accumulator, before the loop.
+  std::string max_name = s.fresh(base + "_max");
+  s.let(body, max_name, kir::full(s.layout.shape_of(g.max->dims), -kInf));
+  std::vector<Running> running;
+  for (const OnlineGroup::Member& m : g.members) {
+    if (m.e == g.max || m.key == ir::to_dt(*g.max)) continue;
+    Running r{&m, s.fresh(base + "_acc"), std::nullopt};
+    double identity = 0.0;
+    if (auto* red = m.e->as<ir::Reduce>()) identity = identity_of(red->op);
+    if (auto* d = m.e->as<ir::Dot>(); d && on_tensor_cores(s, *d)) {
+      r.dot = orient_dot(s, *d);
+      if (!r.dot) return true; // reported
+      s.let(body, r.name,
+            kir::full({s.layout.width_of_axis(r.dot->i), s.layout.width_of_axis(r.dot->j)}, 0.0));
+    } else {
+      s.let(body, r.name,
+            s.layout.axes.empty() ? kir::float_imm(identity)
+                                  : kir::full(s.layout.shape_of(m.e->dims), identity));
+    }
+    running.push_back(std::move(r));
+  }
+  // Under a causal mask the keys past the block's last query add nothing: stop there.
+  Value stop;
+  if (g.causal && s.fs.block_of(g.causal) && ir::contains(s.def.dims, g.causal))
+    stop = s.let(body, s.fresh(base + "_stop"),
+                 kir::minimum(s.ref(s.py(g.causal) + "_end"), s.ref(s.py.size(l))));
+  Body* inner = emit_dim(s, l, body, loop_prefix(s, l, prefix), true, stop);
+  s.cache.emplace_back();
+  // The tile's maximum, and the running maximum with it.
+  const auto& mx = *g.max->as<ir::Reduce>();
+  Value x = spread(s, number(s, *mx.a, *inner), *mx.a, l, -kInf);
+  Value tile_max = tile_reduce(s, kir::ReduceOp::Max, x, l);
+  Value max_new =
+      s.let(*inner, s.fresh(base + "_max_new"), kir::maximum(s.ref(max_name), tile_max));
+  Value safe = s.let(*inner, s.fresh(base + "_max_safe"),
+                     kir::select(kir::binary(kir::BinOp::Eq, max_new, kir::float_imm(-kInf)),
+                                 kir::float_imm(0.0), max_new));
+  Value alpha = s.let(*inner, s.fresh(base + "_alpha"),
+                      kir::call(kir::Intrinsic::Exp, {kir::sub(s.ref(max_name), safe)}));
+  // Inside the loop the summands read the maximum so far.
+  s.cache.back()[s.reduction_key(*g.max)] = safe;
+  for (Running& r : running) {
+    const ir::Expr& e = *r.member->e;
+    Value acc = s.ref(r.name);
+    if (r.dot) {
+      const auto& d = *e.as<ir::Dot>();
+      if (r.member->rescaled)
+        acc = kir::mul(acc, dot_matrix(s, alpha, g.max->dims, r.dot->i, r.dot->j));
+      s.let(*inner, r.name, dot_step(s, d, *r.dot, *inner, acc));
+      continue;
+    }
+    Value v;
+    ir::ReduceOp op = ir::ReduceOp::Sum;
+    if (auto* d = e.as<ir::Dot>()) {
+      v = kir::mul(number(s, *d->a, *inner), number(s, *d->b, *inner));
+      v = spread(s, v, e, l, 0.0);
+    } else {
+      const auto& red = *e.as<ir::Reduce>();
+      op = red.op;
+      v = spread(s, number(s, *red.a, *inner), *red.a, l, identity_of(op));
+    }
+    Value tile = tile_reduce(s, kernel_op(op), v, l);
+    Value next = op == ir::ReduceOp::Sum
+                     ? kir::add(r.member->rescaled ? kir::mul(acc, alpha) : acc, tile)
+                 : op == ir::ReduceOp::Max ? kir::maximum(acc, tile)
+                                           : kir::minimum(acc, tile);
+    s.let(*inner, r.name, next);
+  }
+  s.let(*inner, max_name, max_new);
+  s.cache.pop_back();
+  s.bind[l].pop_back();
+  // After the loop: each reduction's value, for every use at this level and inside it.
+  s.cache.back()[s.reduction_key(*g.max)] = s.ref(max_name);
+  for (const Running& r : running) {
+    Value v = s.ref(r.name);
+    if (r.dot)
+      v = s.let(body, s.fresh(base + "_dot"),
+                kir::reshape(v, s.layout.shape_of({r.dot->i, r.dot->j})));
+    s.cache.back()[s.reduction_key(*r.member->e)] = v;
+  }
+  return true;
+}
+
+} // namespace dtc::lowering
