@@ -338,7 +338,10 @@ struct RayBackend::Impl {
     std::string message = "the Ray driver " + how + ": " + explanation(tail);
     detail::MeasurementScheduler* told = nullptr;
     {
+      // Down before anyone hears of it: a request failed below may be followed at once by
+      // another, whose connect() must start the next driver, not call this one.
       std::lock_guard lock(mutex);
+      driver_up = false;
       told = lost_to;
     }
     // Its requests fail with its last words before its slots hear that it is gone, so that
