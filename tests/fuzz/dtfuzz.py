@@ -83,6 +83,8 @@ CMP_OPS = ["<", "<=", ">", ">=", "==", "!="]
 #   number (only as where's condition instead).
 AVOIDABLE = ["len-unused", "bool-arith"]
 LABEL_POOL = ["x", "y", "z", "w", "u", "v", "k", "r", "j", "m", "n", "p"]
+# How often a program is a softmax chain for online(l) (Gen.online_chain).
+ONLINE_RATE = 0.08
 
 
 @dataclasses.dataclass
@@ -688,6 +690,8 @@ class Gen:
 
     def program(self):
         rng = self.rng
+        if rng.random() < ONLINE_RATE:
+            return self.online_chain()
         n_labels = rng.randint(2, 5)
         names = rng.sample(LABEL_POOL, n_labels)
         labels = {n: ("RVar" if rng.random() < 0.55 else "Var") for n in names}
@@ -925,6 +929,63 @@ class Gen:
             e = ["bin", "+", e, self.leaf(dims)]
         return e
 
+    def online_chain(self):
+        """A softmax over an RVar feeding a sum or a product, written the stable way in Funcs of
+        their own (`o_max`, `o_exp`, `o_sum`, `o_out`: gen_schedule fuses them into `o_out` and
+        asks for `online(l)`); sometimes with a second, unrescaled sum beside it, or the
+        maximum read again outside the sums, as a log-sum-exp is."""
+        rng = self.rng
+        names = rng.sample(LABEL_POOL, rng.randint(2, 4))
+        l = names[-1]
+        outer = names[:rng.randint(1, len(names) - 1)]
+        labels = {n: "Var" for n in names}
+        labels[l] = "RVar"
+        inputs = {"I0": outer + [l]}
+        if rng.random() < 0.5:
+            inputs["I1"] = rng.sample(outer + [l], rng.randint(1, len(outer) + 1))
+        self.prog = Program(labels, inputs, [f"s{i}" for i in range(rng.choice([0, 1]))], [], [])
+        inner = outer + [l]
+        # Scores, weights, ...: no reduction over l inside (that is another form), mostly.
+        def free(depth):
+            for _ in range(8):
+                e = self.expr(inner, depth)
+                if rng.random() < 0.05 or not any(n[0] in ("red", "dot") for n in walk(e)):
+                    return e
+            return ["acc", "I0", list(inner)]
+        scores = self.force(free(rng.choice([0, 1, 2])), inner, l) or ["acc", "I0", list(inner)]
+        # Drawn before the chain's Funcs exist, so that they read inputs (mostly).
+        weight, other = free(rng.choice([0, 1])), free(1)
+        mx = ["acc", "o_max", list(outer)]
+        self.prog.funcs.append(["o_max", list(outer), ["red", "rmax", scores, l]])
+        self.prog.funcs.append(["o_exp", list(inner),
+                                ["call", "exp", [["bin", "-", scores, mx]]]])
+        ex = ["acc", "o_exp", list(inner)]
+        self.prog.funcs.append(["o_sum", list(outer), ["red", "rsum", ex, l]])
+        total = ["acc", "o_sum", list(outer)]
+        r = rng.random()
+        n = [x for x in names if x not in inner]
+        if r < 0.35 and n:
+            # attention: a product with values along another label
+            v = f"I{len(self.prog.inputs)}"
+            self.prog.inputs[v] = [l, n[0]]
+            dims = outer + [n[0]]
+            body = ["dot", ["bin", "/", ex, total], ["acc", v, [l, n[0]]], l]
+        elif r < 0.6:
+            # a weighted mean over the softmax
+            dims = list(outer)
+            body = ["bin", "/", ["red", "rsum", ["bin", "*", ex, weight], l], total]
+        elif r < 0.8:
+            # log-sum-exp minus a sum that does not read the maximum (cross-entropy's shape)
+            dims = list(outer)
+            body = ["bin", "-", ["bin", "+", ["call", "log", [total]], mx],
+                    ["red", "rsum", other, l]]
+        else:
+            dims = list(outer)
+            body = ["bin", "*", total, ["red", "rmin", other, l]]
+        self.prog.funcs.append(["o_out", dims, body])
+        self.prog.compiled = ["o_out"]
+        return self.prog
+
 
 # ------------------------------------------------------------------------------------------------
 # Schedule generator.
@@ -1087,8 +1148,29 @@ def gen_schedule(rng, prog, sizes, budget=96):
             statements.append(f"{f}.num_warps({rng.choice([1, 2, 4, 8, 16, 32])})")
         if rng.random() < 0.2:
             statements.append(f"{f}.num_stages({rng.randint(1, 16)})")
+    statements += online_statements(rng, prog, statements, fused)
     rng.shuffle(statements)
     return statements
+
+
+def online_statements(rng, prog, statements, fused):
+    """For a softmax chain (Gen.online_chain): mostly every Func of it fused into `o_out` and
+    `o_out.online(l)` with l in tiles; now and then online without the fusions (a diagnostic)."""
+    if prog.func("o_max") is None or prog.func("o_out") is None:
+        return []
+    l = prog.func("o_max")[2][3]
+    at = prog.func("o_max")[1][-1]
+    out = []
+    if rng.random() < 0.9:
+        for f in ("o_max", "o_exp", "o_sum"):
+            if f not in fused and any(f == r or f in func_deps(prog, r)
+                                      for r in reads(prog.func("o_out")[2])
+                                      if prog.func(r) is not None):
+                out.append(f"{f}.fuse_at(o_out, {at})")
+    out.append(f"o_out.online({l})")
+    if rng.random() < 0.7 and not any(st.startswith("o_out.tensorize(") for st in statements):
+        out.append(f"o_out.tensorize({l}:{rng.choice([1, 2, 4, 8, 16])})")
+    return out
 
 
 def _grouped(rng, f, prim, items):
