@@ -7,7 +7,11 @@ candidate correct.
 
     python3 tests/gpu/explore_set.py TEMPLATE[:SHAPE_INDEX,...] ... [--budget 24] [--dtype bfloat16]
 
-`rmsnorm:0,2` explores the template's first and third shapes (default: the first).
+`rmsnorm:0,2` explores the template's first and third shapes (default: the first). For the
+FlashAttention templates the TFLOP/s of the best schedule and of every baseline are printed too:
+
+    python3 tests/gpu/explore_set.py flash_attention:0,1,2,3,4,5 \
+        flash_attention_causal:0,1,2,3,4,5 --dtype bfloat16
 """
 import argparse
 import json
@@ -20,6 +24,19 @@ from dtxd_explore import call, started_daemon
 def full_times(m):
     m = m or {}
     return m.get("time_ms"), (m.get("gpu") or {}).get("median_ms"), m.get("host_us")
+
+
+def attention_flop(name, shape):
+    """Floating-point operations of attention's two products (4·b·h·m·l·d; half under a
+    causal mask), or None for other kernels."""
+    if not name.startswith("flash_attention"):
+        return None
+    flop = 4 * shape["b"] * shape["h"] * shape["m"] * shape["l"] * shape["k"]
+    return flop / 2 if name.endswith("causal") else flop
+
+
+def tflops(flop, ms):
+    return None if flop is None or not ms else flop / (ms * 1e-3) / 1e12
 
 
 def fmt(v, digits=4):
@@ -92,6 +109,10 @@ def main():
                   f"{fmt(b_host, 1):>8}  {peer[0]:14} {fmt(peer[1][0]):>9} {fmt(peer[1][1]):>8} "
                   f"{fmt(peer[1][2], 1):>8} {fmt(ratio, 3):>8}  [{x['state']}, measured "
                   f"{x.get('measured')}, failed {x.get('failed')}]")
+            flop = attention_flop(name, shape)
+            if flop is not None:
+                print(f"{'':46} TFLOP/s: best {fmt(tflops(flop, b_ms), 1)}; " + "; ".join(
+                    f"{pname} {fmt(tflops(flop, ms), 1)}" for pname, (ms, _, _) in peers))
             for pname, (ms, gpu, host) in peers:
                 print(f"{'':46} baseline {pname:14} {fmt(ms):>9} {fmt(gpu):>8} {fmt(host, 1):>8}")
             for text in failed_peers:
