@@ -32,13 +32,13 @@ ir::Labels group_dims(const OnlineGroup& g) {
   return dims;
 }
 
-/// `v` masked to `identity` outside l's range, spread over l's tile when l is tensorized (a
-/// value constant along l counts once per element of the tile).
-Value spread(LowerState& s, Value v, const ir::Expr& e, Label l, double identity) {
+/// `v`, varying along `dims`, masked to `identity` outside l's range and spread over l's tile
+/// when l is tensorized (a value constant along l counts once per element of the tile).
+Value spread(LowerState& s, Value v, const ir::Labels& dims, Label l, double identity) {
   const Value mask = s.bind[l].back().mask;
   if (mask) return kir::select(mask, v, kir::float_imm(identity));
-  if (s.tensorized(l) && !ir::contains(e.dims, l))
-    return kir::add(v, kir::full(s.layout.shape_of(ir::union_labels(e.dims, {l})), 0.0));
+  if (s.tensorized(l) && !ir::contains(dims, l))
+    return kir::add(v, kir::full(s.layout.shape_of(ir::union_labels(dims, {l})), 0.0));
   return v;
 }
 
@@ -106,7 +106,7 @@ bool lower_online(LowerState& s, Body& body) {
   s.cache.emplace_back();
   // The tile's maximum, and the running maximum with it.
   const auto& mx = *g.max->as<ir::Reduce>();
-  Value x = spread(s, number(s, *mx.a, *inner), *mx.a, l, -kInf);
+  Value x = spread(s, number(s, *mx.a, *inner), mx.a->dims, l, -kInf);
   Value tile_max = tile_reduce(s, kir::ReduceOp::Max, x, l);
   Value max_new =
       s.let(*inner, s.fresh(base + "_max_new"), kir::maximum(s.ref(max_name), tile_max));
@@ -131,11 +131,11 @@ bool lower_online(LowerState& s, Body& body) {
     ir::ReduceOp op = ir::ReduceOp::Sum;
     if (auto* d = e.as<ir::Dot>()) {
       v = kir::mul(number(s, *d->a, *inner), number(s, *d->b, *inner));
-      v = spread(s, v, e, l, 0.0);
+      v = spread(s, v, ir::union_labels(d->a->dims, d->b->dims), l, 0.0);
     } else {
       const auto& red = *e.as<ir::Reduce>();
       op = red.op;
-      v = spread(s, number(s, *red.a, *inner), *red.a, l, identity_of(op));
+      v = spread(s, number(s, *red.a, *inner), red.a->dims, l, identity_of(op));
     }
     Value tile = tile_reduce(s, kernel_op(op), v, l);
     Value next = op == ir::ReduceOp::Sum
