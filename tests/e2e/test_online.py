@@ -267,3 +267,30 @@ print(compiled.asm["ptx"])
     ptx = r.stdout
     assert ptx.count("wgmma.mma_async") >= 2
     assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_no_keys_gives_the_empty_sum(tmp_path):
+    """With no key at all every sum over l is empty: 0, as the plain softmax's product gives,
+    not 0 / 0 from the denominator taken out of the product."""
+    module, _ = compile_source(tmp_path, ATTENTION, FUSED + "out.block(m:16); "
+                               "out.tensorize(m:0, n:0, k:0, l:16); out.online(l); out.compile()")
+    Q, K, V = torch.randn(3, 16), torch.randn(0, 16), torch.randn(0, 16)
+    got = module.out(Q, K, V)
+    assert torch.equal(got, module.reference_out(Q, K, V)) and torch.equal(got, torch.zeros(3, 16))
+
+
+def test_rows_that_see_no_key_as_the_plain_form_gives_them(tmp_path):
+    """A mask that hides every key from the first rows: the plain sums are NaN there
+    (exp(-inf - -inf)), and so is the log-sum-exp stored beside the output; the online loop,
+    whose sums stay 0 where the maximum stays -inf, gives the same."""
+    src = CAUSAL.replace("l <= m", "l <= m - 4").replace("Func out,", "Func out, lse,").replace(
+        "out[m, n] =", "lse[m] = mx[m] + log(s[m]);\nout[m, n] =")
+    module, _ = compile_source(tmp_path, src, FUSED + "lse.store_in(out); out.block(m:16); "
+                               "out.tensorize(m:0, n:0, k:0, l:16); out.online(l); out.compile()")
+    torch.manual_seed(7)
+    Q, K, V = torch.randn(20, 16), torch.randn(24, 16), torch.randn(24, 16)
+    out, lse = module.out(Q, K, V)
+    want_out, want_lse = module.reference_out(Q, K, V)
+    assert lse[:4].isnan().all() and out[:4].isnan().all()
+    torch.testing.assert_close(out, want_out, rtol=2e-4, atol=2e-4, equal_nan=True)
+    torch.testing.assert_close(lse, want_lse, rtol=2e-4, atol=2e-4, equal_nan=True)

@@ -147,13 +147,18 @@ bool lower_online(LowerState& s, Body& body) {
   s.let(*inner, max_name, max_new);
   s.cache.pop_back();
   s.bind[l].pop_back();
-  // After the loop: each reduction's value, for every use at this level and inside it.
+  // After the loop: each reduction's value, for every use at this level and inside it. Where
+  // every score was -inf the plain sums are NaN (exp(-inf - -inf)); here they are 0: make them
+  // NaN, unless there was no score at all (an empty sum is 0).
   s.cache.back()[s.reduction_key(*g.max)] = s.ref(max_name);
+  Value none = kir::and_(kir::binary(kir::BinOp::Eq, s.ref(max_name), kir::float_imm(-kInf)),
+                         kir::lt(kir::int_imm(0), s.ref(s.py.size(l))));
   for (const Running& r : running) {
     Value v = s.ref(r.name);
-    if (r.dot)
-      v = s.let(body, s.fresh(base + "_dot"),
-                kir::reshape(v, s.layout.shape_of({r.dot->i, r.dot->j})));
+    if (r.dot) v = kir::reshape(v, s.layout.shape_of({r.dot->i, r.dot->j}));
+    if (r.member->rescaled)
+      v = kir::select(none, kir::float_imm(std::numeric_limits<double>::quiet_NaN()), v);
+    if (r.dot || r.member->rescaled) v = s.let(body, s.fresh(base + "_sum"), v);
     s.cache.back()[s.reduction_key(*r.member->e)] = v;
   }
   return true;

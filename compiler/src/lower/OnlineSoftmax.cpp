@@ -105,6 +105,20 @@ private:
     fs = kept;
     return !out.empty();
   }
+  /// The sum, `taken` out of it, as the sum itself is over no `l` at all: 0 (a softmax's
+  /// denominator is 0 there, and 0 / 0 is not the empty sum).
+  ir::ExprPtr outside(std::vector<Factor> taken, ir::ExprPtr sum) const {
+    Loc loc = sum->loc;
+    taken.insert(taken.begin(), {std::move(sum), false});
+    ir::ExprPtr value = product(taken, loc);
+    auto some =
+        std::make_shared<ir::Binary>(loc, ir::BinOp::Gt, std::make_shared<ir::Len>(loc, l_),
+                                     std::make_shared<ir::Const>(loc, 0.0, true), ir::Labels{});
+    ir::Labels dims = value->dims;
+    return std::make_shared<ir::Call>(
+        loc, "where",
+        std::vector<ir::ExprPtr>{some, value, std::make_shared<ir::Const>(loc, 0.0, false)}, dims);
+  }
   ir::ExprPtr visit(const ir::Reduce& e, const ir::ExprPtr& self) override {
     ir::ExprPtr m = ir::IRMutator::visit(e, self);
     auto& r = static_cast<const ir::Reduce&>(*m);
@@ -116,8 +130,7 @@ private:
     ir::Labels dims;
     for (Label d : a->dims)
       if (d != l_) dims.push_back(d);
-    out.insert(out.begin(), {std::make_shared<ir::Reduce>(r.loc, r.op, a, r.rvar, dims), false});
-    return product(out, r.loc);
+    return outside(out, std::make_shared<ir::Reduce>(r.loc, r.op, a, r.rvar, dims));
   }
   ir::ExprPtr visit(const ir::Dot& e, const ir::ExprPtr& self) override {
     ir::ExprPtr m = ir::IRMutator::visit(e, self);
@@ -133,8 +146,7 @@ private:
     ir::Labels dims;
     for (Label x : ir::union_labels(a->dims, b->dims))
       if (x != l_) dims.push_back(x);
-    out.insert(out.begin(), {std::make_shared<ir::Dot>(d.loc, a, b, d.rvar, dims), false});
-    return product(out, d.loc);
+    return outside(out, std::make_shared<ir::Dot>(d.loc, a, b, d.rvar, dims));
   }
   Label l_;
 };
@@ -159,8 +171,9 @@ const ir::Expr& bare(const ir::Expr& e) {
 
 class Checker {
 public:
-  Checker(const ir::Symbol* f, Label l, Loc where, DiagnosticEngine& diags)
-      : f_(f), l_(l), where_(where), diags_(diags) {}
+  Checker(const ir::Symbol* f, Label l, Loc where, const Materialized& temporaries,
+          DiagnosticEngine& diags)
+      : f_(f), l_(l), where_(where), temporaries_(temporaries), diags_(diags) {}
 
   /// The group of the reductions over `l` in `values`, or nullopt after reporting why there is
   /// none.
@@ -208,6 +221,19 @@ public:
     if (!max)
       for (const ir::Expr* m : members)
         if (auto* r = m->as<ir::Reduce>(); r && r->op == ir::ReduceOp::Max) max = m;
+    if (!max && !temporaries_.empty()) {
+      // Fused, but computed into a temporary at a level of their own: not in this loop.
+      std::string names;
+      for (const auto& [t, at] : temporaries_)
+        names +=
+            std::string(names.empty() ? "" : ", ") + "`" + t->name + "` (at `" + at->name + "`)";
+      return fail("`" + f_->name + "`'s kernel computes " + names +
+                  (temporaries_.size() > 1 ? " into temporaries" : " into a temporary") +
+                  ", one iteration of a level at a time, so its loop over `" + l_->name +
+                  "` takes no maximum to rescale by; fuse them at `" + f_->name +
+                  "`'s innermost blocked dimension, or make the dimensions inside that level "
+                  "whole tiles (or blocks of one), so that they are computed inline");
+    }
     if (!max)
       return fail("`" + f_->name + "`'s kernel takes no maximum over `" + l_->name +
                   "` to rescale by; write the softmax the stable way, exp(x - rmax(x, " + l_->name +
@@ -219,7 +245,8 @@ public:
     add(g, max, false);
     for (const ir::Expr* m : members) {
       bool reads_max = !inner_reductions(*m).empty();
-      if (reads_max && !rescalable(*m, ir::to_dt(*max))) return std::nullopt;
+      if (reads_max && !rescalable(*m, ir::to_dt(*max), ir::to_dt(*max->as<ir::Reduce>()->a)))
+        return std::nullopt;
       add(g, m, reads_max);
     }
     g.causal = causal_label(g);
@@ -282,8 +309,10 @@ private:
     return out;
   }
 
-  /// Whether sum `m` reads the maximum as one factor exp(Y - max) of its summand.
-  bool rescalable(const ir::Expr& m, const std::string& max) {
+  /// Whether sum `m` reads the maximum as one factor exp(x - max) of its summand, x the
+  /// maximum's own operand: then every term is at most 1 and the terms of the tiles before the
+  /// first finite maximum are 0, which rescaling keeps exact.
+  bool rescalable(const ir::Expr& m, const std::string& max, const std::string& x) {
     std::vector<Factor> fs;
     if (auto* d = m.as<ir::Dot>()) {
       factors(d->a, false, fs);
@@ -302,6 +331,13 @@ private:
         fail(*f.e, std::string(f.divides ? "divides" : "multiplies") + " the summand of `" +
                        ir::to_dt(m) + "` and reads the maximum other than as exp(x - " + max +
                        "), so its sum cannot be rescaled as the maximum grows");
+        return false;
+      }
+      if (ir::to_dt(*sub->a) != x) {
+        fail(*sub->a, "is what the terms of `" + ir::to_dt(m) +
+                          "` exponentiate less the maximum, but the maximum is of `" + x +
+                          "`: a term could then exceed the running maximum and overflow before "
+                          "it is rescaled; take the maximum of the same scores");
         return false;
       }
       ++found;
@@ -336,6 +372,7 @@ private:
   const ir::Symbol* f_;
   Label l_;
   Loc where_;
+  const Materialized& temporaries_;
   DiagnosticEngine& diags_;
 };
 
@@ -355,7 +392,7 @@ void plan_online(ir::Program& program, KernelPlan& plan, DiagnosticEngine& diags
       gd.value = take.mutate(gd.value);
       values.push_back(gd.value.get());
     }
-    Checker check(f, l, fs.where.at("online"), diags);
+    Checker check(f, l, fs.where.at("online"), plan.materialized_of(f), diags);
     if (auto group = check.group(values)) plan.online[f] = std::move(*group);
   }
 }
