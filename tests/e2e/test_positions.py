@@ -216,3 +216,19 @@ def test_a_scalar_input_s_written_value_is_what_make_inputs_passes(tmp_path):
     A, eps, n, s, r = module.make_inputs_f({"x": 3}, seed=4)
     assert (eps, n, s) == (1e-6, -100, 7) and type(n) is int and 0.5 <= r <= 1.5
     close(module.f(A, eps, n, s, r), A.double() * 1e-6 - 100 + 7 + r)
+
+
+# ---- found by the differential fuzzer (tests/fuzz/dtfuzz.py) -----------------------------------
+
+def test_a_label_that_only_a_label_value_varies_along_is_a_kernel_size(tmp_path):
+    # f0 is computed by a kernel of its own; nothing but the value `r` varies along r there, so
+    # that kernel needs r's size as much as one reading A[w, r] would.
+    module = build(tmp_path, """Func f0, f2; In I0; Var w; RVar r;
+        f0[w] = rsum(r, r);
+        f2[w] = f0[w] + I0[w];
+        f2.compile();""")
+    I0 = torch.randn(5)
+    for r in (0, 1, 4, 9):
+        want = I0.double() + r * (r - 1) // 2
+        close(module.f2(I0, r=r), want)
+        close(module.reference_f2(I0, r=r), want)
