@@ -232,3 +232,15 @@ def test_a_label_that_only_a_label_value_varies_along_is_a_kernel_size(tmp_path)
         want = I0.double() + r * (r - 1) // 2
         close(module.f2(I0, r=r), want)
         close(module.reference_f2(I0, r=r), want)
+
+
+@pytest.mark.parametrize("schedule", [None, "f.tensorize(x:0)"])
+def test_whole_division_of_literals_is_folded_toward_zero(tmp_path, schedule):
+    # `//` of two literals is folded at compile time; it folded to 0 whatever the operands.
+    module = build(tmp_path, """Func f; In A; Var x;
+        f[x] = A[x] + 3 // 3 + -7 // 2 + 7 // -2 + 2 // 3 + 100 * (-9 % 4);
+        f.compile();""", schedule)
+    A = torch.randn(6)
+    want = A.double() + 1 - 3 - 3 + 0 - 100
+    close(module.f(A), want)
+    close(module.reference_f(A), want)
