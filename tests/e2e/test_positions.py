@@ -244,3 +244,17 @@ def test_whole_division_of_literals_is_folded_toward_zero(tmp_path, schedule):
     want = A.double() + 1 - 3 - 3 + 0 - 100
     close(module.f(A), want)
     close(module.reference_f(A), want)
+
+
+def test_make_inputs_draws_positions_along_a_range_tied_to_another_label(tmp_path):
+    # j is T0's range and is tied to x by f0[z, u, x] reading f0[u, z, j] (z and u too);
+    # nothing shapes an input with j, so make_inputs never bound it and raised NameError.
+    module = build(tmp_path, """Func f0, f1; In T0: int(j); Var x; RVar u, j, z;
+        f0[u, z, j] = 1;
+        f1[z, x, u] = f0[z, u, x] + T0[x];
+        f1.compile();""")
+    (T0,) = module.make_inputs_f1({"z": 3, "x": 5, "u": 3, "j": 5}, seed=1)
+    assert T0.dtype == torch.int64 and T0.shape == (5,)
+    assert 0 <= int(T0.min()) and int(T0.max()) < 5
+    got = module.f1(T0, z=3)
+    assert torch.equal(got, (1 + T0.float())[None, :, None].expand(3, 5, 3))

@@ -53,11 +53,15 @@ std::string print_make_inputs(const PythonNames& py, const WrapperSignature& sig
   out += "}.\"\"\"\n";
   if (!free_names.empty())
     out += "    " + free_tuple + "= _dt_sizes(sizes, " + tuple_of(free_names) + ")\n";
-  std::set<ir::Label> shaping; // labels the inputs' shapes below are written with
+  // Labels the inputs below are written with: their shapes, and the ranges of integer inputs
+  // (`In T: int(j)` draws positions below j's size, j perhaps tied to another label).
+  std::set<ir::Label> shaping;
   for (const ir::Symbol* in : sig.inputs)
-    if (in->kind == ir::SymbolKind::In)
+    if (in->kind == ir::SymbolKind::In) {
       for (ir::Label l : sig.first_shape.at(in))
         shaping.insert(l);
+      if (in->is_int && in->range) shaping.insert(in->range);
+    }
   for (ir::Label l : sig.labels)
     if (tied.count(l)) {
       out += "    if int(sizes.get(" + quote(l->name) + ", " + py(tied[l]) +
