@@ -258,3 +258,26 @@ def test_make_inputs_draws_positions_along_a_range_tied_to_another_label(tmp_pat
     assert 0 <= int(T0.min()) and int(T0.max()) < 5
     got = module.f1(T0, z=3)
     assert torch.equal(got, (1 + T0.float())[None, :, None].expand(3, 5, 3))
+
+
+INT_OPERANDS = """Func f; In A; In T: int; Var m, n; RVar k;
+f[m, n] = rsum(silu(T[m, k]), k) + rdot(T[m, k], A[k, n], k) + rsum(T[m, k] // 2, k) + silu(n);
+f.compile();
+"""
+
+
+@pytest.mark.parametrize("schedule", [None])
+def test_whole_numbers_where_numbers_are_wanted_are_converted(tmp_path, schedule):
+    # An integer input inside silu, rdot and rsum, a label's value inside silu: the reference
+    # applied torch to int64 tensors (silu and matmul of Long raise), and tl.dot took the
+    # loaded int64 tile as it was.
+    module = build(tmp_path, INT_OPERANDS, schedule)
+    T = torch.randint(-8, 16, (5, 7))
+    A = torch.randn(7, 6)
+    n = torch.arange(6, dtype=torch.float64)
+    want = (torch.nn.functional.silu(T.double()).sum(1, keepdim=True) + T.double() @ A.double()
+            + torch.div(T, 2, rounding_mode="trunc").sum(1, keepdim=True)
+            + torch.nn.functional.silu(n))
+    tol = 1e-2 if schedule and "16" in schedule else 1e-5   # tl.dot may round to tf32
+    close(module.f(A, T), want, tol, tol)
+    close(module.reference_f(A, T), want)
