@@ -266,7 +266,11 @@ f.compile();
 """
 
 
-@pytest.mark.parametrize("schedule", [None])
+@pytest.mark.parametrize("schedule", [
+    None,
+    "f.tensorize(m:0, n:0, k:0)",
+    "f.block(m:16, n:16); f.tensorize(m:16, n:16, k:16)",  # rdot on tl.dot
+])
 def test_whole_numbers_where_numbers_are_wanted_are_converted(tmp_path, schedule):
     # An integer input inside silu, rdot and rsum, a label's value inside silu: the reference
     # applied torch to int64 tensors (silu and matmul of Long raise), and tl.dot took the
