@@ -285,3 +285,22 @@ def test_whole_numbers_where_numbers_are_wanted_are_converted(tmp_path, schedule
     tol = 1e-2 if schedule and "16" in schedule else 1e-5   # tl.dot may round to tf32
     close(module.f(A, T), want, tol, tol)
     close(module.reference_f(A, T), want)
+
+
+@pytest.mark.parametrize("schedule", [None, "f.block(r:8)", "f.block(r:4); f.tensorize(r:2)",
+                                      "f.tensorize(r:0, z:0)"])
+def test_whole_division_of_scalars_rounds_toward_zero(tmp_path, schedule):
+    # A loop's index, a size and an integer scalar are Python ints under the interpreter (and a
+    # size of 1 is one on the GPU): their `//` and `%` rounded toward -inf, so r // -2 was -1
+    # at r = 1.
+    module = build(tmp_path, """Func f; SIn n: int; Var z; RVar r;
+        f[r, z] = r // -2 + 10 * (r % -3) + 100 * ((len(z) - 7) // 2) + 1000 * ((n - 7) % 3)
+            + 10000 * (n // -2);
+        f.compile();""", schedule)
+    r = torch.arange(9)[:, None]
+    for z, n in ((1, 0), (3, 5), (2, -3)):
+        trunc = lambda a, b: torch.div(torch.as_tensor(a), b, rounding_mode="trunc")  # noqa: E731
+        want = (trunc(r, -2) + 10 * torch.fmod(r, -3) + 100 * trunc(z - 7, 2)
+                + 1000 * torch.fmod(torch.tensor(n - 7), 3) + 10000 * trunc(n, -2)).expand(9, z)
+        close(module.f(n, r=9, z=z), want)
+        close(module.reference_f(n, r=9, z=z), want)
