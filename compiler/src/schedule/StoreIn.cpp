@@ -108,6 +108,22 @@ void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEng
                                           "it, or not fused at all");
         continue;
       }
+      // g computed from f's own values: f's kernel holds them only at its own points, and
+      // reading f's output back while it writes it is a race.
+      std::set<const ir::Symbol*> visited;
+      std::function<bool(const ir::Symbol*)> reads_f = [&](const ir::Symbol* h) {
+        for (const ir::Symbol* d : program.def(h).deps)
+          if (d == f || (visited.insert(d).second && reads_f(d))) return true;
+        return false;
+      };
+      if (reads_f(g)) {
+        fail("store-reads-output", "`" + g->name + "` reads `" + f->name +
+                                       "`, the output of the "
+                                       "kernel that would store it; compile `" +
+                                       g->name +
+                                       "` on its own, or store it in a Func it does not read");
+        continue;
+      }
       bool computed_in_f = std::find(fs.fused.begin(), fs.fused.end(), g) != fs.fused.end();
       if (!computed_in_f && ir::contains(schedule.deps_of(program, f), g)) {
         fail("store-read-unfused", "`" + f->name + "` reads `" + g->name +
