@@ -304,3 +304,17 @@ def test_whole_division_of_scalars_rounds_toward_zero(tmp_path, schedule):
                 + 1000 * torch.fmod(torch.tensor(n - 7), 3) + 10000 * trunc(n, -2)).expand(9, z)
         close(module.f(n, r=9, z=z), want)
         close(module.reference_f(n, r=9, z=z), want)
+
+
+def test_make_inputs_reads_a_range_that_is_no_size_of_the_call(tmp_path):
+    # T1 is read as a value only, so n is no size of f3's call; make_inputs drew 0 .. 15
+    # whatever len(n) the sizes gave, not positions along n.
+    module = build(tmp_path, """Func f3; In T1: int(n); RVar r, n;
+        f3[r] = T1[r];
+        f3.compile();""")
+    for n in (1, 3, 40):
+        (T1,) = module.make_inputs_f3({"r": 50, "n": n}, seed=2)
+        assert T1.dtype == torch.int64 and int(T1.min()) >= 0 and int(T1.max()) < n
+        assert torch.equal(module.f3(T1), T1.float())
+    (T1,) = module.make_inputs_f3({"r": 50}, seed=2)   # without n: 0 to 15, as before
+    assert int(T1.min()) >= 0 and int(T1.max()) < 16

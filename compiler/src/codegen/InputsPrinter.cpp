@@ -72,8 +72,13 @@ std::string print_make_inputs(const PythonNames& py, const WrapperSignature& sig
   out += "    generator = torch.Generator().manual_seed(seed)\n";
   std::vector<std::string> results;
   for (const ir::Symbol* in : sig.inputs) {
-    // Integer inputs hold positions along their range label (`In T: int(y)`), else 0 to 15.
-    std::string high = in->range && ir::contains(sig.labels, in->range) ? py(in->range) : "16";
+    // Integer inputs hold positions along their range label (`In T: int(y)`), else 0 to 15. A
+    // range that is no size of the call (T read as a value only) is read from `sizes` if there.
+    std::string high = "16";
+    if (in->range)
+      high = ir::contains(sig.labels, in->range)
+                 ? py(in->range)
+                 : "int(sizes.get(" + quote(in->range->name) + ", 16))";
     if (in->kind == ir::SymbolKind::In && in->is_int)
       out += "    " + py(in) + " = _dt_randint(" + size_tuple(py, sig.first_shape.at(in)) + ", " +
              high + ", generator, device)\n";
