@@ -1506,6 +1506,8 @@ def gen_stores(rng, prog, fused, split):
                 continue
             if g in deps and g not in fused and rng.random() < 0.9:
                 continue
+            if f in func_deps(prog, g) and rng.random() < 0.9:
+                continue                         # store-reads-output
             if rng.random() < 0.8:
                 stored.add(g)
                 out.append(f"{g}.store_in({f})")
@@ -1652,9 +1654,12 @@ def _child(conn, module_path, case_json, funcs):
             outs = [f] + stored_in(case, f)
             try:
                 module_sizes = {l: case.sizes[l] for l in kw_map}
+                # the ranges of integer inputs too, which need not be sizes of the call
+                module_sizes.update({r: case.sizes[r] for r in case.program.ints.values()
+                                     if r and r not in module_sizes})
                 made = getattr(module, f"make_inputs_{py}")(module_sizes,
                                                             dtype=DTYPES[case.dtype], seed=0)
-                bad = _check_made_inputs(case, [p.name for p in params], made, kw_map)
+                bad = _check_made_inputs(case, [p.name for p in params], made)
                 if bad:
                     r["make_inputs"] = bad
             except Exception:  # noqa: BLE001
@@ -1696,7 +1701,7 @@ def _dt_name(case, pname):
     return pname
 
 
-def _check_made_inputs(case, pnames, made, size_labels):
+def _check_made_inputs(case, pnames, made):
     """What is wrong with make_inputs' arguments: a scalar's written value not passed, an
     integer scalar not an int, an `int(y)` input not int64 positions 0 .. len(y) - 1."""
     prog = case.program
@@ -1715,8 +1720,7 @@ def _check_made_inputs(case, pnames, made, size_labels):
         if n in prog.ints:
             if not isinstance(v, torch.Tensor) or v.dtype != torch.int64:
                 bad.append(f"{n} is {getattr(v, 'dtype', type(v))}, not int64")
-            elif prog.ints[n] in size_labels and v.numel() and case.sizes[prog.ints[n]] > 0:
-                # (a range that is not a size of the call is not known to make_inputs)
+            elif prog.ints[n] and v.numel() and case.sizes[prog.ints[n]] > 0:
                 size = case.sizes[prog.ints[n]]
                 if int(v.min()) < 0 or int(v.max()) >= size:
                     bad.append(f"{n} holds {int(v.min())} .. {int(v.max())}, not positions "
