@@ -133,6 +133,30 @@ void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEng
                                        ", ...)`) so that one kernel computes it");
         continue;
       }
+      // Read through Funcs with kernels of their own (f reads h, h reads g): g would be
+      // computed twice, by its own kernel and by f's, and the wrapper's two g collide.
+      const ir::Symbol* through = nullptr;
+      {
+        std::set<const ir::Symbol*> seen;
+        std::function<bool(const ir::Symbol*)> needs_g = [&](const ir::Symbol* h) {
+          for (const ir::Symbol* d : schedule.deps_of(program, h))
+            if (d == g || (seen.insert(d).second && needs_g(d))) return true;
+          return false;
+        };
+        for (const ir::Symbol* h : schedule.deps_of(program, f))
+          if (h != g && needs_g(h)) {
+            through = h;
+            break;
+          }
+      }
+      if (through) {
+        fail("store-read-unfused", "`" + f->name + "` reads `" + g->name + "` through `" +
+                                       through->name +
+                                       "`, which needs a kernel of its own, and so would `" +
+                                       g->name + "`; fuse `" + through->name + "` and `" + g->name +
+                                       "` into `" + f->name + "` so that one kernel computes them");
+        continue;
+      }
       kept.push_back(g);
       // f's wrapper now also computes what g reads beyond what f's kernel computes.
       if (!schedule.deps.count(f)) schedule.deps[f] = program.def(f).deps;
