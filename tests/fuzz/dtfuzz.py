@@ -1068,6 +1068,9 @@ class Gen:
                    ["bin", "-", ["len", L], ["bin", "+", ["lab", L], ["num", "1"]]],
                    ["bin", "%", ["bin", "+", ["lab", L], ["num", "3"]],
                     ["bin", "+", ["len", L], ["num", "1"]]]]
+        general.append(["bin", "-", ["len", L], ["num", "1"]])       # the last element
+        if self.prog.sin_ints:
+            general.append(["sin", rng.choice(self.prog.sin_ints)])  # anywhere, or outside
         t = self.int_access(allowed, ranged="")
         if t is not None:
             general.append(t)
