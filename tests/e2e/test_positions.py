@@ -216,3 +216,105 @@ def test_a_scalar_input_s_written_value_is_what_make_inputs_passes(tmp_path):
     A, eps, n, s, r = module.make_inputs_f({"x": 3}, seed=4)
     assert (eps, n, s) == (1e-6, -100, 7) and type(n) is int and 0.5 <= r <= 1.5
     close(module.f(A, eps, n, s, r), A.double() * 1e-6 - 100 + 7 + r)
+
+
+# ---- found by the differential fuzzer (tests/fuzz/dtfuzz.py) -----------------------------------
+
+def test_a_label_that_only_a_label_value_varies_along_is_a_kernel_size(tmp_path):
+    # f0 is computed by a kernel of its own; nothing but the value `r` varies along r there, so
+    # that kernel needs r's size as much as one reading A[w, r] would.
+    module = build(tmp_path, """Func f0, f2; In I0; Var w; RVar r;
+        f0[w] = rsum(r, r);
+        f2[w] = f0[w] + I0[w];
+        f2.compile();""")
+    I0 = torch.randn(5)
+    for r in (0, 1, 4, 9):
+        want = I0.double() + r * (r - 1) // 2
+        close(module.f2(I0, r=r), want)
+        close(module.reference_f2(I0, r=r), want)
+
+
+@pytest.mark.parametrize("schedule", [None, "f.tensorize(x:0)"])
+def test_whole_division_of_literals_is_folded_toward_zero(tmp_path, schedule):
+    # `//` of two literals is folded at compile time; it folded to 0 whatever the operands.
+    module = build(tmp_path, """Func f; In A; Var x;
+        f[x] = A[x] + 3 // 3 + -7 // 2 + 7 // -2 + 2 // 3 + 100 * (-9 % 4);
+        f.compile();""", schedule)
+    A = torch.randn(6)
+    want = A.double() + 1 - 3 - 3 + 0 - 100
+    close(module.f(A), want)
+    close(module.reference_f(A), want)
+
+
+def test_make_inputs_draws_positions_along_a_range_tied_to_another_label(tmp_path):
+    # j is T0's range and is tied to x by f0[z, u, x] reading f0[u, z, j] (z and u too);
+    # nothing shapes an input with j, so make_inputs never bound it and raised NameError.
+    module = build(tmp_path, """Func f0, f1; In T0: int(j); Var x; RVar u, j, z;
+        f0[u, z, j] = 1;
+        f1[z, x, u] = f0[z, u, x] + T0[x];
+        f1.compile();""")
+    (T0,) = module.make_inputs_f1({"z": 3, "x": 5, "u": 3, "j": 5}, seed=1)
+    assert T0.dtype == torch.int64 and T0.shape == (5,)
+    assert 0 <= int(T0.min()) and int(T0.max()) < 5
+    got = module.f1(T0, z=3)
+    assert torch.equal(got, (1 + T0.float())[None, :, None].expand(3, 5, 3))
+
+
+INT_OPERANDS = """Func f; In A; In T: int; Var m, n; RVar k;
+f[m, n] = rsum(silu(T[m, k]), k) + rdot(T[m, k], A[k, n], k) + rsum(T[m, k] // 2, k) + silu(n);
+f.compile();
+"""
+
+
+@pytest.mark.parametrize("schedule", [
+    None,
+    "f.tensorize(m:0, n:0, k:0)",
+    "f.block(m:16, n:16); f.tensorize(m:16, n:16, k:16)",  # rdot on tl.dot
+])
+def test_whole_numbers_where_numbers_are_wanted_are_converted(tmp_path, schedule):
+    # An integer input inside silu, rdot and rsum, a label's value inside silu: the reference
+    # applied torch to int64 tensors (silu and matmul of Long raise), and tl.dot took the
+    # loaded int64 tile as it was.
+    module = build(tmp_path, INT_OPERANDS, schedule)
+    T = torch.randint(-8, 16, (5, 7))
+    A = torch.randn(7, 6)
+    n = torch.arange(6, dtype=torch.float64)
+    want = (torch.nn.functional.silu(T.double()).sum(1, keepdim=True) + T.double() @ A.double()
+            + torch.div(T, 2, rounding_mode="trunc").sum(1, keepdim=True)
+            + torch.nn.functional.silu(n))
+    tol = 1e-2 if schedule and "16" in schedule else 1e-5   # tl.dot may round to tf32
+    close(module.f(A, T), want, tol, tol)
+    close(module.reference_f(A, T), want)
+
+
+@pytest.mark.parametrize("schedule", [None, "f.block(r:8)", "f.block(r:4); f.tensorize(r:2)",
+                                      "f.tensorize(r:0, z:0)"])
+def test_whole_division_of_scalars_rounds_toward_zero(tmp_path, schedule):
+    # A loop's index, a size and an integer scalar are Python ints under the interpreter (and a
+    # size of 1 is one on the GPU): their `//` and `%` rounded toward -inf, so r // -2 was -1
+    # at r = 1.
+    module = build(tmp_path, """Func f; SIn n: int; Var z; RVar r;
+        f[r, z] = r // -2 + 10 * (r % -3) + 100 * ((len(z) - 7) // 2) + 1000 * ((n - 7) % 3)
+            + 10000 * (n // -2);
+        f.compile();""", schedule)
+    r = torch.arange(9)[:, None]
+    for z, n in ((1, 0), (3, 5), (2, -3)):
+        trunc = lambda a, b: torch.div(torch.as_tensor(a), b, rounding_mode="trunc")  # noqa: E731
+        want = (trunc(r, -2) + 10 * torch.fmod(r, -3) + 100 * trunc(z - 7, 2)
+                + 1000 * torch.fmod(torch.tensor(n - 7), 3) + 10000 * trunc(n, -2)).expand(9, z)
+        close(module.f(n, r=9, z=z), want)
+        close(module.reference_f(n, r=9, z=z), want)
+
+
+def test_make_inputs_reads_a_range_that_is_no_size_of_the_call(tmp_path):
+    # T1 is read as a value only, so n is no size of f3's call; make_inputs drew 0 .. 15
+    # whatever len(n) the sizes gave, not positions along n.
+    module = build(tmp_path, """Func f3; In T1: int(n); RVar r, n;
+        f3[r] = T1[r];
+        f3.compile();""")
+    for n in (1, 3, 40):
+        (T1,) = module.make_inputs_f3({"r": 50, "n": n}, seed=2)
+        assert T1.dtype == torch.int64 and int(T1.min()) >= 0 and int(T1.max()) < n
+        assert torch.equal(module.f3(T1), T1.float())
+    (T1,) = module.make_inputs_f3({"r": 50}, seed=2)   # without n: 0 to 15, as before
+    assert int(T1.min()) >= 0 and int(T1.max()) < 16

@@ -4,8 +4,12 @@
 It draws random well-formed DT programs (1-4 Funcs in a DAG, inputs of rank 1-3, scalar inputs,
 Var/RVar labels in random orders, label-aligned broadcasting, transposed reads, nested
 reductions, rdot with every label order, arithmetic, element-wise builtins, comparisons, where,
-len) and random schedules (block, tensorize, map with splits, fuse_at, split and atomic
-reductions, precision, num_warps, num_stages), compiles them with `dtc`, runs the compiled
+len; whole numbers: labels' values, `//` and `%` of either sign, integer inputs `In T: int` and
+`In T: int(y)`, `SIn n: int`, scalars with written values, masks such as `where(l <= m, a,
+-inf)`; computed positions: shifts `X[x, y + 2]`, gathers `P[x, T[x]]` with positions inside and
+outside the dimension, other whole numbers beside a plain read) and random schedules (block,
+tensorize, map with splits, fuse_at, split and atomic reductions, store_in, precision,
+num_warps, num_stages), compiles them with `dtc`, runs the compiled
 Funcs under the Triton interpreter at small random sizes, and compares the results with an
 evaluator of its own: the program's syntax tree evaluated with torch in float64, every value a
 tensor over named labels. The module's `reference` is not the oracle; it is checked against the
@@ -66,9 +70,14 @@ FAILURES = [DTC_CRASH, INTERNAL, IMPORT, RAISES, KERNEL_CRASH, WRONG, MAKE_INPUT
 
 # ------------------------------------------------------------------------------------------------
 # Programs. Expressions are nested lists (JSON-friendly):
-#   ["num", "0.5"]  ["sin", s]  ["len", x]  ["acc", name, [labels]]  ["neg", e]
-#   ["bin", op, a, b] (op in + - * / % < <= > >= == !=)  ["call", f, [args]]
+#   ["num", "0.5"] (also "inf")  ["sin", s]  ["len", x]  ["lab", x] (a label's value)
+#   ["acc", name, [positions]] (a position is a label, or a whole-number expression: a shift
+#   `y + 2`, a gather `T[x]`, any other whole number)  ["neg", e]
+#   ["bin", op, a, b] (op in + - * / // % < <= > >= == !=)  ["call", f, [args]]
 #   ["red", rsum|rmax|rmin, e, k]  ["dot", a, b, k]
+# Whole numbers (docs/language.md, "Positions and whole numbers"): labels' values, len, integer
+# literals combined with whole numbers, integer inputs and SIn ints, and + - * // % - where
+# maximum minimum of those.
 
 ARITY = {
     "abs": 1, "ceil": 1, "floor": 1, "cos": 1, "sin": 1, "erf": 1, "exp": 1, "exp2": 1, "log": 1,
@@ -94,6 +103,11 @@ class Program:
     sins: list                        # SIn names
     funcs: list                       # [[name, dims, expr]] in definition order
     compiled: list                    # compiled Func names
+    # Integer inputs (`In T: int;`, `In T: int(y);`): name -> the label its values are
+    # positions along, or "" (their home labels are in `inputs`, like any input's).
+    ints: dict = dataclasses.field(default_factory=dict)
+    sin_ints: list = dataclasses.field(default_factory=list)    # `SIn n: int;`
+    sin_values: dict = dataclasses.field(default_factory=dict)  # `SIn eps = 1e-6;`: name -> text
 
     def to_json(self):
         return dataclasses.asdict(self)
@@ -139,13 +153,77 @@ class Case:
                     d.get("check_sizes", False))
 
 
+def pos_labels(p, prog):
+    """The labels a position of an access varies along."""
+    return [p] if isinstance(p, str) else expr_labels(p, prog)
+
+
+def is_int_literal(text):
+    return re.fullmatch(r"\d+", text) is not None
+
+
+def is_whole(e, prog):
+    """Whether `e` is a whole number, by the rule of docs/language.md: an integer literal takes
+    the kind of what it combines with, so operands that are all bare literals make a number."""
+    kind = e[0]
+    if kind == "num":
+        return is_int_literal(e[1])
+    if kind in ("lab", "len"):
+        return True
+    if kind == "sin":
+        return e[1] in prog.sin_ints
+    if kind == "acc":
+        return e[1] in prog.ints
+    if kind == "neg":
+        return is_whole(e[1], prog)
+
+    def combined(ops):
+        return all(is_whole(o, prog) for o in ops) and any(o[0] != "num" for o in ops)
+    if kind == "bin":
+        if e[1] == "//":
+            return True
+        if e[1] == "/" or e[1] in CMP_OPS:
+            return False
+        return combined([e[2], e[3]])
+    if kind == "call":
+        if e[1] == "where":
+            return combined(e[2][1:])
+        if e[1] in ("maximum", "minimum"):
+            return combined(e[2])
+    return False
+
+
+def extent_label(p, prog):
+    """The label whose size is the extent of the dimension that position `p` reaches: `y` of
+    `y`, `y + c`, `y - c`, `c + y` (c not varying), `T[x]` of `In T: int(y)`; else None (a
+    label that reads that dimension elsewhere gives it)."""
+    if isinstance(p, str):
+        return p
+    kind = p[0]
+    if kind == "lab":
+        return p[1]
+    if kind == "acc":
+        return prog.ints.get(p[1]) or None
+    if kind == "bin" and p[1] in "+-":
+        if not expr_labels(p[3], prog):
+            return extent_label(p[2], prog)
+        if p[1] == "+" and not expr_labels(p[2], prog):
+            return extent_label(p[3], prog)
+    return None
+
+
 def expr_labels(e, prog):
     """The labels `e` varies along, in first-appearance order (label alignment)."""
     kind = e[0]
     if kind in ("num", "sin", "len"):
         return []
+    if kind == "lab":
+        return [e[1]]
     if kind == "acc":
-        return list(e[2])
+        out = []
+        for p in e[2]:
+            out = _union(out, pos_labels(p, prog))
+        return out
     if kind == "neg":
         return expr_labels(e[1], prog)
     if kind == "bin":
@@ -182,9 +260,14 @@ def children(e):
 
 
 def walk(e):
+    """Every node of `e`, the positions of its accesses included."""
     yield e
     for c in children(e):
         yield from walk(c)
+    if e[0] == "acc":
+        for p in e[2]:
+            if not isinstance(p, str):
+                yield from walk(p)
 
 
 def expr_text(e):
@@ -195,8 +278,10 @@ def expr_text(e):
         return e[1]
     if kind == "len":
         return f"len({e[1]})"
+    if kind == "lab":
+        return e[1]
     if kind == "acc":
-        return f"{e[1]}[{', '.join(e[2])}]"
+        return f"{e[1]}[{', '.join(p if isinstance(p, str) else expr_text(p) for p in e[2])}]"
     if kind == "neg":
         inner = expr_text(e[1])
         return f"-{inner}" if _prec(e[1]) >= 4 else f"-({inner})"
@@ -231,9 +316,14 @@ def program_text(prog, schedule=()):
     if prog.funcs:
         lines.append("Func " + ", ".join(f[0] for f in prog.funcs) + ";")
     if prog.inputs:
-        lines.append("In " + ", ".join(prog.inputs) + ";")
+        lines.append("In " + ", ".join(
+            n + ("" if n not in prog.ints else f": int({prog.ints[n]})" if prog.ints[n]
+                 else ": int") for n in prog.inputs) + ";")
     if prog.sins:
-        lines.append("SIn " + ", ".join(prog.sins) + ";")
+        lines.append("SIn " + ", ".join(
+            s + (": int" if s in prog.sin_ints else "")
+            + (f" = {prog.sin_values[s]}" if s in prog.sin_values else "")
+            for s in prog.sins) + ";")
     for kind in ("Var", "RVar"):
         names = [l for l, k in prog.labels.items() if k == kind]
         if names:
@@ -249,6 +339,8 @@ def program_text(prog, schedule=()):
 
 def check_program(prog):
     """Well-formedness as docs/language.md states it; returns an error string or None."""
+    if any(r and r not in prog.labels for r in prog.ints.values()):
+        return "the range of an integer input is not a label"
     defined = set()
     for name, dims, e in prog.funcs:
         if not dims or len(set(dims)) != len(dims):
@@ -270,19 +362,37 @@ def _check_expr(e, prog, defined):
     kind = e[0]
     if kind == "sin" and e[1] not in prog.sins:
         return f"unknown SIn {e[1]}"
-    if kind == "len" and e[1] not in prog.labels:
+    if kind in ("len", "lab") and e[1] not in prog.labels:
         return f"unknown label {e[1]}"
+    if kind == "bin" and e[1] == "//" and not (is_whole(e[2], prog) and is_whole(e[3], prog)):
+        return "// of numbers"
     if kind == "acc":
-        name, labs = e[1], e[2]
+        name, pos = e[1], e[2]
         if name in prog.inputs:
             rank = len(prog.inputs[name])
         elif name in defined:
             rank = len(prog.func(name)[1])
+            if not all(isinstance(p, str) for p in pos):
+                return f"Func {name} read at a computed position"
         else:
             return f"unknown or later Func {name}"
-        if rank != len(labs) or len(set(labs)) != len(labs):
-            return f"bad access {name}{labs}"
-        if any(l not in prog.labels for l in labs):
+        extents = []
+        for i, p in enumerate(pos):
+            if not isinstance(p, str):
+                if not is_whole(p, prog):
+                    return "a position that is not a whole number"
+                err = _check_expr(p, prog, defined)
+                if err:
+                    return err
+            ext = extent_label(p, prog)
+            if ext is None:
+                ext = plain_dimension_label(prog, name, i)
+                if ext is None:
+                    return f"no label names the extent of {name}'s dimension {i + 1}"
+            extents.append(ext)
+        if rank != len(pos) or len(set(extents)) != len(extents):
+            return f"bad access {name}{pos}"
+        if any(l not in prog.labels for l in extents):
             return "undeclared label"
     if kind == "call" and ARITY.get(e[1]) != len(e[2]):
         return f"arity of {e[1]}"
@@ -297,6 +407,16 @@ def _check_expr(e, prog, defined):
         err = _check_expr(c, prog, defined)
         if err:
             return err
+    return None
+
+
+def plain_dimension_label(prog, name, i):
+    """The label with which the first access of the program that has a label there reads input
+    `name`'s dimension `i` (the extent of a computed position there)."""
+    for _, _, e in prog.funcs:
+        for n in walk(e):
+            if n[0] == "acc" and n[1] == name and i < len(n[2]) and isinstance(n[2][i], str):
+                return n[2][i]
     return None
 
 
@@ -356,8 +476,10 @@ def size_classes(prog):
         for n in walk(e):
             if n[0] == "acc":
                 tag = "I" if n[1] in prog.inputs else "F"
-                for i, l in enumerate(n[2]):
-                    union((tag, n[1], i), ("L", l))
+                for i, p in enumerate(n[2]):
+                    l = extent_label(p, prog)
+                    if l is not None:       # else a plain access elsewhere ties the dimension
+                        union((tag, n[1], i), ("L", l))
     return find
 
 
@@ -531,6 +653,7 @@ class Evaluator:
                 raise EvalError(f"unknown Func {name}")
             _, dims, e = f
             t, labs, u = self.ev(e)
+            t = self._num(t)                    # a Func's value is a number
             if not set(labs) <= set(dims):
                 raise EvalError(f"{name} varies along {labs}, not within {dims}")
             shape = [self.sizes[d] for d in dims]
@@ -547,18 +670,64 @@ class Evaluator:
     def _tie(self, a, b):
         return (a - b).abs() <= self.TIE * (a.abs() + b.abs()) + 1e-6
 
+    def _num(self, t):
+        """A whole number where a number is wanted: converted."""
+        return t if t.is_floating_point() else t.to(self.dtype)
+
+    def _exact(self, e):
+        """A value that float32 holds exactly: a whole number or a literal."""
+        return e[0] == "num" or is_whole(e, self.prog)
+
+    def _gather(self, name, pos):
+        """An input read at computed positions; a position outside its dimension reads 0."""
+        t = self.inputs[name]
+        vals = []
+        for p in pos:
+            if isinstance(p, str):
+                vals.append((torch.arange(self.sizes[p]), [p],
+                             torch.zeros(self.sizes[p], dtype=torch.bool)))
+            else:
+                v, labs, u = self.ev(p)
+                vals.append((v.to(torch.int64), labs, u))
+        aligned, layout = _align2(vals)
+        n = len(vals)
+        idx, us = aligned[:n], aligned[n:]
+        shape = torch.broadcast_shapes(*[i.shape for i in idx])
+        idx = [i.expand(shape) for i in idx]
+        inside = torch.ones(shape, dtype=torch.bool)
+        for d, i in enumerate(idx):
+            inside &= (i >= 0) & (i < t.shape[d])
+        if t.numel() == 0:
+            val = torch.zeros(shape, dtype=t.dtype)
+        else:
+            val = t[tuple(i.clamp(0, t.shape[d] - 1) for d, i in enumerate(idx))]
+        val = torch.where(inside, val, torch.zeros((), dtype=t.dtype))
+        u = torch.zeros(shape, dtype=torch.bool)
+        for x in us:
+            u = u | x
+        return val, layout, u
+
     def _ev(self, e):
         f64 = self.dtype
         kind = e[0]
         no = torch.tensor(False)
+        i64 = torch.int64
         if kind == "num":
             return torch.tensor(float(e[1]), dtype=f64), [], no
+        if kind == "lab":
+            return torch.arange(self.sizes[e[1]], dtype=i64), [e[1]], no
         if kind == "sin":
+            if e[1] in self.prog.sin_ints:
+                return torch.tensor(int(self.scalars[e[1]]), dtype=i64), [], no
             return torch.tensor(float(self.scalars[e[1]]), dtype=f64), [], no
         if kind == "len":
-            return torch.tensor(float(self.sizes[e[1]]), dtype=f64), [], no
+            return torch.tensor(self.sizes[e[1]], dtype=i64), [], no
         if kind == "acc":
             name, labs = e[1], list(e[2])
+            if not all(isinstance(p, str) for p in labs):
+                if name not in self.inputs:
+                    raise EvalError(f"Func {name} read at a computed position")
+                return self._gather(name, labs)
             if name in self.inputs:
                 t, u = self.inputs[name], torch.zeros(self.inputs[name].shape, dtype=torch.bool)
             else:
@@ -574,6 +743,19 @@ class Evaluator:
             (a, b, ua, ub), layout = _align2([self.ev(e[2]), self.ev(e[3])])
             u = ua | ub
             op = e[1]
+            if is_whole(e, self.prog):
+                # Whole numbers stay whole: `//` and `%` round toward zero (C, torch.fmod).
+                a, b = a.to(i64), b.to(i64)
+                if op == "//":
+                    return torch.div(a, b, rounding_mode="trunc"), layout, u
+                if op == "%":
+                    return torch.fmod(a, b), layout, u
+                return {"+": a + b, "-": a - b, "*": a * b}[op], layout, u
+            if op in CMP_OPS and self._exact(e[2]) and self._exact(e[3]):
+                cmp = {"<": torch.lt, "<=": torch.le, ">": torch.gt, ">=": torch.ge,
+                       "==": torch.eq, "!=": torch.ne}[op]
+                return cmp(self._num(a), self._num(b)).to(f64), layout, u
+            a, b = self._num(a), self._num(b)
             if op == "+":
                 return a + b, layout, u
             if op == "-":
@@ -597,7 +779,17 @@ class Evaluator:
             aligned, layout = _align2(vals)
             n = len(vals)
             args, us = aligned[:n], aligned[n:]
-            t = _bf(e[1], args)
+            if is_whole(e, self.prog):
+                args = [a if i == 0 and e[1] == "where" else a.to(i64)
+                        for i, a in enumerate(args)]
+                if e[1] == "where":
+                    t = torch.where(args[0] != 0, args[1], args[2])
+                else:
+                    t = (torch.maximum if e[1] == "maximum" else torch.minimum)(args[0], args[1])
+            else:
+                args = [a if i == 0 and e[1] == "where" else self._num(a)
+                        for i, a in enumerate(args)]
+                t = _bf(e[1], args)
             shape = torch.broadcast_shapes(*[a.shape for a in args]) if args else ()
             u = us[0]
             for x in us[1:]:
@@ -614,9 +806,11 @@ class Evaluator:
             k = e[-1]
             if kind == "red":
                 t, labs, u = self.ev(e[2])
+                t = self._num(t)
                 op = e[1]
             else:
                 (a, b, ua, ub), labs = _align2([self.ev(e[1]), self.ev(e[2])])
+                a, b = self._num(a), self._num(b)
                 if self.dot_dtype is not None:
                     a, b = a.to(self.dot_dtype).to(a.dtype), b.to(self.dot_dtype).to(b.dtype)
                 t, u, op = a * b, ua | ub, "rsum"
@@ -650,13 +844,49 @@ def _align2(vals):
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 
+INT_DTYPES = [torch.int64, torch.int64, torch.int64, torch.int32, torch.int16, torch.uint8]
+
+
 def make_case_inputs(case):
-    """The case's inputs (in its dtype) and scalars, from its seed."""
+    """The case's inputs (in its dtype) and scalars, from its seed. Integer inputs of a range
+    `int(y)` hold positions along y, mostly inside 0 .. len(y) - 1, some outside (they read 0);
+    other integer inputs and SIn ints hold small whole numbers of either sign. A scalar with a
+    value in the program (`SIn eps = 1e-6;`) is passed that value."""
+    prog = case.program
     g = torch.Generator().manual_seed(case.seed)
-    shapes = input_shapes(case.program, case.sizes)
+    shapes = input_shapes(prog, case.sizes)
     inputs = {n: torch.randn(shapes[n], generator=g).to(DTYPES[case.dtype])
-              for n in case.program.inputs}
-    scalars = {s: 0.5 + float(torch.rand((), generator=g)) for s in case.program.sins}
+              for n in prog.inputs if n not in prog.ints}
+    scalars = {s: 0.5 + float(torch.rand((), generator=g)) for s in prog.sins
+               if s not in prog.sin_ints and s not in prog.sin_values}
+    gi = torch.Generator().manual_seed(case.seed + 7919)
+    rng = random.Random(case.seed)
+    for n in prog.inputs:
+        if n not in prog.ints:
+            continue
+        dtype = rng.choice(INT_DTYPES)
+        r = prog.ints[n]
+        if r:
+            size = case.sizes.get(r, 0)
+            t = torch.randint(0, max(size, 1), shapes[n], generator=gi)
+            if rng.random() < 0.6:           # some positions outside 0 .. len(r) - 1
+                bad = torch.tensor([-1, size, size + 3, -7, 1000])
+                pick = torch.randint(0, len(bad), shapes[n], generator=gi)
+                mask = torch.rand(shapes[n], generator=gi) < 0.3
+                t = torch.where(mask, bad[pick], t)
+        else:
+            t = torch.randint(-8, 16, shapes[n], generator=gi)
+        if dtype == torch.uint8:
+            t = t.clamp(0, 255)
+        inputs[n] = t.to(dtype)
+    for sname in prog.sins:
+        if sname in prog.sin_values:
+            v = prog.sin_values[sname]
+            scalars[sname] = int(v) if sname in prog.sin_ints else float(v)
+        elif sname in prog.sin_ints:
+            scalars[sname] = int(torch.randint(-6, 16, (), generator=gi))
+    inputs = {n: inputs[n] for n in prog.inputs}
+    scalars = {s: scalars[s] for s in prog.sins}
     return inputs, scalars
 
 
@@ -666,12 +896,15 @@ def evaluate(case, funcs=None, perturb=None, dtype=torch.float64, dot_dtype=None
     dot_dtype, rdot's operands are rounded to it first (a float16 or bfloat16 kernel's tl.dot
     takes operands computed in the kernel in the inputs' dtype: docs/language.md)."""
     inputs, scalars = make_case_inputs(case)
-    inputs = {n: t.to(dtype) for n, t in inputs.items()}
+    ints = case.program.ints
+    inputs = {n: t.to(torch.int64 if n in ints else dtype) for n, t in inputs.items()}
     if perturb is not None:
         g = torch.Generator().manual_seed(perturb)
-        inputs = {n: t * (1 + 1e-6 * torch.randn(t.shape, generator=g, dtype=torch.float64))
+        inputs = {n: t if n in ints else
+                  t * (1 + 1e-6 * torch.randn(t.shape, generator=g, dtype=torch.float64))
                   for n, t in inputs.items()}
-        scalars = {s: v * (1 + 1e-6 * float(torch.randn((), generator=g)))
+        scalars = {s: v if s in case.program.sin_ints else
+                   v * (1 + 1e-6 * float(torch.randn((), generator=g)))
                    for s, v in scalars.items()}
     ev = Evaluator(case.program, case.sizes, inputs, scalars, dtype, dot_dtype)
     out = {f: ev.func(f).double() for f in (funcs or case.program.compiled)}
@@ -701,8 +934,21 @@ class Gen:
         for i in range(rng.randint(1, 3)):
             rank = rng.randint(1, min(3, n_labels))
             inputs[f"I{i}"] = rng.sample(names, rank)
+        ints = {}
+        if rng.random() < 0.3:
+            # integer inputs: positions along a label (a gather's index), or plain whole numbers
+            for i in range(rng.choice([1, 1, 2])):
+                inputs[f"T{i}"] = rng.sample(names, rng.randint(1, min(2, n_labels)))
+                ints[f"T{i}"] = rng.choice(names) if rng.random() < 0.7 else ""
         sins = [f"s{i}" for i in range(rng.choice([0, 0, 1, 1, 2]))]
-        self.prog = Program(labels, inputs, sins, [], [])
+        sin_values = {s: rng.choice(["1e-6", "0.5", "1.25", "3", "1e-2", "2.5e+0"])
+                      for s in sins if rng.random() < 0.25}
+        sin_ints = []
+        if rng.random() < 0.25:
+            sin_ints = ["n0"]
+            if rng.random() < 0.4:
+                sin_values["n0"] = rng.choice(["-3", "0", "5", "-100", "2"])
+        self.prog = Program(labels, inputs, sins + sin_ints, [], [], ints, sin_ints, sin_values)
         n_funcs = rng.choice([1, 1, 2, 2, 2, 3, 3, 4])
         for i in range(n_funcs):
             name = f"f{i}"
@@ -752,16 +998,160 @@ class Gen:
         labs = self.pick_labels(f[1], allowed, must)
         return None if labs is None else ["acc", f[0], labs]
 
-    def access(self, allowed, must=None):
+    def access(self, allowed, must=None, ints=True):
         rng = self.rng
-        cands = [("I", n, h) for n, h in self.prog.inputs.items()]
+        cands = [("I", n, h) for n, h in self.prog.inputs.items()
+                 if ints or n not in self.prog.ints]
         cands += [("F", f[0], f[1]) for f in self.prog.funcs] * 2
         rng.shuffle(cands)
-        for _, name, home in cands:
+        for kind, name, home in cands:
             labs = self.pick_labels(home, allowed, must)
             if labs is not None:
+                if kind == "I" and rng.random() < 0.3:
+                    a = self.computed_access(name, labs, allowed)
+                    if must is None or must in expr_labels(a, self.prog):
+                        return a
                 return ["acc", name, labs]
         return None
+
+    # -- whole numbers and positions
+    def int_access(self, allowed, ranged=None):
+        """A read of an integer input (of range `ranged` when given) within `allowed`."""
+        cands = [n for n, r in self.prog.ints.items() if ranged is None or r == ranged]
+        self.rng.shuffle(cands)
+        for n in cands:
+            labs = self.pick_labels(self.prog.inputs[n], allowed)
+            if labs is not None:
+                return ["acc", n, labs]
+        return None
+
+    def constant(self, label=None):
+        """A whole number that does not vary: a shift's distance."""
+        rng = self.rng
+        r = rng.random()
+        if r < 0.45:
+            return ["num", str(rng.randint(1, 5))]
+        if r < 0.6:
+            return ["neg", ["num", str(rng.randint(1, 3))]]
+        if r < 0.75:
+            return ["len", label or rng.choice(list(self.prog.labels))]
+        if r < 0.9 and label:
+            return ["bin", "//", ["len", label], ["num", "2"]]
+        if self.prog.sin_ints:
+            return ["sin", rng.choice(self.prog.sin_ints)]
+        return ["num", "1"]
+
+    def computed_access(self, name, labs, allowed):
+        """An access of input `name` with one computed position where `labs` has label L: a
+        shift of L, a gather through an integer input of range L, or any other whole number
+        (read beside a plain access, which names the dimension's extent)."""
+        rng = self.rng
+        pos = list(labs)
+        i = rng.randrange(len(pos))
+        L = pos[i]
+        r = rng.random()
+        if r < 0.45:
+            c = self.constant(L)
+            pos[i] = rng.choice([["bin", "+", ["lab", L], c], ["bin", "-", ["lab", L], c],
+                                 ["bin", "+", c, ["lab", L]]])
+            return ["acc", name, pos]
+        if r < 0.75:
+            t = self.int_access(allowed, ranged=L)
+            if t is None and len(self.prog.ints) < 3:
+                # an index input of range L, home labels among the allowed ones
+                home = rng.sample(list(allowed), rng.randint(1, min(2, len(allowed))))
+                tname = next(f"T{k}" for k in range(9) if f"T{k}" not in self.prog.inputs)
+                self.prog.inputs[tname] = home
+                self.prog.ints[tname] = L
+                t = ["acc", tname, list(home)]
+            if t is not None:
+                pos[i] = t if rng.random() < 0.7 else ["bin", "+", t, self.constant()]
+                return ["acc", name, pos]
+        general = [["num", "0"], ["bin", "*", ["lab", L], ["num", "2"]],
+                   ["bin", "//", ["lab", L], ["num", "2"]],
+                   ["bin", "-", ["len", L], ["bin", "+", ["lab", L], ["num", "1"]]],
+                   ["bin", "%", ["bin", "+", ["lab", L], ["num", "3"]],
+                    ["bin", "+", ["len", L], ["num", "1"]]]]
+        general.append(["bin", "-", ["len", L], ["num", "1"]])       # the last element
+        if self.prog.sin_ints:
+            general.append(["sin", rng.choice(self.prog.sin_ints)])  # anywhere, or outside
+        t = self.int_access(allowed, ranged="")
+        if t is not None:
+            general.append(t)
+        pos[i] = rng.choice(general)
+        return ["bin", rng.choice("+-*"), ["acc", name, list(labs)], ["acc", name, pos]]
+
+    def divisor(self):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.55:
+            return ["num", str(rng.randint(1, 7))]
+        if r < 0.8:
+            return ["neg", ["num", str(rng.randint(1, 5))]]
+        return ["bin", "+", ["len", rng.choice(list(self.prog.labels))], ["num", "1"]]
+
+    def wleaf(self, allowed):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.45 and allowed:
+            return ["lab", rng.choice(list(allowed))]
+        if r < 0.6 and allowed:
+            return ["len", rng.choice(list(allowed))]
+        if r < 0.75:
+            t = self.int_access(allowed)
+            if t is not None:
+                return t
+        if r < 0.85 and self.prog.sin_ints:
+            return ["sin", rng.choice(self.prog.sin_ints)]
+        return ["num", str(rng.choice([0, 1, 2, 3, 5, 7, 9]))]
+
+    def wexpr(self, allowed, depth):
+        """A whole number: labels' values, sizes, integer inputs, `//` and `%` (either sign)."""
+        rng = self.rng
+        r = rng.random()
+        if depth <= 0 or r < 0.2:
+            return self.wleaf(allowed)
+        d = depth - 1
+        w = lambda: self.wexpr(allowed, d)  # noqa: E731
+        if r < 0.45:
+            e = ["bin", rng.choice("+-*"), w(), w()]
+        elif r < 0.62:
+            e = ["bin", "//", w(), self.divisor()]
+        elif r < 0.78:
+            e = ["bin", "%", w(), self.divisor()]
+        elif r < 0.84:
+            e = ["neg", w()]
+        elif r < 0.92:
+            e = ["call", rng.choice(["maximum", "minimum"]), [w(), w()]]
+        else:
+            e = ["call", "where", [["bin", rng.choice(CMP_OPS), w(), w()], w(), w()]]
+        # literals alone make a number (`2 + 3`): keep it whole
+        return e if is_whole(e, self.prog) else self.wleaf(allowed)
+
+    def whole_use(self, allowed, d):
+        """A whole number where a number is wanted: alone, scaling a value, or a mask."""
+        rng = self.rng
+        r = rng.random()
+        if r < 0.3:
+            return self.wexpr(allowed, rng.randint(1, 2))
+        if r < 0.55:
+            return ["bin", rng.choice("*+-"), self.expr(allowed, d), self.wexpr(allowed, 2)]
+        if r < 0.65:
+            return ["bin", "/", self.expr(allowed, d),
+                    ["bin", "+", ["num", "1"], ["call", "abs", [self.wexpr(allowed, 1)]]]]
+        # a mask: where(l <= m, a, -inf), the causal mask
+        cond = ["bin", rng.choice(CMP_OPS), self.wexpr(allowed, rng.randint(0, 1)),
+                self.wexpr(allowed, rng.randint(0, 1))]
+        other = self.expr(allowed, d)
+        if rng.random() < 0.3:
+            self.used_wild = True
+            other = rng.choice([["neg", ["num", "inf"]], ["num", "inf"]])
+        elif rng.random() < 0.3:
+            other = ["num", "0"]
+        args = [cond, self.expr(allowed, d), other]
+        if rng.random() < 0.5:
+            args[1], args[2] = args[2], args[1]
+        return ["call", "where", args]
 
     def literal(self):
         rng = self.rng
@@ -777,6 +1167,8 @@ class Gen:
                 return a
         if r < 0.86 and self.prog.sins:
             return ["sin", rng.choice(self.prog.sins)]
+        if r < 0.88 and allowed:
+            return ["lab", rng.choice(list(allowed))]
         if r < 0.9 and allowed:
             if "len-unused" in self.avoid:
                 return ["len", rng.choice(list(allowed))]
@@ -818,8 +1210,10 @@ class Gen:
             if "bool-arith" in self.avoid:
                 return ["call", "where", [cmp, self.expr(allowed, d), self.expr(allowed, d)]]
             return cmp
-        if r < 0.76:
+        if r < 0.66:
             return self.call(allowed, d)
+        if r < 0.76:
+            return self.whole_use(allowed, d)
         if r < 0.92:
             e = self.reduction(allowed, d)
             return e if e is not None else self.leaf(allowed)
@@ -1018,11 +1412,11 @@ def risky_names(prog, rng):
 
     def ren(e):
         kind = e[0]
-        if kind in ("acc", "sin", "len"):
+        if kind in ("acc", "sin", "len", "lab"):
             e = list(e)
             e[1] = m.get(e[1], e[1])
         if kind == "acc":
-            e[2] = [m.get(l, l) for l in e[2]]
+            e[2] = [m.get(p, p) if isinstance(p, str) else ren(p) for p in e[2]]
             return e
         if kind in ("red", "dot"):
             e = list(e)
@@ -1043,7 +1437,10 @@ def risky_names(prog, rng):
                    {m.get(n, n): [m.get(l, l) for l in h] for n, h in prog.inputs.items()},
                    [m.get(n, n) for n in prog.sins],
                    [[m.get(f, f), [m.get(l, l) for l in d], ren(e)] for f, d, e in prog.funcs],
-                   [m.get(c, c) for c in prog.compiled])
+                   [m.get(c, c) for c in prog.compiled],
+                   {m.get(n, n): m.get(r, r) for n, r in prog.ints.items()},
+                   [m.get(n, n) for n in prog.sin_ints],
+                   {m.get(n, n): v for n, v in prog.sin_values.items()})
 
 
 def reduced_rvars(e, prog):
@@ -1068,6 +1465,7 @@ def gen_schedule(rng, prog, sizes, budget=96):
                 kernel_funcs.append(f)
     statements = []
     fused = {}                                   # f -> (g, label)
+    split = set()                                # Funcs whose reduction is split or atomic
     # Fusions: a producer into one of its consumers, at a label the docs allow (usually).
     for g in kernel_funcs:
         for f in dict.fromkeys(r for r in reads(prog.func(g)[2]) if prog.func(r) is not None):
@@ -1103,6 +1501,7 @@ def gen_schedule(rng, prog, sizes, budget=96):
         single = e[0] in ("red", "dot") and e[-1] not in dims
         if single and rng.random() < 0.25 and e[-1] not in block:
             k = e[-1]
+            split.add(f)
             block[k] = rng.choice([16, 32] if dot_sched else [2, 3, 4, 8, 16])
             if rng.random() < 0.5:
                 statements.append(f"{f}.atomic({k})")
@@ -1148,6 +1547,7 @@ def gen_schedule(rng, prog, sizes, budget=96):
             statements.append(f"{f}.num_warps({rng.choice([1, 2, 4, 8, 16, 32])})")
         if rng.random() < 0.2:
             statements.append(f"{f}.num_stages({rng.randint(1, 16)})")
+    statements += gen_stores(rng, prog, fused, split)
     statements += online_statements(rng, prog, statements, fused)
     rng.shuffle(statements)
     return statements
@@ -1170,6 +1570,42 @@ def online_statements(rng, prog, statements, fused):
     out.append(f"o_out.online({l})")
     if rng.random() < 0.7 and not any(st.startswith("o_out.tensorize(") for st in statements):
         out.append(f"o_out.tensorize({l}:{rng.choice([1, 2, 4, 8, 16])})")
+    return out
+
+
+def gen_stores(rng, prog, fused, split):
+    """`g.store_in(f)`: a compiled f's kernel also stores g (docs/language.md, store_in), with
+    the rules' conditions met (mostly): g's dimensions are f's, f splits no reduction, a g
+    that f reads is fused into f."""
+    out = []
+    stored = set()
+    for f in prog.compiled:
+        if f in fused or f in split or rng.random() > 0.6:
+            continue
+        deps = func_deps(prog, f)
+        fdims = prog.func(f)[1]
+        for g, gdims, _ in prog.funcs:
+            if g == f or g in prog.compiled or g in stored or not set(gdims) <= set(fdims):
+                continue
+            if g in fused and fused[g][0] != f:
+                continue
+            if g in deps and g not in fused and rng.random() < 0.9:
+                continue
+            if f in func_deps(prog, g) and rng.random() < 0.9:
+                continue                         # store-reads-output
+            if rng.random() < 0.8:
+                stored.add(g)
+                out.append(f"{g}.store_in({f})")
+    return out
+
+
+def stored_in(case, f):
+    """The Funcs that `f`'s wrapper also returns, in statement order."""
+    out = []
+    for s in case.schedule:
+        m = re.fullmatch(r"\s*(\w+)\.store_in\(\s*(\w+)\s*\)\s*", s)
+        if m and m.group(2) == f and m.group(1) not in out:
+            out.append(m.group(1))
     return out
 
 
@@ -1296,29 +1732,42 @@ def _child(conn, module_path, case_json, funcs):
                       if p.kind == p.POSITIONAL_OR_KEYWORD]
             args = []
             for p in params:
-                dt = p.name
-                while dt not in inputs and dt not in scalars and dt.endswith("_"):
-                    dt = dt[:-1]
+                dt = _dt_name(case, p.name)
                 args.append(inputs[dt] if dt in inputs else scalars[dt])
             kw_map = getattr(module, f"SIZE_KEYWORDS_{py}")
             kw = {kw_map[l]: s for l, s in case.sizes.items() if l in kw_map}
+            outs = [f] + stored_in(case, f)
             try:
                 module_sizes = {l: case.sizes[l] for l in kw_map}
-                getattr(module, f"make_inputs_{py}")(module_sizes, dtype=DTYPES[case.dtype],
-                                                     seed=0)
+                # the ranges of integer inputs too, which need not be sizes of the call
+                module_sizes.update({r: case.sizes[r] for r in case.program.ints.values()
+                                     if r and r not in module_sizes})
+                made = getattr(module, f"make_inputs_{py}")(module_sizes,
+                                                            dtype=DTYPES[case.dtype], seed=0)
+                bad = _check_made_inputs(case, [p.name for p in params], made)
+                if bad:
+                    r["make_inputs"] = bad
             except Exception:  # noqa: BLE001
                 r["make_inputs"] = traceback.format_exc()[-2000:]
+
+            def results(value):
+                """{Func: float64 array} of a wrapper's or reference's result (a tuple with
+                store_in)."""
+                vals = value if isinstance(value, tuple) else (value,)
+                if len(vals) != len(outs):
+                    raise TypeError(f"{len(vals)} results for {len(outs)} outputs {outs}")
+                return ({g: v.detach().double().numpy().copy() for g, v in zip(outs, vals)},
+                        {g: str(v.dtype).replace("torch.", "") for g, v in zip(outs, vals)})
             try:
                 t0 = time.perf_counter()
                 got = wrapper(*args, **kw)
                 r["time"] = time.perf_counter() - t0
-                r["got"] = got.detach().double().numpy().copy()
-                r["got_dtype"] = str(got.dtype).replace("torch.", "")
+                r["got"], r["got_dtype"] = results(got)
             except Exception:  # noqa: BLE001
                 r["raises"] = traceback.format_exc()[-3000:]
             try:
                 ref = getattr(module, f"reference_{py}")(*args, **kw)
-                r["ref"] = ref.detach().double().numpy().copy()
+                r["ref"], _ = results(ref)
             except Exception:  # noqa: BLE001
                 r["ref_raises"] = traceback.format_exc()[-2000:]
             if case.check_sizes and "got" in r:
@@ -1327,6 +1776,41 @@ def _child(conn, module_path, case_json, funcs):
         conn.send(res)
     except BaseException:  # noqa: BLE001
         conn.send({"child": traceback.format_exc()[-3000:]})
+
+
+def _dt_name(case, pname):
+    """The DT name of a wrapper parameter (renamed ones end in `_`)."""
+    prog = case.program
+    while pname not in prog.inputs and pname not in prog.sins and pname.endswith("_"):
+        pname = pname[:-1]
+    return pname
+
+
+def _check_made_inputs(case, pnames, made):
+    """What is wrong with make_inputs' arguments: a scalar's written value not passed, an
+    integer scalar not an int, an `int(y)` input not int64 positions 0 .. len(y) - 1."""
+    prog = case.program
+    made = made if isinstance(made, tuple) else (made,)
+    if len(made) != len(pnames):
+        return f"{len(made)} arguments for parameters {pnames}"
+    bad = []
+    for pname, v in zip(pnames, made):
+        n = _dt_name(case, pname)
+        if n in prog.sin_values:
+            want = int(prog.sin_values[n]) if n in prog.sin_ints else float(prog.sin_values[n])
+            if v != want or (n in prog.sin_ints and type(v) is not int):
+                bad.append(f"{n} is {v!r}, not its written value {prog.sin_values[n]}")
+        elif n in prog.sin_ints and type(v) is not int:
+            bad.append(f"{n} is {v!r}, not a Python int")
+        if n in prog.ints:
+            if not isinstance(v, torch.Tensor) or v.dtype != torch.int64:
+                bad.append(f"{n} is {getattr(v, 'dtype', type(v))}, not int64")
+            elif prog.ints[n] and v.numel() and case.sizes[prog.ints[n]] > 0:
+                size = case.sizes[prog.ints[n]]
+                if int(v.min()) < 0 or int(v.max()) >= size:
+                    bad.append(f"{n} holds {int(v.min())} .. {int(v.max())}, not positions "
+                               f"0 .. {size - 1} along {prog.ints[n]}")
+    return "; ".join(bad)
 
 
 def _check_disagreeing_sizes(case, module, py, args, kw_map):
@@ -1486,7 +1970,8 @@ def run_case(case, workdir, timeout=120):
         return Result(IMPORT, data["import"], normalize_exception(data["import"]), timings=timings)
     if "child" in data:
         return Result(RAISES, data["child"], normalize_exception(data["child"]), timings=timings)
-    expected, ev = evaluate(case, funcs)
+    outs = {f: [f] + stored_in(case, f) for f in funcs}
+    expected, ev = evaluate(case, list(dict.fromkeys(g for f in funcs for g in outs[f])))
     main, extra = None, []
     for f in funcs:
         r = data[f]
@@ -1501,22 +1986,27 @@ def run_case(case, workdir, timeout=120):
         elif "raises" in r:
             main = main or Result(RAISES, f"{f}: {r['raises']}", normalize_exception(r["raises"]))
         else:
-            want_dtype = case.dtype if any(
-                n in case.program.inputs for n in used_inputs(case.program, [f])) else "float32"
-            if r["got_dtype"] != want_dtype:
-                main = main or Result(WRONG, f"{f}: dtype {r['got_dtype']}", "dtype")
-            msg = compare(case, f, r["got"], expected[f], ev.uncertain[f], ev.max_abs)
-            if msg:
-                main = main or Result(WRONG, f"{f}: {msg}", "wrong")
+            # The outputs have the float inputs' dtype (integer inputs do not count).
+            floats = [n for n in used_inputs(case.program, outs[f]) if n in case.program.inputs
+                      and n not in case.program.ints]
+            want_dtype = case.dtype if floats else "float32"
+            for g in outs[f]:
+                if r["got_dtype"][g] != want_dtype:
+                    main = main or Result(WRONG, f"{g}: dtype {r['got_dtype'][g]}", "dtype")
+                msg = compare(case, g, r["got"][g], expected[g], ev.uncertain[g], ev.max_abs)
+                if msg:
+                    where = g if g == f else f"{g} (stored in {f})"
+                    main = main or Result(WRONG, f"{where}: {msg}", "wrong")
         if r.get("sizes"):
             extra.append((SIZES, f"{f}: {r['sizes']}", "sizes"))
         if "ref_raises" in r:
             extra.append((REFERENCE, f"{f}: reference raises: {r['ref_raises']}",
                           "raises " + normalize_exception(r["ref_raises"])))
         elif "ref" in r:
-            msg = compare(case, f, r["ref"], expected[f], ev.uncertain[f], ev.max_abs)
-            if msg:
-                extra.append((REFERENCE, f"{f}: {msg}", "wrong"))
+            for g in outs[f]:
+                msg = compare(case, g, r["ref"][g], expected[g], ev.uncertain[g], ev.max_abs)
+                if msg:
+                    extra.append((REFERENCE, f"{g}: {msg}", "wrong"))
     main = main or Result(OK)
     main.extra = extra
     main.timings = timings
@@ -1606,10 +2096,20 @@ def features(case, result=None):
             elif n[0] == "acc":
                 fs.add("acc")
                 home = case.program.inputs.get(n[1]) or (case.program.func(n[1]) or [0, []])[1]
-                if sorted(home) == sorted(n[2]) and list(home) != list(n[2]):
+                if all(isinstance(p, str) for p in n[2]) and sorted(home) == sorted(n[2]) \
+                        and list(home) != list(n[2]):
                     fs.add("transposed")
                 if case.program.func(n[1]) is not None:
                     fs.add("reads-func")
+                if n[1] in case.program.ints:
+                    fs.add("int-input")
+                for p in n[2]:
+                    if not isinstance(p, str):
+                        ext = extent_label(p, case.program)
+                        fs.add("gather" if ext and any(
+                            m[0] == "acc" for m in walk(p)) else "shift" if ext else "position")
+            elif n[0] == "num" and n[1] == "inf":
+                fs.add("inf")
             else:
                 fs.add(n[0])
     for s in case.schedule:
@@ -1618,6 +2118,10 @@ def features(case, result=None):
             fs.add("." + m.group(1))
     if any(v == 0 for v in case.sizes.values()):
         fs.add("size0")
+    if case.program.sin_ints:
+        fs.add("sin-int")
+    if case.program.sin_values:
+        fs.add("sin-value")
     fs.add(case.dtype)
     return fs
 
@@ -1662,13 +2166,17 @@ def cleanup(case):
             if n[0] in ("acc", "sin"):
                 used.add(n[1])
             if n[0] == "acc":
-                labels |= set(n[2])
+                labels |= {p for p in n[2] if isinstance(p, str)}
             if n[0] in ("red", "dot"):
                 labels.add(n[-1])
-            if n[0] == "len":
+            if n[0] in ("len", "lab"):
                 labels.add(n[1])
     prog.inputs = {n: h for n, h in prog.inputs.items() if n in used}
+    prog.ints = {n: r for n, r in prog.ints.items() if n in used}
+    labels |= {r for r in prog.ints.values() if r}
     prog.sins = [s for s in prog.sins if s in used]
+    prog.sin_ints = [s for s in prog.sin_ints if s in used]
+    prog.sin_values = {s: v for s, v in prog.sin_values.items() if s in used}
     prog.labels = {l: k for l, k in prog.labels.items() if l in labels}
     funcs = {f[0] for f in prog.funcs}
     sched = []
@@ -1676,7 +2184,8 @@ def cleanup(case):
         m = re.match(r"(\w+)\.(\w+)\((.*)\)", s)
         if m and m.group(1) not in funcs:
             continue
-        if m and m.group(2) == "fuse_at" and m.group(3).split(",")[0].strip() not in funcs:
+        if m and m.group(2) in ("fuse_at", "store_in") and \
+                m.group(3).split(",")[0].strip() not in funcs:
             continue
         sched.append(s)
     sizes = {l: s for l, s in case.sizes.items() if l in prog.labels}
@@ -1740,7 +2249,13 @@ def _candidates(case):
                     if len(h) == len(sub[2]):
                         options.append(["acc", n, list(sub[2])])
                         break
-            if sub[0] == "bin" and sub[1] != "+":
+            if sub[0] == "acc" and not all(isinstance(p, str) for p in sub[2]):
+                # computed positions by the labels of their dimensions
+                plain = [p if isinstance(p, str) else extent_label(p, prog)
+                         or plain_dimension_label(prog, sub[1], i) for i, p in enumerate(sub[2])]
+                if all(plain):
+                    options.append(["acc", sub[1], plain])
+            if sub[0] == "bin" and sub[1] not in ("+", "//"):
                 options.append(["bin", "+", sub[2], sub[3]])
             if sub[0] == "red" and sub[1] != "rsum":
                 options.append(["red", "rsum", sub[2], sub[3]])
@@ -1774,9 +2289,10 @@ def _candidates(case):
 def _rename(e, m):
     kind = e[0]
     if kind == "acc":
-        return ["acc", e[1], [m.get(l, l) for l in e[2]]]
-    if kind == "len":
-        return ["len", m.get(e[1], e[1])]
+        return ["acc", e[1], [m.get(p, p) if isinstance(p, str) else _rename(p, m)
+                              for p in e[2]]]
+    if kind in ("len", "lab"):
+        return [kind, m.get(e[1], e[1])]
     if kind == "neg":
         return ["neg", _rename(e[1], m)]
     if kind == "bin":

@@ -81,6 +81,73 @@ def test_evaluator_softmax_and_nested_reductions():
     torch.testing.assert_close(got, want)
 
 
+def evaluate_whole(labels, inputs, funcs, sizes, ints=None, sin_ints=(), sin_values=None,
+                   seed=0):
+    """evaluate() for programs with integer inputs and scalars."""
+    prog = Program(labels, inputs, list(sin_ints), funcs, [funcs[-1][0]], dict(ints or {}),
+                   list(sin_ints), dict(sin_values or {}))
+    assert dtfuzz.check_program(prog) is None, dtfuzz.check_program(prog)
+    case = Case(prog, [], sizes, "float32", seed)
+    ins, scalars = dtfuzz.make_case_inputs(case)
+    out, _ = dtfuzz.evaluate(case)
+    return out[funcs[-1][0]], ins, scalars
+
+
+def test_evaluator_causal_mask_from_label_values():
+    """s[m, l] = where(l <= m, A[m, l], -inf): labels' values are positions."""
+    cond = ["bin", "<=", ["lab", "l"], ["lab", "m"]]
+    e = ["call", "where", [cond, A_("m", "l"), ["neg", ["num", "inf"]]]]
+    got, ins, _ = evaluate({"m": "Var", "l": "Var"}, {"A": ["m", "l"]}, [["s", ["m", "l"], e]],
+                           {"m": 5, "l": 7})
+    want = ins["A"].masked_fill(torch.ones(5, 7, dtype=torch.bool).triu(1), float("-inf"))
+    assert torch.equal(got, want)
+
+
+def test_evaluator_whole_division_rounds_toward_zero():
+    """`//` and `%` of whole numbers as C: (y - 5) // 2, (y - 5) % -3, -7 // 2, and `/` true."""
+    y = ["lab", "y"]
+    ym5 = ["bin", "-", y, ["num", "5"]]
+    e = ["bin", "+", ["bin", "*", ["bin", "//", ym5, ["num", "2"]], ["num", "100"]],
+         ["bin", "%", ym5, ["neg", ["num", "3"]]]]
+    e = ["bin", "+", e, ["bin", "*", ["bin", "//", ["neg", ["num", "7"]], ["num", "2"]],
+                         ["bin", "/", y, ["num", "2"]]]]
+    got, _, _ = evaluate({"y": "Var"}, {}, [["f", ["y"], e]], {"y": 11})
+    yv = torch.arange(11)
+    want = (torch.div(yv - 5, 2, rounding_mode="trunc") * 100 + torch.fmod(yv - 5, -3)
+            + (-3) * (yv / 2))
+    assert torch.equal(got, want.double())
+    assert dtfuzz.is_whole(["bin", "+", ["num", "2"], ["num", "3"]], Program({}, {}, [], [], []))\
+        is False and dtfuzz.is_whole(["bin", "+", y, ["num", "3"]], Program({}, {}, [], [], []))
+
+
+def test_evaluator_gathers_shifts_and_whole_scalars():
+    """g[x] = P[x, T[x]] + rsum(P[x, y + 2] * y, y) * n with In T: int(y) (positions outside
+    0 .. 6 read 0), SIn n: int, and a general position P[x, 0] beside a plain read P[x, y]."""
+    labels = {"x": "Var", "y": "RVar"}
+    shift = ["red", "rsum", ["bin", "*", ["acc", "P", ["x", ["bin", "+", ["lab", "y"],
+                                                             ["num", "2"]]]], ["lab", "y"]], "y"]
+    e = ["bin", "+", ["acc", "P", ["x", ["acc", "T", ["x"]]]],
+         ["bin", "*", shift, ["sin", "n"]]]
+    e = ["bin", "+", e, ["red", "rsum", ["bin", "-", ["acc", "P", ["x", "y"]],
+                                         ["acc", "P", ["x", ["num", "0"]]]], "y"]]
+    sizes = {"x": 6, "y": 7}
+    for seed in range(6):
+        got, ins, sc = evaluate_whole(labels, {"P": ["x", "y"], "T": ["x"]}, [["g", ["x"], e]],
+                                      sizes, ints={"T": "y"}, sin_ints=["n"], seed=seed)
+        P, t = ins["P"].double(), ins["T"].long()
+        assert ins["T"].dtype in dtfuzz.INT_DTYPES and isinstance(sc["n"], int)
+        padded = torch.nn.functional.pad(P, (0, 9))
+        inside = (t >= 0) & (t < 7)
+        gathered = torch.where(inside, padded[torch.arange(6), t.clamp(0, 7)], 0.0)
+        shifted = (padded[:, 2:9] * torch.arange(7)).sum(1)
+        want = gathered + shifted * sc["n"] + (P - P[:, :1]).sum(1)
+        torch.testing.assert_close(got, want)
+    # the written value of a scalar is the one passed
+    got, _, sc = evaluate_whole({"x": "Var"}, {}, [["f", ["x"], ["sin", "n"]]], {"x": 2},
+                                sin_ints=["n"], sin_values={"n": "-100"})
+    assert sc["n"] == -100 and got.tolist() == [-100.0, -100.0]
+
+
 def test_evaluator_reductions_over_empty_dimensions():
     labels = {"x": "Var", "k": "RVar"}
     for op, want in (("rsum", 0.0), ("rmax", -math.inf), ("rmin", math.inf)):

@@ -53,11 +53,15 @@ std::string print_make_inputs(const PythonNames& py, const WrapperSignature& sig
   out += "}.\"\"\"\n";
   if (!free_names.empty())
     out += "    " + free_tuple + "= _dt_sizes(sizes, " + tuple_of(free_names) + ")\n";
-  std::set<ir::Label> shaping; // labels the inputs' shapes below are written with
+  // Labels the inputs below are written with: their shapes, and the ranges of integer inputs
+  // (`In T: int(j)` draws positions below j's size, j perhaps tied to another label).
+  std::set<ir::Label> shaping;
   for (const ir::Symbol* in : sig.inputs)
-    if (in->kind == ir::SymbolKind::In)
+    if (in->kind == ir::SymbolKind::In) {
       for (ir::Label l : sig.first_shape.at(in))
         shaping.insert(l);
+      if (in->is_int && in->range) shaping.insert(in->range);
+    }
   for (ir::Label l : sig.labels)
     if (tied.count(l)) {
       out += "    if int(sizes.get(" + quote(l->name) + ", " + py(tied[l]) +
@@ -68,8 +72,13 @@ std::string print_make_inputs(const PythonNames& py, const WrapperSignature& sig
   out += "    generator = torch.Generator().manual_seed(seed)\n";
   std::vector<std::string> results;
   for (const ir::Symbol* in : sig.inputs) {
-    // Integer inputs hold positions along their range label (`In T: int(y)`), else 0 to 15.
-    std::string high = in->range && ir::contains(sig.labels, in->range) ? py(in->range) : "16";
+    // Integer inputs hold positions along their range label (`In T: int(y)`), else 0 to 15. A
+    // range that is no size of the call (T read as a value only) is read from `sizes` if there.
+    std::string high = "16";
+    if (in->range)
+      high = ir::contains(sig.labels, in->range)
+                 ? py(in->range)
+                 : "int(sizes.get(" + quote(in->range->name) + ", 16))";
     if (in->kind == ir::SymbolKind::In && in->is_int)
       out += "    " + py(in) + " = _dt_randint(" + size_tuple(py, sig.first_shape.at(in)) + ", " +
              high + ", generator, device)\n";

@@ -99,9 +99,15 @@ public:
     depth = std::max(depth, sub.depth + 1);
     return sub.out;
   }
-  std::string tensor_arg(const ir::Expr& e) {
+  /// A value where a number is wanted: a whole number (an int64 tensor or a Python int) is
+  /// converted to float32, as the kernel converts it (torch has no silu or matmul of int64).
+  std::string number(const ir::Expr& e) {
     std::string s = emit(e);
-    return e.dims.empty() ? "_dt_t(" + s + ")" : s;
+    return e.is_int() && !e.as<ir::Const>() ? "_dt_t(" + s + ")" : s;
+  }
+  std::string tensor_arg(const ir::Expr& e) {
+    std::string s = number(e);
+    return e.dims.empty() && s.rfind("_dt_t(", 0) != 0 ? "_dt_t(" + s + ")" : s;
   }
   /// An operand of a whole-number operation: an integer literal stays an integer.
   std::string emit_whole(const ir::Expr& e) {
@@ -180,12 +186,12 @@ public:
       return;
     }
     if (e.op == ir::BinOp::Mod) {
-      out = "torch.fmod(" + tensor_arg(*e.a) + ", " + emit(*e.b) + ")";
+      out = "torch.fmod(" + tensor_arg(*e.a) + ", " + number(*e.b) + ")";
       return;
     }
     // A scalar divided by 0 is inf, not Python's ZeroDivisionError.
-    std::string a = e.op == ir::BinOp::Div ? tensor_arg(*e.a) : emit(*e.a);
-    out = "(" + a + " " + ir::op_text(e.op) + " " + emit(*e.b) + ")";
+    std::string a = e.op == ir::BinOp::Div ? tensor_arg(*e.a) : number(*e.a);
+    out = "(" + a + " " + ir::op_text(e.op) + " " + number(*e.b) + ")";
     // A comparison counts as 0 or 1 in arithmetic; torch cannot negate or subtract bools.
     if (ir::is_comparison(e.op)) out = "_dt_t" + out;
   }
@@ -202,7 +208,7 @@ public:
     const char* fn = e.op == ir::ReduceOp::Sum   ? "torch.sum"
                      : e.op == ir::ReduceOp::Max ? "_dt_amax"
                                                  : "_dt_amin";
-    out = std::string(fn) + "(" + emit(*e.a) + ", dim=" + std::to_string(axis(e.rvar)) +
+    out = std::string(fn) + "(" + number(*e.a) + ", dim=" + std::to_string(axis(e.rvar)) +
           ", keepdim=True)";
   }
   void visit(const ir::Dot& e) override {
@@ -212,13 +218,13 @@ public:
       ir::Label i = e.a->dims[0] == e.rvar ? e.a->dims[1] : e.a->dims[0];
       ir::Label j = e.b->dims[0] == e.rvar ? e.b->dims[1] : e.b->dims[0];
       if (i != j && i != e.rvar && j != e.rvar) {
-        out = "_dt_matmul(" + emit(*e.a) + ", " + emit(*e.b) + ", layout, " + quote(py_(i)) + ", " +
-              quote(py_(e.rvar)) + ", " + quote(py_(j)) + ")";
+        out = "_dt_matmul(" + number(*e.a) + ", " + number(*e.b) + ", layout, " + quote(py_(i)) +
+              ", " + quote(py_(e.rvar)) + ", " + quote(py_(j)) + ")";
         return;
       }
     }
-    out = "torch.sum(" + emit(*e.a) + " * " + emit(*e.b) + ", dim=" + std::to_string(axis(e.rvar)) +
-          ", keepdim=True)";
+    out = "torch.sum(" + number(*e.a) + " * " + number(*e.b) +
+          ", dim=" + std::to_string(axis(e.rvar)) + ", keepdim=True)";
   }
   void visit(const ir::Reshape& e) override { out = emit(*e.a); }
 

@@ -49,7 +49,9 @@ class Folder : public ir::IRMutator {
       }
       return std::make_shared<ir::Const>(e.loc, r ? 1.0 : 0.0, true);
     }
-    if (x && y && !ir::is_comparison(e.op)) {
+    // A whole division by zero is left to run time, where it is the kernel's and torch's.
+    bool zero_division = e.op == ir::BinOp::IntDiv && y && y->value == 0;
+    if (x && y && !ir::is_comparison(e.op) && !zero_division) {
       double r;
       bool is_int = x->is_int && y->is_int && e.op != ir::BinOp::Div;
       switch (e.op) {
@@ -67,6 +69,14 @@ class Folder : public ir::IRMutator {
         break;
       case ir::BinOp::Mod:
         r = std::fmod(x->value, y->value);
+        break;
+      case ir::BinOp::IntDiv:
+        // Rounded toward zero, as C's `/` and Triton's `//` on integers (not Python's floor).
+        r = std::fabs(x->value) < 0x1p62 && std::fabs(y->value) < 0x1p62
+                ? static_cast<double>(static_cast<long long>(x->value) /
+                                      static_cast<long long>(y->value))
+                : std::trunc(x->value / y->value);
+        is_int = true;
         break;
       default:
         r = 0;

@@ -110,10 +110,11 @@ Value dot_step(LowerState& s, const ir::Dot& d, const DotOnCores& o, Body& inner
   // move this vector.
   const Value mask = s.bind[r].back().mask;
   // Two input tensors go to tl.dot in their own dtype (float16 on the tensor cores); anything
-  // computed is float32, and tl.dot needs both operands in one dtype.
+  // computed is float32, and tl.dot needs both operands in one dtype. An integer input is a
+  // whole number, converted to a number like any computed operand (tl.dot takes no int64).
   auto is_input = [](const ir::ExprPtr& e) {
     auto* access = e->as<ir::Access>();
-    return access && access->tensor->kind == ir::SymbolKind::In;
+    return access && access->tensor->kind == ir::SymbolKind::In && !access->tensor->is_int;
   };
   bool native = is_input(d.a) && is_input(d.b);
   // Operands computed in the kernel take the inputs' dtype under the default precision: with

@@ -120,10 +120,17 @@ Value integer_power(LowerState& s, const ir::Expr& base_expr, int n, Body& body)
 
 Value binary(LowerState& s, const ir::Binary& b, Body& body) {
   // Whole numbers compute as the kernel's integers (`//` and `%` round toward zero).
-  if (b.is_int() ||
-      (ir::is_comparison(b.op) && ir::combined_type({b.a.get(), b.b.get()}) == ir::ValueType::Int))
-    return shallow(s, kir::binary(kernel_op(b.op), whole(s, *b.a, body), whole(s, *b.b, body)),
-                   body);
+  if (b.is_int() || (ir::is_comparison(b.op) &&
+                     ir::combined_type({b.a.get(), b.b.get()}) == ir::ValueType::Int)) {
+    Value x = whole(s, *b.a, body), y = whole(s, *b.b, body);
+    // A scalar dividend may be a Python int (a loop's index, a size or an integer scalar under
+    // the interpreter, a size of 1 that Triton specializes), whose `//` and `%` round toward
+    // -inf; an int64 scalar tensor rounds toward zero, as DT and the GPU do.
+    if ((b.op == ir::BinOp::IntDiv || b.op == ir::BinOp::Mod) && x->type.shape.empty() &&
+        x->type.scalar != kir::Scalar::I64)
+      x = kir::cast(x, kir::Scalar::I64);
+    return shallow(s, kir::binary(kernel_op(b.op), x, y), body);
+  }
   Value x = number(s, *b.a, body), y = number(s, *b.b, body);
   // `%` is C's fmod and `/` IEEE division, as on the GPU; under the interpreter a scalar
   // operand is a Python float, whose `%` is Python's (the sign of the divisor) and whose `/ 0`

@@ -21,6 +21,8 @@ struct Collect : ir::IRVisitor {
     if (!std::count(scalars.begin(), scalars.end(), e.symbol)) scalars.push_back(e.symbol);
   }
   void visit(const ir::Len& e) override { labels = ir::union_labels(labels, {e.label}); }
+  // A label's value is masked by its size (`r` in `rsum(r, r)`): the kernel takes it too.
+  void visit(const ir::LabelValue& e) override { labels = ir::union_labels(labels, {e.label}); }
 };
 
 // `float32`: the tensor is a float32 temporary, not of the inputs' dtype.

@@ -108,6 +108,22 @@ void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEng
                                           "it, or not fused at all");
         continue;
       }
+      // g computed from f's own values: f's kernel holds them only at its own points, and
+      // reading f's output back while it writes it is a race.
+      std::set<const ir::Symbol*> visited;
+      std::function<bool(const ir::Symbol*)> reads_f = [&](const ir::Symbol* h) {
+        for (const ir::Symbol* d : program.def(h).deps)
+          if (d == f || (visited.insert(d).second && reads_f(d))) return true;
+        return false;
+      };
+      if (reads_f(g)) {
+        fail("store-reads-output", "`" + g->name + "` reads `" + f->name +
+                                       "`, the output of the "
+                                       "kernel that would store it; compile `" +
+                                       g->name +
+                                       "` on its own, or store it in a Func it does not read");
+        continue;
+      }
       bool computed_in_f = std::find(fs.fused.begin(), fs.fused.end(), g) != fs.fused.end();
       if (!computed_in_f && ir::contains(schedule.deps_of(program, f), g)) {
         fail("store-read-unfused", "`" + f->name + "` reads `" + g->name +
@@ -115,6 +131,30 @@ void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEng
                                        "it into `" +
                                        f->name + "` (`" + g->name + ".fuse_at(" + f->name +
                                        ", ...)`) so that one kernel computes it");
+        continue;
+      }
+      // Read through Funcs with kernels of their own (f reads h, h reads g): g would be
+      // computed twice, by its own kernel and by f's, and the wrapper's two g collide.
+      const ir::Symbol* through = nullptr;
+      {
+        std::set<const ir::Symbol*> seen;
+        std::function<bool(const ir::Symbol*)> needs_g = [&](const ir::Symbol* h) {
+          for (const ir::Symbol* d : schedule.deps_of(program, h))
+            if (d == g || (seen.insert(d).second && needs_g(d))) return true;
+          return false;
+        };
+        for (const ir::Symbol* h : schedule.deps_of(program, f))
+          if (h != g && needs_g(h)) {
+            through = h;
+            break;
+          }
+      }
+      if (through) {
+        fail("store-read-unfused", "`" + f->name + "` reads `" + g->name + "` through `" +
+                                       through->name +
+                                       "`, which needs a kernel of its own, and so would `" +
+                                       g->name + "`; fuse `" + through->name + "` and `" + g->name +
+                                       "` into `" + f->name + "` so that one kernel computes them");
         continue;
       }
       kept.push_back(g);
