@@ -389,3 +389,29 @@ def test_fifty_thousand_schedules_open_in_under_two_seconds(browser, store):
     print(f"50,000 schedules: shown {opened:.0f} ms after the navigation began; filtered in {filtered:.2f} s")
     assert opened < 2000
     assert filtered < 1.5  # 150 ms of it the filter's debounce
+
+
+def test_every_view_fits_at_1600_and_800_px(browser, gemm, store, web_daemon):
+    x, truth = gemm
+    a, b = sorted(sid for sid, t in truth.items() if t["status"] == "ok")[:2]
+    _, s = web_daemon.get(f"/v1/schedules/{a}")
+    if not s.get("module"):
+        store.module(a, stored.compile_module(s["program"]))
+    views = {"list": ("/explorations", "table.explorations"),
+             "exploration": (f"/explorations/{x}", f"#chart-{x}[data-bars]"),
+             "schedule": (f"/schedules/{a}", "[aria-label='generated Triton module'] code"),
+             "compare": (f"/compare/{a}/{b}", "table.times"),
+             "new": ("/new", "#editor-algorithm")}
+    try:
+        for name, (url, ready) in views.items():
+            browser.set_window_size(1440, 1000)
+            browser.get(browser.base + url)
+            wait(browser).until(lambda d: find_all(d, ready))
+            browser.shots(f"view-{name}")
+            # At 800 px (shots leaves the window there) nothing is wider than the window.
+            wide = browser.execute_script(
+                "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 801)"
+                ".slice(0, 5).map(e => e.tagName + '.' + e.className + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))")
+            assert browser.execute_script("return document.scrollingElement.scrollWidth") <= 800, (name, wide)
+    finally:
+        browser.set_window_size(1440, 1000)
