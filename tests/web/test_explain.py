@@ -304,6 +304,7 @@ def test_chart_zooms_colours_by_a_variable_and_names_rank_and_protocol(browser, 
     x, truth = gemm
     canvas = open_exploration(browser, x)
     n = int(canvas.get_attribute("data-bars"))
+    assert not find(browser, "#reset-zoom").is_displayed()
     # Tooltip: rank and protocol.
     title = browser.execute_script(
         "const c = Chart.getChart(arguments[0]);"
@@ -316,6 +317,7 @@ def test_chart_zooms_colours_by_a_variable_and_names_rank_and_protocol(browser, 
     ActionChains(browser).move_to_element_with_offset(canvas, int(area[0] + 0.02 * width - rect["width"] / 2), 0) \
         .click_and_hold().move_by_offset(int(0.25 * width), 0).release().perform()
     wait(browser).until(lambda d: find(d, f"#chart-{x}").get_attribute("data-zoom"))
+    assert find(browser, "#reset-zoom").is_displayed()
     zoomed = int(find(browser, f"#chart-{x}").get_attribute("data-bars"))
     assert 0 < zoomed < n * 0.4
     assert browser.current_url.endswith(f"/explorations/{x}")  # a drag opens no schedule

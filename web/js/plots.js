@@ -60,7 +60,9 @@ export function slicePlot(canvas, { variable, k, rows, times, log, unit, onPick 
       animation: false, responsive: true, maintainAspectRatio: false,
       scales: {
         x: { type: "linear", min: -0.5, max: labels.length - 0.5,
-          ticks: { stepSize: 1, autoSkip: false, callback: (v) => (Number.isInteger(v) ? labels[v] : "") },
+          // A tick at each value (the axis would otherwise put them at -0.5, 0.5, ...).
+          afterBuildTicks: (axis) => { axis.ticks = labels.map((_, i) => ({ value: i })); },
+          ticks: { autoSkip: false, callback: (v) => labels[v] ?? "" },
           title: { display: true, text: variable.name }, grid: { display: false } },
         y: { type: log ? "logarithmic" : "linear", beginAtZero: !log, title: { display: true, text: `ms (${unit})` } },
       },
