@@ -489,17 +489,25 @@ private:
   std::vector<std::pair<double, std::string>> ok_times_;
   /// What progress events carry, updated by every step from run_baselines() on.
   ExploreProgress prog_;
+  double phase_started_s_ = 0; // elapsed() when prog_.phase last changed
   /// The result: the id and space size (open_or_resume, build_space), the rejections by reason
   /// (search), the state and wall time (finish).
   ExploreSummary summary_;
 };
 
 void Exploration::report(const std::string& phase) {
+  if (phase != prog_.phase) phase_started_s_ = elapsed();
   prog_.phase = phase;
   prog_.elapsed_s = elapsed();
-  if (set_.budget && prog_.done > 0 && prog_.done < set_.budget)
-    prog_.eta_s = prog_.elapsed_s / static_cast<double>(prog_.done) *
-                  static_cast<double>(set_.budget - prog_.done);
+  if (phase == "search") {
+    prog_.phase_done = prog_.done;
+    prog_.phase_total = set_.budget;
+  }
+  // The time left in this phase, at the pace of this phase so far.
+  double in_phase = prog_.elapsed_s - phase_started_s_;
+  if (prog_.phase_total && prog_.phase_done > 0 && prog_.phase_done < prog_.phase_total)
+    prog_.eta_s = in_phase / static_cast<double>(prog_.phase_done) *
+                  static_cast<double>(prog_.phase_total - prog_.phase_done);
   else
     prog_.eta_s.reset();
   if (progress_) progress_(prog_);
@@ -616,6 +624,8 @@ void Exploration::run_baselines() {
       }
     }
   if (any_module.empty() || tf_.baselines.empty()) return;
+  prog_.phase_done = screened_before.size();
+  prog_.phase_total = tf_.baselines.size();
   report("baselines");
   std::vector<std::pair<std::string, std::future<Result>>> pending;
   for (const NamedBaseline& b : tf_.baselines) {
@@ -643,6 +653,8 @@ void Exploration::run_baselines() {
       prog_.best_baseline_ms = r.bench->median_ms;
       prog_.best_baseline = name;
     }
+    ++prog_.phase_done;
+    report("baselines");
   }
 }
 
@@ -800,10 +812,18 @@ void Exploration::fail_if_nothing_passed() {
 
 void Exploration::full_protocol() {
   if (stopping() || set_.top <= 0 || ok_times_.empty()) return;
-  report("full");
   MeasureConfig config = full_config();
+  prog_.phase_done = 0;
+  prog_.phase_total = (config.modules.size() + config.baselines.size()) *
+                      static_cast<std::uint64_t>(std::max(1, config.rounds));
+  report("full");
   if (config.modules.empty()) return;
-  Report full = run_measure(config, backend_);
+  Report full = run_measure(
+      config, backend_, [this](std::size_t done, std::size_t total, const Entry&, const Result&) {
+        prog_.phase_done = done;
+        prog_.phase_total = total;
+        report("full");
+      });
   owned();
   // Stopped midway: its rounds are not all there, and none of them is stored.
   if (stopping()) full.entries.clear();

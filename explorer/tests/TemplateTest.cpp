@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -323,4 +325,42 @@ TEST(Template, DtypeBytesBoundsByTheDtypeExplored) {
   EXPECT_EQ(e.stats.distinct, 0u);
   EXPECT_EQ(e.stats.rejected.at(dtx::kReasonWhere), 4u);
   EXPECT_NE(none.at(0).message.find("dtype.bytes"), std::string::npos) << none.at(0).message;
+}
+
+TEST(Template, ValuesOfEachVariableAtAPoint) {
+  // What a schedule sets each variable to, as its text reads: ties, choices (a nested one in a
+  // whole argument list too), integer arithmetic on a tie, and `?` statements; nothing for a
+  // variable the point does not use.
+  dtx::Space s = space("$BY = {128, 256}; geglu.block(x:{1, 2}, y:$BY); "
+                       "geglu.tensorize(x:0, y:{0, $BY/2}); "
+                       "geglu.map({(x, y), (y:yi/{2, 4}, x, yi)}); ?geglu.num_warps({8, 16})");
+  const auto& vars = s.tmpl().variables;
+  auto at = [&](const std::vector<int>& c) {
+    std::map<std::string, std::string> out;
+    auto v = s.values(c);
+    for (size_t i = 0; i < v.size(); ++i)
+      out[vars[i].name] = v[i] ? *v[i] : "(unused)";
+    return out;
+  };
+  std::vector<int> c(vars.size(), 0);
+  auto first = at(c);
+  EXPECT_EQ(first["$BY"], "128");
+  EXPECT_EQ(first["?geglu.num_warps"], "absent");
+  int unused = 0;
+  for (const auto& [name, value] : first)
+    unused += value == "(unused)";
+  EXPECT_EQ(unused, 2); // the map's factor and the warps inside the absent statement
+  std::vector<int> all(vars.size(), 1);
+  auto second = at(all);
+  EXPECT_EQ(second["$BY"], "256");
+  EXPECT_EQ(second["?geglu.num_warps"], "present");
+  std::set<std::string> values;
+  for (const auto& [name, value] : second)
+    values.insert(value);
+  // x:2, y:$BY/2 = 128, the second map with its factor 4, 16 warps.
+  for (const char* v : {"2", "128", "4", "16"})
+    EXPECT_TRUE(values.count(v)) << v;
+  EXPECT_TRUE(std::any_of(values.begin(), values.end(), [](const std::string& v) {
+    return v.find("y:yi/4") != std::string::npos;
+  }));
 }

@@ -268,8 +268,42 @@ const std::string kScheduleRankSql =
 const std::string kSummarySql =
     "SELECT COUNT(*) FILTER (WHERE rank_group < 3), COUNT(*) FILTER (WHERE rank_group = 1),"
     " (SELECT rank_ms FROM schedules WHERE exploration_id = ?1 AND rank_group = 0"
+    "  ORDER BY rank_tier, rank_ms, id LIMIT 1),"
+    " (SELECT rank_tier FROM schedules WHERE exploration_id = ?1 AND rank_group = 0"
     "  ORDER BY rank_tier, rank_ms, id LIMIT 1)"
     " FROM schedules WHERE exploration_id = ?1";
+
+// The times of a schedule's latest `full` (f) and `screen` (sc) measurements, in rank order.
+std::string times_columns(const std::string& a) {
+  return a + ".id, " + a + ".status, CASE WHEN " + a + ".status = 'ok' THEN '' ELSE " + a +
+         ".message END, " + a + ".time_ms, " + a + ".bench_median_ms, " + a + ".bench_q20_ms, " +
+         a + ".bench_q80_ms, " + a + ".gpu_median_ms, " + a + ".host_us";
+}
+constexpr int kTimesRead = 9;
+const std::string kTimesSql =
+    "SELECT s.id, s.canonical, s.candidate_index, s.rank_group, " + times_columns("f") + ", " +
+    times_columns("sc") +
+    " FROM schedules s"
+    " LEFT JOIN measurements f ON f.id = s.full_id"
+    " LEFT JOIN measurements sc ON sc.id = s.screen_id"
+    " WHERE s.exploration_id = ?1 ORDER BY s.rank_group, s.rank_tier, s.rank_ms, s.id";
+
+std::optional<ProtocolTimes> read_times(const Statement& st, int first) {
+  if (st.is_null(first)) return std::nullopt;
+  ProtocolTimes t;
+  t.measurement_id = st.int64(first);
+  t.status = st.text(first + 1);
+  t.message = st.text(first + 2);
+  if (t.status == "ok") {
+    t.time_ms = st.opt_real(first + 3);
+    t.median_ms = st.opt_real(first + 4);
+    t.q20_ms = st.opt_real(first + 5);
+    t.q80_ms = st.opt_real(first + 6);
+    t.gpu_ms = st.opt_real(first + 7);
+    t.host_us = st.opt_real(first + 8);
+  }
+  return t;
+}
 
 RankedSchedule read_schedule(const Statement& st) {
   RankedSchedule r;
@@ -358,13 +392,12 @@ public:
   std::vector<Exploration> explorations(const ExplorationQuery& query) const override {
     std::lock_guard lock(mutex_);
     Op op(db_, "explorations");
-    std::string sql = kExplorationSelect;
-    if (query.kernel && query.state)
-      sql += " WHERE e.kernel = ?1 AND e.state = ?2";
-    else if (query.kernel)
-      sql += " WHERE e.kernel = ?1";
-    else if (query.state)
-      sql += " WHERE e.state = ?2";
+    std::string sql = kExplorationSelect + " WHERE 1";
+    if (query.kernel) sql += " AND e.kernel = ?1";
+    if (query.state) sql += " AND e.state = ?2";
+    // A part of the name, any case (ASCII): instr over lower(), not LIKE, whose % and _ are
+    // wildcards in a name that holds them.
+    if (query.kernel_contains) sql += " AND instr(lower(e.kernel), lower(?5)) > 0";
     sql += " ORDER BY e.id DESC LIMIT ?3 OFFSET ?4";
     Transaction tx(db_, Transaction::Read);
     std::vector<Exploration> out;
@@ -372,6 +405,7 @@ public:
       auto st = db_.prepare(sql);
       if (query.kernel) st.bind(1, *query.kernel);
       if (query.state) st.bind(2, state_name(*query.state));
+      if (query.kernel_contains) st.bind(5, *query.kernel_contains);
       st.bind(3, query.limit).bind(4, query.offset);
       while (st.step())
         out.push_back(read_exploration(st));
@@ -716,6 +750,25 @@ public:
     return out;
   }
 
+  std::vector<ScheduleTimes> schedule_times(std::int64_t exploration_id) const override {
+    std::lock_guard lock(mutex_);
+    Op op(db_, "schedule_times");
+    auto st = db_.prepare(kTimesSql);
+    st.bind(1, exploration_id);
+    std::vector<ScheduleTimes> out;
+    int ranked = 0;
+    while (st.step()) {
+      ScheduleTimes& t = out.emplace_back();
+      t.schedule_id = st.int64(0);
+      t.canonical = st.text(1);
+      t.candidate_index = st.int64(2);
+      if (st.int64(3) == 0) t.rank = ++ranked;
+      t.full = read_times(st, 4);
+      t.screen = read_times(st, 4 + kTimesRead);
+    }
+    return out;
+  }
+
   std::vector<std::int64_t> measured_indices(std::int64_t exploration_id,
                                              const std::string& protocol) const override {
     std::lock_guard lock(mutex_);
@@ -934,13 +987,22 @@ private:
         e.measured = st.int64(0);
         e.failed = st.int64(1);
         e.best_ms = st.opt_real(2);
+        if (e.best_ms) e.best_protocol = st.int64(3) == 0 ? "full" : "screen";
       }
     }
-    auto st = db_.prepare("SELECT MIN(m.time_ms) FROM baselines b"
+    // The fastest baseline of the best schedule's protocol where there is one (a screening time
+    // and a full one are not compared), else the fastest of any protocol.
+    auto st = db_.prepare("SELECT m.time_ms, m.protocol FROM baselines b"
                           " JOIN measurements m ON m.id = b.measurement_id"
-                          " WHERE b.exploration_id = ?1 AND m.status = 'ok'");
+                          " WHERE b.exploration_id = ?1 AND m.status = 'ok'"
+                          " AND m.time_ms IS NOT NULL"
+                          " ORDER BY m.protocol = ?2 DESC, m.time_ms LIMIT 1");
     st.bind(1, e.id);
-    if (st.step()) e.best_baseline_ms = st.opt_real(0);
+    st.bind(2, e.best_protocol.empty() ? std::string("full") : e.best_protocol);
+    if (st.step()) {
+      e.best_baseline_ms = st.opt_real(0);
+      e.best_baseline_protocol = st.text(1);
+    }
   }
 
   mutable std::mutex mutex_;

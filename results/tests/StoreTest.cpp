@@ -541,6 +541,30 @@ TEST(Measurements, TimeoutsAndCrashesAreNotReused) {
   }
 }
 
+TEST(Measurements, TheBestBaselineIsOfTheBestScheduleProtocol) {
+  // A screening time is never set against a full one: the exploration's best baseline is the
+  // fastest of the protocol of its best schedule, where there is one.
+  auto store = Store::open(":memory:");
+  auto e = store->create_exploration(spec());
+  auto s = store->add_schedule(e, "block(geglu, x, 16);", 0, "h1", "src");
+  store->add_measurement(s, measurement("ok", 1.0, "screen"));
+  store->add_baseline(e, "torch", measurement("ok", 0.9, "screen"));
+  auto x = store->exploration(e);
+  EXPECT_EQ(x->best_protocol, "screen");
+  EXPECT_EQ(x->best_baseline_ms, 0.9);
+  EXPECT_EQ(x->best_baseline_protocol, "screen");
+  // The schedule gets a full time: its best baseline is a full one, slower or not.
+  store->add_measurement(s, measurement("ok", 1.1, "full"));
+  x = store->exploration(e);
+  EXPECT_EQ(x->best_protocol, "full");
+  EXPECT_EQ(x->best_baseline_ms, 0.9); // none of the full protocol yet: the screening one
+  EXPECT_EQ(x->best_baseline_protocol, "screen");
+  store->add_baseline(e, "torch", measurement("ok", 1.3, "full"));
+  x = store->exploration(e);
+  EXPECT_EQ(x->best_baseline_ms, 1.3);
+  EXPECT_EQ(x->best_baseline_protocol, "full");
+}
+
 TEST(Measurements, BaselinesAreListedAndNeverReused) {
   auto store = Store::open(":memory:");
   auto e = store->create_exploration(spec());

@@ -281,6 +281,8 @@ nlohmann::json to_json(const ExploreProgress& p) {
                       {"reused", p.reused},
                       {"failed", p.failed},
                       {"elapsed_s", p.elapsed_s},
+                      {"phase_done", p.phase_done},
+                      {"phase_total", p.phase_total},
                       {"best_schedule", p.best_schedule},
                       {"best_baseline", p.best_baseline}};
   if (p.best_ms) j["best_ms"] = *p.best_ms;
@@ -314,9 +316,17 @@ nlohmann::json to_json(const results::Exploration& x, const Context& ctx) {
     for (const auto& b : settings.value("baselines", nlohmann::json::array()))
       j["baselines"].push_back(b.value("name", ""));
   }
-  if (x.best_ms) j["best_ms"] = *x.best_ms;
-  if (x.best_baseline_ms) j["best_baseline_ms"] = *x.best_baseline_ms;
-  if (x.best_ms && x.best_baseline_ms) j["speedup"] = *x.best_baseline_ms / *x.best_ms;
+  if (x.best_ms) {
+    j["best_ms"] = *x.best_ms;
+    j["best_protocol"] = x.best_protocol;
+  }
+  if (x.best_baseline_ms) {
+    j["best_baseline_ms"] = *x.best_baseline_ms;
+    j["best_baseline_protocol"] = x.best_baseline_protocol;
+  }
+  // A speed-up compares times of one protocol only.
+  if (x.best_ms && x.best_baseline_ms && x.best_protocol == x.best_baseline_protocol)
+    j["speedup"] = *x.best_baseline_ms / *x.best_ms;
   if (auto e = ctx.scheduler.latest(x.id)) j["progress"] = to_json(e->progress);
   if (x.lease) j["runner"] = to_json(*x.lease, ctx);
   if (auto why = ctx.scheduler.paused(x.id)) j["paused"] = *why;

@@ -98,6 +98,7 @@ void register_system(Api& api);       // /healthz, /metrics, /v1/openapi.json
 void register_compile(Api& api);      // /v1/compile
 void register_expand(Api& api);       // /v1/expand
 void register_explorations(Api& api); // /v1/explorations..., /explore
+void register_columns(Api& api);      // /v1/explorations/{id}/columns
 void register_schedules(Api& api);    // /v1/schedules/{id}, /v1/best
 void register_templates(Api& api);    // /v1/templates
 

@@ -166,6 +166,7 @@ void Server::start() {
   register_compile(*s.api);
   register_expand(*s.api);
   register_explorations(*s.api);
+  register_columns(*s.api);
   register_schedules(*s.api);
   register_templates(*s.api);
   register_web(*s.api, http, *s.log);

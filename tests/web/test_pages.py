@@ -67,7 +67,18 @@ def browser(driver, web_daemon, request):
     def shot(name):
         driver.save_screenshot(str(ARTIFACTS / f"{request.node.name}-{name}.png"))
 
+    def shots(name, scroll_to=None):
+        """The view at 1600 and at 800 px wide (the width stays 800 after, for checks)."""
+        for width in (1600, 800):
+            driver.set_window_size(width, 1000)
+            if scroll_to:
+                driver.execute_script("document.querySelector(arguments[0]).scrollIntoView()", scroll_to)
+            time.sleep(0.3)  # the charts follow the window's size
+            driver.save_screenshot(str(ARTIFACTS / f"{request.node.name}-{name}-{width}.png"))
+
     driver.shot = shot
+    driver.shots = shots
+    driver.set_window_size(1440, 1000)
     driver.base = web_daemon.base
     driver.allowed_errors = []  # regexes of errors a test provokes on purpose
     driver.get_log("browser")  # drop what earlier tests left
@@ -209,14 +220,14 @@ def test_ranked_table_sorts_and_filters(browser, explored):
     assert len(rows) == 8
     assert [r.find_element(By.CSS_SELECTOR, "td:nth-child(2)").text for r in rows] == [str(i) for i in range(1, 9)]
     assert all(r.get_attribute("data-status") == "ok" for r in rows)
-    # Keyboard: the Time header is a button; Enter sorts descending after ascending.
-    header = find(browser, "button.sort[data-key=time]")
+    # Keyboard: the Screen (time) header is a button; Enter sorts descending after ascending.
+    header = find(browser, "button.sort[data-key=screen]")
     header.send_keys(Keys.ENTER)
-    header = find(browser, "button.sort[data-key=time]")
+    header = find(browser, "button.sort[data-key=screen]")
     header.send_keys(Keys.ENTER)
     times = [float(r.get_attribute("data-ms")) for r in find_all(browser, "table.ranked tbody tr")]
     assert len(times) == 8 and times == sorted(times, reverse=True)
-    assert find(browser, "button.sort[data-key=time]").find_element(By.XPATH, "..").get_attribute("aria-sort") == "descending"
+    assert find(browser, "button.sort[data-key=screen]").find_element(By.XPATH, "..").get_attribute("aria-sort") == "descending"
     # Filter by statement text; the filter is kept in the URL.
     box = find(browser, "#schedule-filter")
     box.send_keys("y:128")
@@ -360,14 +371,14 @@ def test_live_refresh_keeps_the_keyboard_focus_and_typed_text(browser, web_daemo
     assert status == 202
     browser.get(f"{browser.base}/explorations/{created['id']}")
     wait(browser).until(lambda d: find_all(d, ".progress-section .progress"))
-    sort = find(browser, "button.sort[data-key=time]")
+    sort = find(browser, "button.sort[data-key=screen]")
     sort.send_keys(Keys.ENTER)  # focus stays on it, sorted by time
     # A refresh: one more schedule measured (each takes 1.5 s of timing).
     measured = "return document.querySelectorAll('table.ranked tbody tr[data-ms]').length"
     before = browser.execute_script(measured)
     wait(browser, 120).until(lambda d: d.execute_script(measured) > before)
     active = browser.switch_to.active_element
-    assert active.get_attribute("data-key") == "time", active.get_attribute("outerHTML")
+    assert active.get_attribute("data-key") == "screen", active.get_attribute("outerHTML")
     box = find(browser, "#schedule-filter")
     for ch in "geglu.block(x:1":
         box.send_keys(ch)

@@ -17,7 +17,7 @@ const quantilePlugin = {
     const y = chart.scales.y;
     const { ctx } = chart;
     ctx.save();
-    ctx.strokeStyle = "#222";
+    ctx.strokeStyle = themeColors().fg;
     ctx.lineWidth = 1;
     let drawn = 0;
     meta.data.forEach((bar, i) => {
@@ -67,7 +67,7 @@ const baselinePlugin = {
       let top = py - 16;
       while (labelTops.some((t) => Math.abs(t - top) < 15)) top -= 15;
       labelTops.push(top);
-      ctx.fillStyle = "rgba(255,255,255,0.85)";
+      ctx.fillStyle = themeColors().bg;
       ctx.fillRect(area.right - w - 8, top, w + 6, 14);
       ctx.fillStyle = line.color;
       ctx.textAlign = "right";
@@ -79,15 +79,85 @@ const baselinePlugin = {
   },
 };
 
+/// The page's colours (they follow prefers-color-scheme through app.css's variables).
+export function themeColors() {
+  const css = getComputedStyle(document.documentElement);
+  const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return { fg: v("--fg", "#1b1f24"), muted: v("--muted", "#5c6570"), line: v("--line", "#d8dee4"),
+    bg: v("--bg", "#ffffff"), bar: v("--bar", "#7fa7e0"), best: v("--bar-best", "#1f5fbf") };
+}
+
+export function applyTheme() {
+  if (typeof Chart === "undefined") return;
+  const t = themeColors();
+  Chart.defaults.color = t.fg;
+  Chart.defaults.borderColor = t.line;
+}
+
+// Zoom: a drag across the plot selects the bars between its ends (drawn as a shaded band).
+const selectPlugin = {
+  id: "dtxSelect",
+  afterDraw(chart) {
+    const d = chart.$dtxDrag;
+    if (!d || d.to === null) return;
+    const { ctx, chartArea: area } = chart;
+    ctx.save();
+    ctx.fillStyle = "rgba(80, 140, 230, 0.18)";
+    ctx.fillRect(Math.min(d.from, d.to), area.top, Math.abs(d.to - d.from), area.bottom - area.top);
+    ctx.restore();
+  },
+};
+
+function attachZoom(canvas) {
+  if (canvas.dtxZoom) return;
+  canvas.dtxZoom = true;
+  const chartOf = () => (typeof Chart === "undefined" ? null : Chart.getChart(canvas));
+  const xOf = (e) => e.clientX - canvas.getBoundingClientRect().left;
+  canvas.addEventListener("mousedown", (e) => {
+    const chart = chartOf();
+    if (!chart || e.button !== 0) return;
+    chart.$dtxDrag = { from: xOf(e), to: null };
+  });
+  canvas.addEventListener("mousemove", (e) => {
+    const chart = chartOf();
+    if (!chart || !chart.$dtxDrag) return;
+    chart.$dtxDrag.to = xOf(e);
+    chart.draw();
+  });
+  const end = (e) => {
+    const chart = chartOf();
+    if (!chart || !chart.$dtxDrag) return;
+    const d = chart.$dtxDrag;
+    chart.$dtxDrag = null;
+    const to = e.type === "mouseup" ? xOf(e) : d.to;
+    if (to === null || Math.abs(to - d.from) < 6) { chart.draw(); return; }
+    const x = chart.scales.x;
+    const n = chart.data.labels.length;
+    const clamp = (v) => Math.max(0, Math.min(n - 1, Math.round(v)));
+    const a = clamp(x.getValueForPixel(Math.min(d.from, to))), b = clamp(x.getValueForPixel(Math.max(d.from, to)));
+    chart.draw();
+    canvas.dtxDraggedAt = Date.now(); // the click that ends a drag opens nothing
+    const zoom = chart.options.plugins.dtxSelect?.onSelect;
+    if (zoom && b >= a) zoom(a, b);
+  };
+  canvas.addEventListener("mouseup", end);
+  canvas.addEventListener("mouseleave", end);
+}
+
 /// Draws (or redraws) the chart on `canvas`.
-///   bars: [{label, ms, lo, hi, id}] sorted by ms; baselines: [{name, ms, color}];
-///   log: a logarithmic time axis; unit: the metric's label; onPick(bar) on a click.
+///   bars: [{label, ms, lo, hi, id, at, rank, protocol, color}] sorted by ms (`at`: the bar's
+///   position among all the schedules drawn, which a sample keeps); baselines: [{name, ms,
+///   color}]; log: a logarithmic time axis; unit: the metric's label; onPick(bar) on a click;
+///   onSelect(first, last) when bars are selected by a drag (zoom).
 /// Returns the Chart, or throws when Chart.js is not there.
-export function drawChart(canvas, { bars, baselines, log, unit, onPick, existing }) {
+export function drawChart(canvas, { bars, baselines, log, unit, onPick, onSelect, existing, title }) {
   if (typeof Chart === "undefined")
     throw new Error("Chart.js is not installed on the server (Debian's libjs-chart.js)");
+  applyTheme();
+  const theme = themeColors();
   if (existing) existing.destroy();
-  const best = bars.length ? bars[0].ms : null;
+  attachZoom(canvas);
+  const best = bars.length ? Math.min(...bars.map((b) => b.ms)) : null;
   const values = bars.flatMap((b) => [b.ms, b.hi ?? b.ms]).concat(baselines.map((b) => b.ms));
   const lows = bars.map((b) => b.lo ?? b.ms).concat(baselines.map((b) => b.ms));
   const max = values.length ? Math.max(...values) : 1;
@@ -98,14 +168,15 @@ export function drawChart(canvas, { bars, baselines, log, unit, onPick, existing
   const chart = new Chart(canvas, {
     type: "bar",
     data: {
-      labels: bars.map((_, i) => String(i + 1)),
+      labels: bars.map((b, i) => String((b.at ?? i) + 1)),
       datasets: [{
         label: `schedules (${unit})`,
         data: bars.map((b) => b.ms),
-        backgroundColor: bars.map((b) => (b.ms === best ? "#1f5fbf" : "#7fa7e0")),
+        backgroundColor: bars.map((b) => b.color || (b.ms === best ? theme.best : theme.bar)),
         borderWidth: 0,
         barPercentage: 0.9,
         categoryPercentage: 1.0,
+        minBarLength: 1,
       }],
     },
     options: {
@@ -114,7 +185,7 @@ export function drawChart(canvas, { bars, baselines, log, unit, onPick, existing
       maintainAspectRatio: false,
       scales: {
         x: {
-          title: { display: true, text: "schedules, sorted by run time" },
+          title: { display: true, text: title || "schedules, sorted by run time" },
           ticks: { autoSkip: true, maxTicksLimit: 20, maxRotation: 0 },
           grid: { display: false },
         },
@@ -124,11 +195,15 @@ export function drawChart(canvas, { bars, baselines, log, unit, onPick, existing
         legend: { display: false },
         tooltip: {
           callbacks: {
-            title: (items) => `#${items[0].dataIndex + 1}`,
+            title: (items) => {
+              const b = bars[items[0].dataIndex];
+              return `#${(b.at ?? items[0].dataIndex) + 1}` + (b.rank ? ` · rank ${b.rank}` : " · not ranked") +
+                (b.protocol ? ` · ${b.protocol === "full" ? "full protocol" : "screening"}` : "");
+            },
             label: (item) => {
               const b = bars[item.dataIndex];
               const q = b.lo !== null && b.lo !== undefined ? ` (q20 ${b.lo.toPrecision(4)}, q80 ${b.hi.toPrecision(4)})` : "";
-              return `${b.ms.toPrecision(4)} ms${q}`;
+              return `${b.ms.toPrecision(4)} ms${q}` + (b.value !== undefined ? ` · ${b.value}` : "");
             },
             afterLabel: (item) => bars[item.dataIndex].label.split(";").join(";\n"),
           },
@@ -137,15 +212,17 @@ export function drawChart(canvas, { bars, baselines, log, unit, onPick, existing
         dtxBaselines: {
           lines: baselines.map((b) => ({ ...b, label: `${b.name} ${b.ms.toPrecision(4)} ms` })),
         },
+        dtxSelect: { onSelect },
       },
       onClick: (_evt, elements) => {
+        if (Date.now() - (canvas.dtxDraggedAt || 0) < 400) return;
         if (elements.length && onPick) onPick(bars[elements[0].index]);
       },
       onHover: (evt, elements) => {
-        evt.native.target.style.cursor = elements.length ? "pointer" : "default";
+        evt.native.target.style.cursor = elements.length ? "pointer" : "crosshair";
       },
     },
-    plugins: [quantilePlugin, baselinePlugin],
+    plugins: [quantilePlugin, baselinePlugin, selectPlugin],
   });
   canvas.dataset.bars = String(bars.length);
   return chart;

@@ -43,6 +43,10 @@ struct ExploreJob {
 struct ExploreProgress {
   std::string phase; // baselines, search, full, done
   std::uint64_t done = 0, budget = 0;
+  /// The current phase's own count: baselines measured of those to measure; in `search`, the
+  /// schedules measured of the budget (0: no budget); in `full`, timings done of the rounds
+  /// times the schedules and baselines timed.
+  std::uint64_t phase_done = 0, phase_total = 0;
   std::uint64_t proposed = 0, rejected = 0, duplicates = 0, reused = 0, failed = 0;
   std::optional<double> best_ms, best_baseline_ms;
   std::string best_schedule, best_baseline;

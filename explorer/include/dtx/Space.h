@@ -95,6 +95,10 @@ public:
 
   /// The concrete schedule text of a point (statements joined by `;\n`).
   std::string render(const std::vector<int>& choices) const;
+  /// Each variable's value at a point, as the schedule reads it: the chosen alternative's text
+  /// (`64`, `(y, x)`), `present` or `absent` for a `?` statement, and nullopt for a variable
+  /// no chosen statement or constraint uses (it does not change the schedule).
+  std::vector<std::optional<std::string>> values(const std::vector<int>& choices) const;
 
 private:
   struct Rendered;

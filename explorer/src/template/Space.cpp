@@ -296,6 +296,39 @@ std::string Space::render(const std::vector<int>& choices) const {
   return out;
 }
 
+std::vector<std::optional<std::string>> Space::values(const std::vector<int>& choices) const {
+  Rendered r;
+  std::string error;
+  render_into(choices, r, error);
+  std::function<void(const Pieces&, std::string&)> text_of = [&](const Pieces& pieces,
+                                                                 std::string& text) {
+    for (const Piece& p : pieces) {
+      if (p.kind == Piece::Kind::Text) {
+        text += p.text;
+      } else if (p.kind == Piece::Kind::Choice) {
+        text_of(tmpl_.variables[p.var].alternatives[choices[p.var]], text);
+      } else {
+        std::string why;
+        auto v = eval(*p.expr, choices, r, why);
+        text += v ? std::to_string(*v) : "?";
+      }
+    }
+  };
+  std::vector<std::optional<std::string>> out(tmpl_.variables.size());
+  for (size_t i = 0; i < out.size() && i < choices.size(); ++i) {
+    if (!r.used[i]) continue;
+    const Variable& v = tmpl_.variables[i];
+    if (v.kind == Variable::Kind::Optional) {
+      out[i] = choices[i] ? "present" : "absent";
+      continue;
+    }
+    std::string text;
+    text_of(v.alternatives[choices[i]], text);
+    out[i] = text;
+  }
+  return out;
+}
+
 std::vector<int> Space::sample(std::mt19937_64& rng) const {
   std::vector<int> c(radices_.size());
   for (size_t i = 0; i < c.size(); ++i)

@@ -2,6 +2,7 @@
 // its events (server-sent), its cancel and its ranked schedules.
 #include "../Api.h"
 #include "../Connection.h"
+#include "Variables.h"
 
 #include "dtx/Request.h"
 #include "dtx/Settings.h"
@@ -216,6 +217,12 @@ void register_explorations(Api& api) {
           [](const httplib::Request& req, httplib::Response& res, Context& ctx) {
             results::ExplorationQuery q;
             if (req.has_param("kernel")) q.kernel = req.get_param_value("kernel");
+            if (req.has_param("kernel_contains")) {
+              q.kernel_contains = req.get_param_value("kernel_contains");
+              if (q.kernel_contains->size() > 200)
+                throw ApiError(400, "bad_parameter", "`kernel_contains` is at most 200 bytes",
+                               "kernel_contains");
+            }
             if (req.has_param("state")) {
               q.state = results::parse_state(req.get_param_value("state"));
               if (!q.state)
@@ -280,13 +287,15 @@ void register_explorations(Api& api) {
                              "exploration " + std::to_string(id) + " is at " + x->spec.shape,
                              "shape");
             nlohmann::json list = nlohmann::json::array();
+            ScheduleVariables vars(*x);
             for (const auto& r : ctx.store.ranked(id, q)) {
               nlohmann::json j = {{"schedule_id", r.schedule_id},
                                   {"url", "/v1/schedules/" + std::to_string(r.schedule_id)},
                                   {"rank", r.rank},
                                   {"canonical", r.canonical},
                                   {"code_hash", r.code_hash},
-                                  {"index", r.candidate_index}};
+                                  {"index", r.candidate_index},
+                                  {"variables", vars.json_at(r.candidate_index)}};
               if (r.screen) j["screen"] = to_json(*r.screen);
               if (r.full) j["full"] = to_json(*r.full);
               list.push_back(j);

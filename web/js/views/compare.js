@@ -16,12 +16,27 @@ export async function render(root, { a, b }) {
   const statements = (list, other, side) => h("ol.statements", list.map((st) =>
     h(`li${other.has(st) ? "" : ".changed." + side}`, h("code", st))));
 
-  const times = METRICS.map(([key, label]) => {
-    const ta = timeOf(A.full || A.screen, key), tb = timeOf(B.full || B.screen, key);
-    if (!ta && !tb) return null;
-    return h("tr", h("th", { scope: "row" }, label), h("td.num", ms(ta && ta.median)), h("td.num", ms(tb && tb.median)),
-      h("td.num", ta && tb ? ratio(tb.median / ta.median) : "–"));
-  }).filter(Boolean);
+  // Times of one protocol against each other: the full protocol's where both have one, else
+  // screening's (which every searched schedule has); a side without that protocol says so.
+  const both = (p) => A[p] && B[p];
+  const protocol = both("full") ? "full" : both("screen") ? "screen" : null;
+  const pname = (p) => (p === "full" ? "full protocol" : "screening");
+  const times = [];
+  for (const p of ["full", "screen"]) {
+    for (const [key, label] of METRICS) {
+      const ta = timeOf(A[p], key), tb = timeOf(B[p], key);
+      if (!ta && !tb) continue;
+      times.push(h("tr", { dataset: { protocol: p, metric: key } },
+        h("th", { scope: "row" }, `${label}, ${pname(p)}`),
+        h("td.num", ta ? ms(ta.median) : h("span.muted", `no ${pname(p)} time`)),
+        h("td.num", tb ? ms(tb.median) : h("span.muted", `no ${pname(p)} time`)),
+        h("td.num", ta && tb ? ratio(tb.median / ta.median) : "–")));
+    }
+  }
+  const protocolNote = protocol === "full" ? null
+    : protocol === "screen" && (A.full || B.full)
+      ? h("p.muted", { id: "protocol-note" }, `Only schedule ${A.full ? a : b} has a full-protocol time: the two are compared by their screening times.`)
+      : !protocol ? h("p.muted", { id: "protocol-note" }, "The two have no protocol in common: their times are not compared.") : null;
 
   let diffView;
   if (!A.module || !B.module) {
@@ -51,7 +66,7 @@ export async function render(root, { a, b }) {
       : null,
     h("section", { "aria-label": "times" }, h("h2", "Times"),
       times.length
-        ? h("table.data.times", h("thead", h("tr", h("th", ""), h("th", { scope: "col" }, `${a}`), h("th", { scope: "col" }, `${b}`), h("th", { scope: "col" }, `${b} ÷ ${a}`))), h("tbody", times))
+        ? h("div", protocolNote, h("table.data.times", h("thead", h("tr", h("th", ""), h("th", { scope: "col" }, `${a}`), h("th", { scope: "col" }, `${b}`), h("th", { scope: "col" }, `${b} ÷ ${a}`))), h("tbody", times)))
         : h("p.muted", "Neither is measured.")),
     h("section", { "aria-label": "statements" }, h("h2", "Statements"),
       h("div.two-columns",

@@ -7,9 +7,11 @@ const STATES = ["queued", "running", "done", "failed", "cancelled"];
 const PAGE = 50;
 
 /// [done, total] for an exploration's progress bar.
+/// [done, total] of the current phase (baselines, search, full protocol); total 0: not known.
 export function progressOf(x) {
   if (x.state === "done") return [1, 1];
   const p = x.progress;
+  if (p && p.phase_total > 0) return [p.phase_done, p.phase_total];
   if (p) return [p.done, p.budget || Math.max(p.done, x.space_size - p.rejected - p.duplicates, 0)];
   return [x.measured, x.candidates || 0];
 }
@@ -19,7 +21,7 @@ export function progressCell(x) {
   const active = x.state === "running" || x.state === "queued";
   return h("div.state-cell", badge(x.state),
     active ? progressBar(done, total, `exploration ${x.id} progress`) : null,
-    active && x.progress ? h("span.muted.small-text", `${x.progress.phase} ${done}/${total || "?"}`) : null);
+    active && x.progress ? h("span.muted.small-text", `${x.progress.phase === "full" ? "full protocol" : x.progress.phase} ${done}/${total || "?"}`) : null);
 }
 
 export async function render(root, _params, query, { navigate, isCurrent }) {
@@ -53,7 +55,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
   let timer = null;
   const load = async () => {
     const q = new URLSearchParams({ limit: PAGE, offset });
-    if (kernel) q.set("kernel", kernel);
+    if (kernel) q.set("kernel_contains", kernel); // a part of the name finds it
     if (state) q.set("state", state);
     let list;
     try {
@@ -72,7 +74,7 @@ export async function render(root, _params, query, { navigate, isCurrent }) {
         h("a", { href: "/new" }, "Start one"), "."));
       return;
     }
-    keepFocus(body, () => fill(body, table(list), pager(list.length)));
+    keepFocus(body, () => fill(body, h("div.list-scroll", { tabindex: "0", role: "region", "aria-label": "explorations" }, table(list)), pager(list.length)));
     if (list.some((x) => x.state === "queued" || x.state === "running")) timer = setTimeout(load, 2000);
   };
 
@@ -104,8 +106,9 @@ function table(list) {
       h("td", x.dtype),
       h("td", x.strategy),
       h("td", progressCell(x)),
-      h("td.num", ms(x.best_ms)),
-      h("td.num", x.speedup ? h(`span.${x.speedup >= 1 ? "faster" : "slower"}`, ratio(x.speedup)) : "–",
+      h("td.num", ms(x.best_ms), x.best_protocol ? h("div.muted.small-text", x.best_protocol === "full" ? "full protocol" : "screening") : null),
+      h("td.num", x.speedup ? (x.speedup >= 1 ? h("span.faster", ratio(x.speedup)) : h("span.loss", { title: "slower than the best baseline" }, "▼ ", ratio(x.speedup)))
+        : x.best_ms && x.best_baseline_ms ? h("span.muted.small-text", `not compared (${x.best_protocol} and ${x.best_baseline_protocol} times)`) : "–",
         x.progress && x.progress.best_baseline ? h("span.muted.small-text", ` vs ${x.progress.best_baseline}`) : null),
       h("td", x.device || "–"),
       h("td", { title: x.created_at }, age(x.created_at))))));

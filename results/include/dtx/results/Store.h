@@ -159,7 +159,10 @@ struct Exploration {
   std::int64_t measured = 0;     // candidates with a stored result (any status, any protocol)
   std::int64_t failed = 0;       // of those, whose ranking measurement is not ok
   std::optional<double> best_ms; // fastest ok candidate's ranking time
-  std::optional<double> best_baseline_ms; // fastest ok baseline's time_ms
+  std::string best_protocol;     // best_ms's protocol: `full` or `screen`
+  /// The fastest ok baseline's time_ms under best_protocol where there is one, else under any.
+  std::optional<double> best_baseline_ms;
+  std::string best_baseline_protocol;
   std::string device_name;
   std::string created_at, updated_at; // updated_at: last set_*, measurement or baseline
   std::optional<Lease> lease;         // who runs it, or ran it last without releasing it
@@ -175,6 +178,23 @@ struct RankedSchedule {
   std::optional<MeasurementRecord> screen; // latest `screen` measurement, if any
   std::optional<MeasurementRecord> full;   // latest `full` measurement, if any
   int rank = 0; // 1 = fastest ok in the exploration; 0 = not ranked (failed or not measured)
+};
+
+/// The times of one protocol's latest measurement of a schedule (what a page plots).
+struct ProtocolTimes {
+  std::int64_t measurement_id = 0;
+  std::string status;
+  std::string message;                                                       // "" when ok
+  std::optional<double> time_ms, median_ms, q20_ms, q80_ms, gpu_ms, host_us; // when ok
+};
+
+/// A schedule with the times of its latest `screen` and `full` measurements, in rank order.
+struct ScheduleTimes {
+  std::int64_t schedule_id = 0;
+  std::string canonical;
+  std::int64_t candidate_index = -1;
+  int rank = 0; // as in RankedSchedule
+  std::optional<ProtocolTimes> screen, full;
 };
 
 struct BaselineRecord {
@@ -207,7 +227,8 @@ struct RankedQuery {
 };
 
 struct ExplorationQuery {
-  std::optional<std::string> kernel;
+  std::optional<std::string> kernel;          // this name exactly
+  std::optional<std::string> kernel_contains; // names holding this text, in any case
   std::optional<State> state;
   std::int64_t offset = 0, limit = 50; // newest first
 };
@@ -313,6 +334,9 @@ public:
   /// the unranked in schedule id order). Paging applies after ranking.
   virtual std::vector<RankedSchedule> ranked(std::int64_t exploration_id,
                                              const RankedQuery& query = {}) const = 0;
+  /// Every schedule of an exploration in the order of ranked(), with only its times: what
+  /// ranked() gives, read at a fraction of the cost for tens of thousands of schedules.
+  virtual std::vector<ScheduleTimes> schedule_times(std::int64_t exploration_id) const = 0;
   /// Candidate indices of an exploration that already have a measurement under `protocol`
   /// (for resuming without measuring twice).
   virtual std::vector<std::int64_t> measured_indices(std::int64_t exploration_id,
