@@ -38,6 +38,12 @@ if [[ ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
   echo "$want" > "$stamp"
 fi
+# The dtx package (pyproject.toml, src/dtx), editable: the source tree is what .venv imports. No
+# build isolation: the build tools come from .venv, which installs offline.
+if ! .venv/bin/python -c "import dtx" 2>/dev/null; then
+  echo "setup: installing the dtx package"
+  .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
+fi
 
 # Build (warnings are errors in CI).
 werror=OFF; [[ "${CI:-}" == "true" ]] && werror=ON

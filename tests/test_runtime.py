@@ -28,7 +28,7 @@ def embedded(name):
 
 
 def test_runtime_and_worker_lint_clean():
-    files = [*RUNTIME.glob("*.py"), ROOT / "explorer" / "worker" / "dtx_worker.py",
+    files = [*RUNTIME.glob("*.py"), ROOT / "src" / "dtx" / "worker.py",
              *(ROOT / "explorer" / "ray").rglob("*.py")]
     run = subprocess.run([sys.executable, "-m", "pyflakes", *map(str, files)],
                          capture_output=True, text=True)

@@ -15,7 +15,11 @@ import triton.language as tl
 with open(os.path.join(os.path.dirname(__file__), "dt_launch.c")) as _source:
     _DT_LAUNCH_C = _source.read()
 
-# A module defines this before the runtime: renamed compiled Funcs' DT names -> Python names.
+# A module defines these before the runtime: its schedule, its compiled Funcs, their Python names,
+# renamed compiled Funcs' DT names -> Python names.
+SCHEDULE = ""
+COMPILED = ()
+PYTHON_NAMES = {}
 _DT_ALIASES = {}
 
 # --- embedded below ---
@@ -623,3 +627,84 @@ def __getattr__(name):
 
 def __dir__():
     return sorted({*globals(), *_DT_ALIASES})
+
+
+# Each compiled Func as a torch custom op (docs/python.md), made on first request so that importing
+# a module registers nothing: torch.compile and torch.export see one opaque op with a fake
+# implementation instead of tracing into Triton's launcher. The namespace is the module's: a hash
+# of its schedule and kernels, so two modules never share an op and the same module imported
+# twice finds its op already registered.
+_DT_OPS = {}  # DT name -> the custom op
+
+
+def _dt_op_namespace():
+    import hashlib
+
+    text = [SCHEDULE, *COMPILED]
+    for name, value in sorted(globals().items()):
+        if isinstance(value, triton.runtime.JITFunction):
+            text += [name, value.src]
+    return "dtx_" + hashlib.sha256("\n".join(text).encode()).hexdigest()[:16]
+
+
+def _dt_op_schema(python):
+    """The op's schema, from the wrapper's positional parameters and the kinds of the arguments
+    the module's own make_inputs_ gives (tensor, float, int), and the number of results from the
+    reference run on those."""
+    import inspect
+
+    params = [p for p in inspect.signature(globals()[python]).parameters.values()
+              if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    labels = set(globals()["SIZE_KEYWORDS_" + python].values())
+    example = globals()["make_inputs_" + python]({label: 2 for label in labels})
+    kinds = []
+    for param, value in zip(params, example):
+        if isinstance(value, torch.Tensor):
+            kinds.append(f"Tensor {param.name}")
+            continue
+        kind = "SymInt" if isinstance(value, numbers.Integral) else "float"
+        default = "" if param.default is inspect.Parameter.empty else f"={param.default!r}"
+        kinds.append(f"{kind} {param.name}{default}")
+    results = globals()["reference_" + python](*example)
+    count = len(results) if isinstance(results, tuple) else 1
+    returns = "Tensor" if count == 1 else "(" + ", ".join(["Tensor"] * count) + ")"
+    return "(" + ", ".join(kinds) + ") -> " + returns, count
+
+
+def custom_op(func=None):
+    """The compiled Func `func` (its DT name; the first compiled one by default) as the torch
+    custom op torch.ops.<namespace>.<its Python name>, registered on first request. It takes the
+    wrapper's positional arguments (no size keywords, no `out`) and returns new tensors; its fake
+    implementation is the module's PyTorch reference run on fake tensors, which gives the shapes
+    and dtypes. It has no backward until one is registered with torch.library.register_autograd."""
+    if func is None:
+        func = COMPILED[0]
+    if func not in COMPILED:
+        raise ValueError(f"custom_op: {func!r} is not a compiled Func of this module "
+                         f"(compiled: {', '.join(COMPILED)})")
+    op = _DT_OPS.get(func)
+    if op is not None:
+        return op
+    python = PYTHON_NAMES[func]
+    namespace = _dt_op_namespace()
+    registered = getattr(getattr(torch.ops, namespace), python, None)
+    if registered is not None:  # the same module imported again
+        op = registered
+    else:
+        schema, count = _dt_op_schema(python)
+        wrapper, reference = globals()[python], globals()["reference_" + python]
+
+        def run(*args):
+            return wrapper(*args)
+
+        def fake(*args):
+            results = reference(*args)
+            results = results if isinstance(results, tuple) else (results,)
+            empty = tuple(torch.empty(r.shape, dtype=r.dtype, device=r.device) for r in results)
+            return empty if count > 1 else empty[0]
+
+        op = torch.library.custom_op(f"{namespace}::{python}", run, mutates_args=(),
+                                     schema=schema)
+        op.register_fake(fake)
+    _DT_OPS[func] = op
+    return op

@@ -7,8 +7,7 @@ namespace dtx {
 
 namespace {
 
-const std::filesystem::path kWorker =
-    std::filesystem::path("explorer") / "worker" / "dtx_worker.py";
+const std::filesystem::path kWorker = std::filesystem::path("src") / "dtx" / "worker.py";
 
 FilesRoot find_root() {
   if (const char* env = std::getenv("DTX_SHARE_DIR"); env && *env)

@@ -3,8 +3,10 @@
 #include "MeasurementScheduler.h"
 #include "WorkerProcess.h"
 #include "dtx/Files.h"
+#include "dtx/Protocol.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include <unistd.h>
@@ -42,9 +44,32 @@ std::filesystem::path find_program(const std::filesystem::path& program) {
   return found.empty() ? program : found;
 }
 
+std::filesystem::path package_worker_script(const std::filesystem::path& python) {
+  // The worker is the module dtx.worker of the installed package (pyproject.toml): the
+  // interpreter that will run it says where that is, without importing torch.
+  std::string command = "'" + python.string() +
+                        "' -c 'import importlib.util as u; s = u.find_spec(\"dtx.worker\"); "
+                        "print(s.origin if s else \"\")' 2>/dev/null";
+  if (python.string().find('\'') != std::string::npos) return {};
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return {};
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe))
+    out.append(buffer, n);
+  ::pclose(pipe);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
+    out.pop_back();
+  std::error_code ec;
+  if (out.empty() || !std::filesystem::is_regular_file(out, ec)) return {};
+  return out;
+}
+
 std::filesystem::path default_worker_script() {
   if (const char* p = std::getenv("DTX_WORKER_SCRIPT"); p && *p) return p;
-  return dtx_file(std::filesystem::path("explorer") / "worker" / "dtx_worker.py");
+  static const std::filesystem::path from_package = package_worker_script(default_worker_python());
+  if (!from_package.empty()) return from_package;
+  return dtx_file(std::filesystem::path("src") / "dtx" / "worker.py");
 }
 
 std::vector<int> visible_gpus() {
@@ -196,7 +221,8 @@ public:
     WorkerProcess::Spec spec;
     spec.name = slot.name;
     spec.python = options_.python.string();
-    spec.args = {options_.worker_script.string(), "--role", slot.timing ? "timing" : "compile"};
+    spec.args = {options_.worker_script.string(), "--role", slot.timing ? "timing" : "compile",
+                 "--protocol", std::to_string(kProtocolVersion)};
     if (slot.options.contains("gpu")) {
       spec.args.push_back("--device-index");
       spec.args.push_back("0");

@@ -247,3 +247,17 @@ TEST(WorkerPool, ShutdownKillsWorkersAndFailsQueued) {
   for (long pid : pids)
     EXPECT_FALSE(alive(pid)) << pid;
 }
+
+// The binaries run the worker of the dtx package installed for their interpreter (deploy/setup.sh
+// installs it editable into .venv), and pass the protocol they speak.
+TEST(WorkerPool, TheWorkerIsFoundThroughTheInstalledPackage) {
+  std::filesystem::path venv = std::filesystem::path(DTX_SOURCE_DIR) / ".venv" / "bin" / "python";
+  if (!std::filesystem::exists(venv)) GTEST_SKIP() << venv << " is not set up";
+  EXPECT_EQ(std::filesystem::canonical(package_worker_script(venv)),
+            std::filesystem::canonical(std::filesystem::path(DTX_SOURCE_DIR) / "src" / "dtx" /
+                                       "worker.py"));
+  // The system's python3, without the package, finds none; an interpreter that does not exist
+  // neither.
+  EXPECT_TRUE(package_worker_script(DTX_TEST_PYTHON3).empty());
+  EXPECT_TRUE(package_worker_script("/nonexistent/python3").empty());
+}

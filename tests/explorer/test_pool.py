@@ -1,4 +1,4 @@
-"""The pool and `dtx measure` end to end, against real workers (explorer/worker/dtx_worker.py)
+"""The pool and `dtx measure` end to end, against real workers (src/dtx/worker.py)
 under the Triton interpreter: every status, nothing queued lost, the thesis' rounds, and no
 worker process left behind after shutdown or after SIGKILL of the parent.
 

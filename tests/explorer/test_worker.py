@@ -1,4 +1,4 @@
-"""The measurement worker (explorer/worker/dtx_worker.py) as the pool sees it: a subprocess
+"""The measurement worker (src/dtx/worker.py) as the pool sees it: a subprocess
 speaking the JSON-lines protocol of docs/worker-protocol.md, here under the Triton interpreter.
 
 One worker serves most tests (starting one imports torch and triton, seconds); the tests of
@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, run_dtc
 
-WORKER = ROOT / "explorer" / "worker" / "dtx_worker.py"
+WORKER = ROOT / "src" / "dtx" / "worker.py"
 PYTHON = os.environ.get("DTX_WORKER_PYTHON", sys.executable)
 REPLY_TIMEOUT_S = 120
 

@@ -3,7 +3,7 @@
 
     python3 tests/gpu/gpu_bench_procedure.py
 
-`bench_cuda` (explorer/worker/dtx_worker.py) is do_bench's procedure written out so that the
+`bench_cuda` (src/dtx/worker.py) is do_bench's procedure written out so that the
 timing worker can ready its next request once the last repetition is enqueued. For kernels
 from host-bound to long, with the thesis' settings (25/100) and screening settings (5/20), it
 takes each time with do_bench, with bench_cuda, and with bench_cuda busy for 15 ms of Python

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Drives the measurement worker (explorer/worker/dtx_worker.py) on a CUDA GPU, over its
+"""Drives the measurement worker (src/dtx/worker.py) on a CUDA GPU, over its
 protocol, through every status it can report there, and prints each reply.
 
     python3 tests/gpu/gpu_worker.py .gpu        # after tests/gpu/prepare.sh filled .gpu/
@@ -16,7 +16,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-WORKER = ROOT / "explorer" / "worker" / "dtx_worker.py"
+WORKER = ROOT / "src" / "dtx" / "worker.py"
 FAILURES = []
 
 

@@ -10,7 +10,7 @@ OUT="${1:?usage: ray_two_gpus.sh OUT_DIR [COMPILE_WORKERS]}"
 CW="${2:-12}"
 mkdir -p "$OUT"
 export DTX="${DTX:-build-gpu/explorer/dtx}" PYTHONUNBUFFERED=1
-export DTX_WORKER_SCRIPT="$PWD/explorer/worker/dtx_worker.py"
+export DTX_WORKER_SCRIPT="$PWD/src/dtx/worker.py"
 export DTX_RAY_DRIVER="$PWD/explorer/ray/dtx_ray_pool.py"
 RAY=(python3 -c "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()")
 start_cluster() { # PORT VISIBLE_GPUS COUNT

@@ -99,7 +99,7 @@ def test_the_real_worker_measures_a_module(tmp_path):
     assert run_dtc(ROOT / "examples" / "geglu.dt", "-o", out).returncode == 0
     source = out.read_text()
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_CACHE_DIR": str(tmp_path / "c")}
-    w = WorkerProcess([sys.executable, str(ROOT / "explorer" / "worker" / "dtx_worker.py"),
+    w = WorkerProcess([sys.executable, str(ROOT / "src" / "dtx" / "worker.py"),
                        "--role", "timing"], env=env)
     try:
         hello = w.start(120)

@@ -38,7 +38,7 @@ def clean_env():
 
 
 def test_the_layout(prefix):
-    for path in ["bin/dtc", "bin/dtx", "bin/dtxd", "share/dtx/explorer/worker/dtx_worker.py",
+    for path in ["bin/dtc", "bin/dtx", "bin/dtxd", "share/dtx/src/dtx/worker.py",
                  "share/dtx/explorer/ray/dtx_ray_pool.py", "share/dtx/explorer/ray/dtx_ray/pool.py",
                  "share/dtx/templates/geglu.yaml", "share/dtx/templates/baselines.py",
                  "share/dtx/web/index.html", "share/dtx/server/openapi.json",

@@ -4,7 +4,7 @@
 // tree (`cmake --install`) works wherever it is copied:
 //
 //   PREFIX/bin/dtc, dtx, dtxd
-//   PREFIX/share/dtx/explorer/worker/dtx_worker.py   (the same paths as in the source tree)
+//   PREFIX/share/dtx/src/dtx/worker.py   (the same paths as in the source tree)
 //   PREFIX/share/dtx/explorer/ray/...
 //   PREFIX/share/dtx/templates/, web/, server/openapi.json
 //

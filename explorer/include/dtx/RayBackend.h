@@ -3,7 +3,7 @@
 //
 // The measurement scheduler of the local pool (src/MeasurementScheduler.h) places the requests,
 // with the cluster's nodes for slots: per node a timing slot per GPU and compile slots, each a
-// Ray actor hosting the same worker (explorer/worker/dtx_worker.py) as the local pool. One
+// Ray actor hosting the same worker (src/dtx/worker.py) as the local pool. One
 // Python driver process (explorer/ray/dtx_ray_pool.py), which this class starts and speaks to
 // over JSON lines, many commands in flight, starts and calls the actors for it and holds no rule
 // of its own; results carry the node and GPU that measured them.

@@ -1,5 +1,5 @@
 #pragma once
-// The local measurement backend: Python worker processes (explorer/worker/dtx_worker.py) driven
+// The local measurement backend: Python worker processes (src/dtx/worker.py) driven
 // over JSON lines (docs/worker-protocol.md), placed and handled by the measurement scheduler
 // (src/MeasurementScheduler.h, the Ray backend's too) on one node, this machine.
 //
@@ -46,8 +46,11 @@ struct PoolOptions {
 
 /// The project's `.venv/bin/python` (or $DTX_WORKER_PYTHON).
 std::filesystem::path default_worker_python();
-/// explorer/worker/dtx_worker.py of the source tree (or $DTX_WORKER_SCRIPT).
+/// The worker of the dtx package installed for default_worker_python() (the module dtx.worker,
+/// asked once), else src/dtx/worker.py under files_root(); $DTX_WORKER_SCRIPT overrides both.
 std::filesystem::path default_worker_script();
+/// Where `python` finds the module dtx.worker, or empty when it finds none.
+std::filesystem::path package_worker_script(const std::filesystem::path& python);
 /// `program` itself when it names a directory, else the first executable of that name on PATH
 /// (as a shell would find it), else `program` unchanged.
 std::filesystem::path find_program(const std::filesystem::path& program);

@@ -1,4 +1,4 @@
-"""One measurement worker process (explorer/worker/dtx_worker.py) run by a Ray actor.
+"""One measurement worker process (src/dtx/worker.py) run by a Ray actor.
 
 The mechanics of the local pool's `WorkerProcess` (explorer/src/WorkerProcess.cpp), on the node:
 the worker runs in its own process group and dies with its host (PR_SET_PDEATHSIG); a request is

@@ -226,7 +226,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="dtx Ray backend driver (docs/ray.md)")
     parser.add_argument("--address", required=True,
                         help="the Ray cluster: HOST:PORT of its head, `auto`, or ray://HOST:PORT")
-    parser.add_argument("--worker-script", required=True, help="explorer/worker/dtx_worker.py")
+    parser.add_argument("--worker-script", required=True, help="src/dtx/worker.py")
     parser.add_argument("--triton-cache", default="",
                         help="the Triton cache directory on every node (default: a directory "
                              "for this run, removed at the end)")

@@ -101,7 +101,7 @@ void add_pool_options(CLI::App& sub, PoolArgs& a) {
   sub.add_option("--python", a.python,
                  "the workers' Python (default: the project's .venv/bin/python)")
       ->check(program_check());
-  sub.add_option("--worker", a.worker, "the worker script (default: explorer/worker/dtx_worker.py)")
+  sub.add_option("--worker", a.worker, "the worker script (default: src/dtx/worker.py)")
       ->check(CLI::ExistingFile);
   sub.add_flag("-v,--verbose", a.verbose, "log the workers' standard error");
   sub.add_flag("--no-prefetch", a.no_prefetch,

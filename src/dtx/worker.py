@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The measurement worker: checks and times dtc-generated modules for the explorer's pool.
 
-    python explorer/worker/dtx_worker.py --role timing|compile [--device-index N]
+    python src/dtx/worker.py --role timing|compile [--device-index N]
 
 Speaks the JSON-lines protocol of docs/worker-protocol.md (version 1) on standard input and
 standard output: one request per input line, one result per request, a hello line first.
@@ -1061,7 +1061,15 @@ def main(argv=None):
     parser.add_argument("--role", choices=("timing", "compile"), default="timing")
     parser.add_argument("--device-index", type=int, default=0,
                         help="CUDA device index among the visible devices (default 0)")
+    parser.add_argument("--protocol", type=int, default=PROTOCOL,
+                        help=f"the protocol version the caller speaks (this worker: {PROTOCOL})")
     args = parser.parse_args(argv)
+    if args.protocol != PROTOCOL:
+        # A binary of another version than this package: refused before anything is exchanged.
+        log(f"the caller speaks protocol {args.protocol}, this worker ({__file__}) speaks "
+            f"{PROTOCOL}: install the dtx package and the binaries of one version "
+            "(deploy/setup.sh)")
+        return 2
 
     protocol = Protocol()
     sys.dont_write_bytecode = True  # each generated module is imported once: no .pyc to write

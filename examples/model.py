@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""A transformer MLP block on dtx kernels under torch.compile (docs/python.md).
+
+    x + SwiGLU(RMSNorm(x) @ W_up) @ W_down
+
+RMSNorm and SwiGLU are the best modules a dtx daemon knows for the block's shapes
+(templates/rmsnorm.yaml, templates/swiglu.yaml), called as torch custom ops; the projections are
+torch's. The block runs eagerly on torch alone, eagerly on dtx kernels, and under
+torch.compile(fullgraph=True) on dtx kernels; the three must agree, and each is timed.
+
+    examples/model.py --url http://127.0.0.1:8080 [--token T] [--explore] [--tokens 64 --dim 256]
+
+--explore: where the daemon knows no schedule for a shape, explore a few of its template's
+schedules first (a small random search). On a machine without a GPU, run it with
+TRITON_INTERPRET=1 (and small sizes)."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+import types
+
+import torch
+
+import dtx  # the package deploy/setup.sh installs into .venv
+
+TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "templates"
+
+
+class MLPBlock(torch.nn.Module):
+    def __init__(self, rmsnorm: types.ModuleType | None, swiglu: types.ModuleType | None,
+                 dim: int, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.norm = torch.nn.Parameter(1 + 0.1 * torch.randn(dim, generator=g))
+        self.up = torch.nn.Parameter(torch.randn(dim, 2 * hidden, generator=g) / dim ** 0.5)
+        self.down = torch.nn.Parameter(torch.randn(hidden, dim, generator=g) / hidden ** 0.5)
+        self.eps = eps
+        # dtx's ops, or None: torch's own.
+        self.rms = rmsnorm.custom_op() if rmsnorm else None
+        self.swiglu = swiglu.custom_op() if swiglu else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.rms is not None:
+            h = self.rms(x, self.norm, self.eps, 0.0)
+        else:
+            h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm
+        gate, value = (h @ self.up).chunk(2, dim=-1)
+        if self.swiglu is not None:
+            s = self.swiglu(gate.contiguous(), value.contiguous())
+        else:
+            s = gate * torch.sigmoid(gate) * value
+        return x + s @ self.down
+
+
+def best_module(client: dtx.Client, kernel: str, shape: dict[str, int], dtype: str,
+                explore: bool, budget: int) -> types.ModuleType:
+    try:
+        return client.best(kernel, shape, dtype=dtype)
+    except dtx.NotFound as e:
+        if not explore:
+            raise SystemExit(f"{kernel} at {shape}: {e.message}. Explore it first, or pass "
+                             "--explore") from None
+    print(f"exploring {kernel} at {shape} ({budget} schedules)", flush=True)
+    created = client.explore(TEMPLATES / f"{kernel}.yaml", shapes=[shape], dtype=dtype,
+                             strategy="random", budget=budget, baselines=["reference"],
+                             screen_warmup_ms=1, screen_rep_ms=5, full_warmup_ms=1,
+                             full_rep_ms=5, rounds=1, top=1)
+    done = client.wait(created["id"], timeout=3600)
+    if done["state"] != "done":
+        raise SystemExit(f"exploration {created['id']} of {kernel} ended {done['state']}")
+    return client.best(kernel, shape, dtype=dtype)
+
+
+def timed(fn, x: torch.Tensor, repeat: int) -> float:
+    fn(x)
+    start = time.perf_counter()
+    for _ in range(repeat):
+        fn(x)
+    return (time.perf_counter() - start) / repeat
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", required=True, help="dtxd's address, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--token", help="dtxd's token, where it asks for one")
+    parser.add_argument("--tokens", type=int, default=64, help="rows of x (default 64)")
+    parser.add_argument("--dim", type=int, default=256, help="the model's width (default 256)")
+    parser.add_argument("--hidden", type=int, default=512, help="SwiGLU's width (default 512)")
+    parser.add_argument("--explore", action="store_true",
+                        help="explore a kernel the daemon knows no schedule for")
+    parser.add_argument("--budget", type=int, default=4, help="schedules per exploration")
+    parser.add_argument("--repeat", type=int, default=3, help="timed calls (default 3)")
+    args = parser.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+    client = dtx.Client(args.url, token=args.token)
+    rmsnorm = best_module(client, "rmsnorm", {"x": args.tokens, "y": args.dim}, "float32",
+                          args.explore, args.budget)
+    swiglu = best_module(client, "swiglu", {"x": args.tokens, "y": args.hidden}, "float32",
+                         args.explore, args.budget)
+
+    torch_block = MLPBlock(None, None, args.dim, args.hidden).to(device)
+    dtx_block = MLPBlock(rmsnorm, swiglu, args.dim, args.hidden).to(device)
+    x = torch.randn(args.tokens, args.dim, device=device)
+    with torch.no_grad():
+        want = torch_block(x)
+        compiled = torch.compile(dtx_block, fullgraph=True)
+        for name, fn in (("eager, dtx kernels", dtx_block), ("compiled, dtx kernels", compiled)):
+            torch.testing.assert_close(fn(x), want, rtol=1e-4, atol=1e-4)
+            print(f"{name}: matches torch")
+        compiled_torch = torch.compile(torch_block, fullgraph=True)
+        for name, fn in (("eager torch", torch_block), ("compiled torch", compiled_torch),
+                         ("eager, dtx kernels", dtx_block),
+                         ("compiled, dtx kernels", compiled)):
+            print(f"{name:24} {timed(fn, x, args.repeat) * 1e3:10.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
