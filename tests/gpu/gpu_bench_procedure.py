@@ -20,8 +20,7 @@ import triton
 import triton.testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("dtx_worker", ROOT / "explorer" / "worker" /
-                                              "dtx_worker.py")
+spec = importlib.util.spec_from_file_location("dtx_worker", ROOT / "src" / "dtx" / "worker.py")
 worker = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(worker)
 

@@ -75,11 +75,16 @@ std::vector<std::string> variable_names(const Template& t) {
 /// The space of an exploration, built once per exploration (explorations do not change their
 /// algorithm, template or shape); null when it cannot be built (then no variables are given).
 std::shared_ptr<const VariableDecoder> decoder_of(const results::Exploration& x) {
+  // Keyed by what the space is built from, not by the id alone: ids repeat across stores (two
+  // daemons in one process, a store replaced under the same path).
   static std::mutex mutex;
-  static std::map<std::int64_t, std::shared_ptr<const VariableDecoder>> cache;
+  static std::map<std::string, std::shared_ptr<const VariableDecoder>> cache;
+  const std::string key = std::to_string(x.id) + '\0' + x.spec.algorithm + '\0' +
+                          x.spec.template_text + '\0' + x.spec.shape + '\0' + x.spec.dtype + '\0' +
+                          x.spec.settings_json;
   {
     std::lock_guard lock(mutex);
-    if (auto it = cache.find(x.id); it != cache.end()) return it->second;
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
   }
   std::shared_ptr<const VariableDecoder> out;
   try {
@@ -98,7 +103,7 @@ std::shared_ptr<const VariableDecoder> decoder_of(const results::Exploration& x)
   }
   std::lock_guard lock(mutex);
   if (cache.size() > 256) cache.clear();
-  cache[x.id] = out;
+  cache[key] = out;
   return out;
 }
 
