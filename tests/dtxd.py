@@ -10,6 +10,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 
 import jsonschema
 
@@ -108,7 +109,15 @@ class Daemon:
 
     def stop(self, sig=signal.SIGTERM):
         self.proc.send_signal(sig)
-        self.proc.wait(timeout=60)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            # A stop slower than a minute was seen twice on an overloaded 2-core machine, after
+            # a test that queued explorations of every template; not yet explained. Say so with
+            # the daemon's last words, and fail only if it does not stop at all.
+            warnings.warn("dtxd took more than 60 s to stop; its log ends:\n" +
+                          self.stderr_so_far()[-3000:])
+            self.proc.wait(timeout=240)
         for pump in self._pumps:
             pump.join(timeout=60)
         return self.proc.returncode, self.stderr_so_far()
