@@ -69,6 +69,18 @@ void factors(const ir::ExprPtr& e, bool divides, std::vector<Factor>& out) {
   out.push_back({e, divides});
 }
 
+/// The factors of sum `m`'s summand (an rdot's two operands multiply).
+std::vector<Factor> summand_factors(const ir::Expr& m) {
+  std::vector<Factor> fs;
+  if (auto* d = m.as<ir::Dot>()) {
+    factors(d->a, false, fs);
+    factors(d->b, false, fs);
+  } else {
+    factors(m.as<ir::Reduce>()->a, false, fs);
+  }
+  return fs;
+}
+
 /// The product of `fs` (1 when there are none).
 ir::ExprPtr product(const std::vector<Factor>& fs, Loc loc) {
   ir::ExprPtr num;
@@ -285,13 +297,7 @@ private:
   }
   /// Whether sum `m`'s summand has the factor exp(scores - max).
   bool reads_exp_of(const ir::Expr& m, const std::string& scores) const {
-    std::vector<Factor> fs;
-    if (auto* d = m.as<ir::Dot>()) {
-      factors(d->a, false, fs);
-      factors(d->b, false, fs);
-    } else {
-      factors(m.as<ir::Reduce>()->a, false, fs);
-    }
+    std::vector<Factor> fs = summand_factors(m);
     for (const Factor& f : fs) {
       auto* call = f.e->as<ir::Call>();
       auto* sub = call && call->fn == "exp" ? call->args[0]->as<ir::Binary>() : nullptr;
@@ -313,13 +319,7 @@ private:
   /// maximum's own operand: then every term is at most 1 and the terms of the tiles before the
   /// first finite maximum are 0, which rescaling keeps exact.
   bool rescalable(const ir::Expr& m, const std::string& max, const std::string& x) {
-    std::vector<Factor> fs;
-    if (auto* d = m.as<ir::Dot>()) {
-      factors(d->a, false, fs);
-      factors(d->b, false, fs);
-    } else {
-      factors(m.as<ir::Reduce>()->a, false, fs);
-    }
+    std::vector<Factor> fs = summand_factors(m);
     int found = 0;
     for (const Factor& f : fs) {
       if (reductions_over(*f.e, l_).empty()) continue;
