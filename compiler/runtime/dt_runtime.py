@@ -582,6 +582,15 @@ def _dt_matmul(a, b, layout, i, k, j):
     return (product if ai < bj else product.t()).reshape(shape)
 
 
+def _dt_contract(a, b, dim):
+    """rdot of two values aligned by label: the sum over `dim` of a * b, size 1 along `dim`, as
+    one (batched) matrix product of torch.einsum, which never holds every product in memory;
+    a size of 1 broadcasts as in a * b."""
+    letters = "abcdefghijklmnopqrstuvwxyz"[:a.dim()]
+    kept = letters.replace(letters[dim], "")
+    return torch.einsum(f"{letters},{letters}->{kept}", a, b).unsqueeze(dim)
+
+
 def _dt_amax(value, dim, keepdim):
     if value.shape[dim] == 0:
         return value.sum(dim=dim, keepdim=keepdim).fill_(float("-inf"))

@@ -92,7 +92,12 @@ def test_causal_mask_skips_the_keys_after_the_block(tmp_path):
     schedule = FUSED + "out.block(m:16); out.tensorize(m:0, n:0, k:0, l:16); out.online(l)"
     _, causal = compile_source(tmp_path, CAUSAL, schedule + "; out.compile()", name="causal")
     assert re.search(r"l_stop = tl.minimum\(m_end, l_size\)", causal)
-    assert re.search(r"for l_iter in range\(0, l_stop, 16\)", causal)
+    # The key tiles before the block's first query need no mask: a loop of their own, then the
+    # tiles on the diagonal with the mask, up to the block's end.
+    assert re.search(r"l_diagonal = tl.minimum\(m_start // 16 \* 16, l_stop\)", causal)
+    before, diagonal = causal.split("for l_iter in range(0, l_diagonal, 16):")[1].split(
+        "for r2_l_iter in range(l_diagonal, l_stop, 16):")
+    assert "<= m_idx" not in before and "<= m_idx" in diagonal.split("\n\n")[0]
     _, plain = compile_source(tmp_path, ATTENTION, schedule + "; out.compile()", name="plain")
     assert "l_stop" not in plain and "for l_iter in range(0, l_size, 16)" in plain
     module, soft = compile_source(tmp_path, CAUSAL.replace("-inf);", "-1e4);"),
@@ -251,6 +256,9 @@ signature, constexprs = {{}}, {{}}
 for i, p in enumerate(params):
     if p.endswith("_ptr"):
         signature[p] = "*fp16"
+    elif p.endswith("_EVEN"):  # every tile full: the masks fold away
+        signature[p] = "constexpr"
+        constexprs[(i,)] = True
     elif p == "_dt_index" or p.endswith("_TILE"):
         signature[p] = "constexpr"
         constexprs[(i,)] = tl.int32 if p == "_dt_index" else 128

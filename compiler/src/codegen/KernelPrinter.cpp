@@ -12,7 +12,8 @@ namespace kir {
 namespace {
 
 // Python precedence, lowest first.
-enum Prec { kCompare = 1, kAnd = 2, kAdd = 3, kMul = 4, kUnary = 5, kAtom = 6 };
+// Python's: comparisons bind more loosely than `|`, which binds more loosely than `&`.
+enum Prec { kCompare = 1, kOr = 2, kAnd = 3, kAdd = 4, kMul = 5, kUnary = 6, kAtom = 7 };
 
 struct Printed {
   std::string text;
@@ -51,6 +52,7 @@ std::string paren(const Printed& p, int min_prec) {
 int precedence(BinOp op) {
   if (is_comparison(op)) return kCompare;
   if (op == BinOp::And) return kAnd;
+  if (op == BinOp::Or) return kOr;
   if (op == BinOp::Add || op == BinOp::Sub) return kAdd;
   return kMul;
 }
@@ -216,21 +218,26 @@ struct PrinterHelper {
 
 // The @triton.jit helpers that the printer's own spellings call: a maximum or minimum of a tile
 // and an atomic maximum or minimum, all NaN-propagating as torch.amax and torch.amin are. A
-// tile's costs no more than tl.max: one reduction of integer keys, not a second one of a flag.
+// tile's costs what tl.max costs: one reduction, its combine max.NaN where tl.max's is max.
 const PrinterHelper kPrinterHelpers[] = {
     {"_dt_max", R"py(def _dt_max(v, axis: tl.constexpr):
-    # torch.amax: NaN where the values hold one; tl.max skips NaN (maxnum). One reduction, of
-    # integer keys ordered as the floats are (a negative float's bits with all but the sign
-    # flipped), every NaN made the positive quiet NaN, whose key is the largest.
-    bits = tl.where(v != v, 0x7FC00000, v.to(tl.int32, bitcast=True))
-    m = tl.max(bits ^ ((bits >> 31) & 0x7FFFFFFF), axis=axis, keep_dims=True)
-    return (m ^ ((m >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+    # torch.amax: NaN where the values hold one; tl.max skips NaN (maxnum). One reduction whose
+    # combine is the NaN-propagating maximum, one instruction on the GPU (max.NaN).
+    return tl.reduce(v, axis, _dt_maximum, keep_dims=True)
+
+
+@triton.jit
+def _dt_maximum(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 )py"},
     {"_dt_min", R"py(def _dt_min(v, axis: tl.constexpr):
-    # torch.amin, as _dt_max: every NaN made the negative quiet NaN, whose key is the smallest.
-    bits = tl.where(v != v, -4194304, v.to(tl.int32, bitcast=True))
-    m = tl.min(bits ^ ((bits >> 31) & 0x7FFFFFFF), axis=axis, keep_dims=True)
-    return (m ^ ((m >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+    # torch.amin, as _dt_max: the NaN-propagating minimum (min.NaN).
+    return tl.reduce(v, axis, _dt_minimum, keep_dims=True)
+
+
+@triton.jit
+def _dt_minimum(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 )py"},
     {"_dt_atomic_max", R"py(def _dt_atomic_max(ptr, v, mask):
     # An atomic torch.amax into float32 memory. tl.atomic_max skips NaN, so the bit patterns

@@ -671,6 +671,9 @@ private:
       return "_dt_tile(" + a.name + ", " + std::to_string(a.least) + ")";
     case kir::LaunchArg::Kind::Index:
       return "index";
+    case kir::LaunchArg::Kind::Even:
+      return a.modulus ? a.name + " % " + std::to_string(a.modulus) + " == 0"
+                       : a.name + " == _dt_tile(" + a.name + ", " + std::to_string(a.least) + ")";
     }
     return a.name;
   }

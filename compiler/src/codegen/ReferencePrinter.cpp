@@ -8,6 +8,8 @@
 #include "support/Diagnostics.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -212,8 +214,9 @@ public:
           ", keepdim=True)";
   }
   void visit(const ir::Dot& e) override {
-    // A matrix product (a along {i, k}, b along {k, j}) runs as one; anything else as a sum of
-    // products, which holds every product in memory.
+    // A matrix product (a along {i, k}, b along {k, j}) runs as one; anything else as a batched
+    // one (_dt_contract): a sum of products would hold every product in memory, b * h * m * l
+    // * k of them for attention's scores.
     if (e.a->dims.size() == 2 && e.b->dims.size() == 2) {
       ir::Label i = e.a->dims[0] == e.rvar ? e.a->dims[1] : e.a->dims[0];
       ir::Label j = e.b->dims[0] == e.rvar ? e.b->dims[1] : e.b->dims[0];
@@ -223,8 +226,8 @@ public:
         return;
       }
     }
-    out = "torch.sum(" + number(*e.a) + " * " + number(*e.b) +
-          ", dim=" + std::to_string(axis(e.rvar)) + ", keepdim=True)";
+    out = "_dt_contract(" + number(*e.a) + ", " + number(*e.b) + ", " +
+          std::to_string(axis(e.rvar)) + ")";
   }
   void visit(const ir::Reshape& e) override { out = emit(*e.a); }
 
@@ -242,7 +245,27 @@ std::string print_reference_values(const ModuleInput& in, const ir::Symbol* f) {
   const PythonNames& py = *in.names;
   std::string out;
   int spilled_names = 0;
-  for (const ir::Symbol* k : reference_order(in, f)) {
+  // Each Func's last reader, after which its value is dropped: attention's scores, weights and
+  // exponentials are b * h * m * l floats each, and need not all be held at once.
+  std::vector<const ir::Symbol*> order = reference_order(in, f);
+  std::map<const ir::Symbol*, size_t> last_read;
+  for (size_t i = 0; i < order.size(); ++i) {
+    struct Reads : ir::IRVisitor {
+      std::set<const ir::Symbol*> funcs;
+      void visit(const ir::Access& e) override {
+        if (e.tensor->kind == ir::SymbolKind::Func) funcs.insert(e.tensor);
+        ir::IRVisitor::visit(e);
+      }
+    } reads;
+    in.reference_defs.at(order[i]).value->accept(reads);
+    for (const ir::Symbol* g : reads.funcs)
+      last_read[g] = i;
+  }
+  std::set<const ir::Symbol*> returned{f};
+  for (const ir::Symbol* g : in.plan->of(f).stored)
+    returned.insert(g);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ir::Symbol* k = order[i];
     const ir::FuncDef& kd = in.reference_defs.at(k);
     ir::Labels layout = kd.dims;
     for (ir::Label l : reduction_labels(kd))
@@ -258,6 +281,11 @@ std::string print_reference_values(const ModuleInput& in, const ir::Symbol* f) {
       out += "    " + s + "\n";
     out += "    " + py(k) + " = _dt_result(" + value + ", layout, " + tuple_of(dims) + ", " +
            size_tuple(py, kd.dims) + ")\n";
+    std::vector<std::string> dead;
+    for (const auto& [g, at] : last_read)
+      if (at == i && !returned.count(g)) dead.push_back(py(g));
+    std::sort(dead.begin(), dead.end());
+    if (!dead.empty()) out += "    del " + join(dead) + "\n";
   }
   std::string result = py(f) + ".to(dtype)";
   for (const ir::Symbol* g : in.plan->of(f).stored)

@@ -146,6 +146,8 @@ const char* op_text(BinOp op) {
     return "!=";
   case BinOp::And:
     return "&";
+  case BinOp::Or:
+    return "|";
   case BinOp::Max:
     return "max";
   case BinOp::Min:
@@ -212,7 +214,7 @@ ExprPtr binary(BinOp op, ExprPtr a, ExprPtr b) {
   auto e = node(ExprKind::Binary, {a, b});
   e->op = op;
   std::string what = std::string("`") + op_text(op) + "`";
-  if (op == BinOp::And) {
+  if (op == BinOp::And || op == BinOp::Or) {
     if (a->type.scalar != Scalar::I1 || b->type.scalar != Scalar::I1)
       ill_typed(what + " of " + to_string(a->type) + " and " + to_string(b->type));
     e->type = promote(a->type, b->type, what.c_str());

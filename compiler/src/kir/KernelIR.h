@@ -81,7 +81,8 @@ enum class ExprKind {
 };
 
 /// Max and Min are torch.maximum and torch.minimum: on floats, NaN when either operand is NaN.
-enum class BinOp { Add, Sub, Mul, Div, FloorDiv, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Max, Min };
+/// And and Or combine conditions (`&`, `|`).
+enum class BinOp { Add, Sub, Mul, Div, FloorDiv, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or, Max, Min };
 /// Max and Min are torch.amax and torch.amin: NaN where the reduced values hold a NaN.
 enum class ReduceOp { Sum, Max, Min };
 
@@ -205,12 +206,15 @@ struct LaunchArg {
     Scalar, // the scalar input `name`
     Tile,   // the power of two at least `name` and at least `least` (a tile's width)
     Index,  // the index type the wrapper chose (kIndexParam)
+    Even,   // whether the size `name` is a multiple of `modulus`, or when `modulus` is 0 the
+            // tile width of Tile (with `least`): a constexpr under which masks fold away
   };
   Kind kind = Kind::Size;
   std::string name;
   size_t axis = 0, rank = 0;
   long long least = 1;
-  std::string param; // the kernel parameter it binds
+  std::string param;     // the kernel parameter it binds
+  long long modulus = 0; // Even
 };
 
 /// One factor of a kernel's 1-D grid, which the wrapper computes: ceil(size / divisor), or the

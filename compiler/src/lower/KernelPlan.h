@@ -34,6 +34,7 @@ struct OnlineGroup {
   /// A causal mask, `where(l <= m, x, -inf)` as the maximum's operand and in every sum: keys
   /// past the last `m` of a program's block add nothing, and the loop stops there. Else null.
   ir::Label causal = nullptr;
+  std::string causal_condition; // the mask's condition (`l <= m`), as ir::to_dt prints it
   /// The member `e` is (by its text), or null.
   const Member* member(const ir::Expr& e) const;
 };

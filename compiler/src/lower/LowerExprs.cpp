@@ -118,6 +118,22 @@ Value integer_power(LowerState& s, const ir::Expr& base_expr, int n, Body& body)
                      kir::binary(kir::BinOp::Div, kir::float_imm(1.0), product));
 }
 
+/// Whether 1 / e, rounded to float32, is finite and normal or e is 0: a constant whose
+/// reciprocal is a normal float, a size, or the square root of either. A product by that
+/// reciprocal then gives x / e within an ulp and a half, with the same infinities and NaNs.
+bool reciprocal_is_safe(const ir::Expr& e) {
+  if (auto* c = e.as<ir::Const>())
+    return std::isfinite(c->value) && std::fabs(c->value) >= 0x1p-125 &&
+           std::fabs(c->value) <= 0x1p125;
+  if (e.as<ir::Len>()) return true;
+  if (auto* c = e.as<ir::Call>(); c && c->fn == "sqrt" && c->args.size() == 1) {
+    const ir::Expr& a = *c->args[0];
+    auto* k = a.as<ir::Const>();
+    return a.as<ir::Len>() || (k && k->value > 0 && reciprocal_is_safe(a));
+  }
+  return false;
+}
+
 Value binary(LowerState& s, const ir::Binary& b, Body& body) {
   // Whole numbers compute as the kernel's integers (`//` and `%` round toward zero).
   if (b.is_int() || (ir::is_comparison(b.op) &&
@@ -140,6 +156,26 @@ Value binary(LowerState& s, const ir::Binary& b, Body& body) {
        (ir::is_comparison(b.op) && b.b->dims.empty())) &&
       b.a->dims.empty())
     x = kir::cast(x, kir::Scalar::F32);
+  // A tile divided by a scale (`qk / sqrt(len(k))`): Triton's float32 `/` is a reciprocal and
+  // a product per element on the GPU (div.full), and the reciprocal runs on the units that
+  // exponentials need; one correctly rounded reciprocal, hoisted, and a product instead.
+  if (b.op == ir::BinOp::Div && !b.a->dims.empty() && b.b->dims.empty() &&
+      reciprocal_is_safe(*b.b)) {
+    // A constant's reciprocal is folded here, rounded to float32 as tl.div_rn would round it.
+    if (auto* c = b.b->as<ir::Const>())
+      return shallow(s, kir::mul(x, kir::float_imm(1.0f / static_cast<float>(c->value))), body);
+    if (!y->type.is_float()) y = kir::cast(y, kir::Scalar::F32);
+    // One name per divisor, however often the quotient is lowered (online loops lower a
+    // summand once per reduction that reads it).
+    std::string key = "inverse:" + kir::print(*y);
+    std::optional<Value> inverse = s.cached(key);
+    if (!inverse) {
+      inverse = s.let(body, s.fresh("inverse"),
+                      kir::call(kir::Intrinsic::DivRn, {kir::float_imm(1.0), y}));
+      if (!s.cache.empty()) s.cache.back()[key] = *inverse;
+    }
+    return shallow(s, kir::mul(x, *inverse), body);
+  }
   return shallow(s, kir::binary(kernel_op(b.op), x, y), body);
 }
 
@@ -159,6 +195,9 @@ Value call(LowerState& s, const ir::Call& c, Body& body) {
       }
     }
   }
+  // A condition known to hold on every lane here (the causal mask before the diagonal).
+  if (c.fn == "where" && !s.known_true.empty() && ir::to_dt(*c.args[0]) == s.known_true)
+    return c.is_int() ? whole(s, *c.args[1], body) : number(s, *c.args[1], body);
   std::vector<Value> args;
   for (const ir::ExprPtr& a : c.args) {
     // where's condition stays a condition; every other argument is a number, or a whole number
@@ -207,7 +246,7 @@ Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body
       (l == p ? seen_p : seen_q)++;
       Value v = l == p ? column(b.vec) : row(b.vec);
       addr = kir::add(addr, kir::mul(v, s.stride_var(e.tensor, i)));
-      mask = kir::and_(mask, l == p ? column(b.vec_mask) : row(b.vec_mask));
+      if (b.vec_mask) mask = kir::and_(mask, l == p ? column(b.vec_mask) : row(b.vec_mask));
       continue;
     }
     int axis = s.layout.axis_of(l);

@@ -19,12 +19,34 @@ Value end_of(const LowerState& s, Label l) {
   return s.fs.block_of(l) ? s.ref(s.py(l) + "_end") : s.ref(s.py.size(l));
 }
 
+/// The output blocks of `l` that the program instances take together: instances past the last
+/// block (a `map` split's) compute nothing, so every instance has a full block only when the
+/// size is a multiple of the block times the split factors.
+long long blocks_per_turn(const LowerState& s, Label l) {
+  long long f = 1;
+  for (const MapLevel& lv : map_levels(s.fs, s.prog))
+    if (lv.dim == l && lv.factor) f *= lv.factor;
+  return f;
+}
+
+/// Which sizes of `l` make every tile of this walk full (LowerState::even_mask's modulus), or
+/// -1 when none does (a block that is not a whole number of tiles). `width` is the tile's.
+long long full_tiles_modulus(const LowerState& s, Label l, bool no_loop, bool blocked,
+                             const kir::Extent& width) {
+  auto b = s.fs.block_of(l);
+  if (no_loop && !blocked) return 0; // one tile of the tile parameter's width
+  if (!width.param.empty()) return -1;
+  if (no_loop) return width.n == *b ? *b * blocks_per_turn(s, l) : -1;
+  if (blocked && *b % width.n != 0) return -1;
+  return width.n;
+}
+
 } // namespace
 
 // Emits the loop (or whole-tile index) of one dimension; returns the body to continue in.
 // `whole` walks the entire dimension (a reduction), ignoring the dimension's block.
 Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bool whole,
-               Value stop) {
+               Value stop, Value from) {
   std::string base = prefix + s.py(l);
   Binding b;
   if (s.is_part(l)) {
@@ -38,7 +60,7 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
   }
   Body* inner = &body;
   bool blocked = s.fs.block_of(l).has_value() && !whole;
-  Value start = whole ? kir::int_imm(0) : start_of(s, l);
+  Value start = from ? from : whole ? kir::int_imm(0) : start_of(s, l);
   Value end = whole ? s.ref(s.py.size(l)) : end_of(s, l);
   bool no_loop = s.fs.fully_tensorized(l) && (blocked || !s.fs.block_of(l));
   Value iter;
@@ -71,6 +93,8 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
       b.idx = s.let(*inner, base + "_idx", s.index(iter));
   }
   if (s.tensorized(l)) {
+    long long modulus =
+        full_tiles_modulus(s, l, no_loop, blocked, s.layout.axes[s.layout.axis_of(l)].width);
     // A whole tile's mask is bound once where it is first needed: a reduction over the label
     // and the output's own dimension share it (FoldTiedReductions.h), and a name bound once
     // can be hoisted out of the loops around it.
@@ -80,7 +104,9 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
     if (hit) {
       b.mask = *hit;
     } else {
-      b.mask = s.let(*inner, base + "_mask", kir::lt(b.idx, end));
+      Value in_range = kir::lt(b.idx, end);
+      if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);
+      if (in_range) b.mask = s.let(*inner, base + "_mask", in_range);
       if (no_loop && !blocked) s.cache.back()[key] = b.mask;
     }
     if (s.layout.axes.size() > 1 && s.layout.dot_labels.count(l)) {
@@ -88,7 +114,9 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
       Value range = s.ref(s.py(l) + "_range");
       Value origin = no_loop ? (blocked ? start : nullptr) : iter;
       b.vec = s.let(*inner, base + "_vec", origin ? kir::add(origin, range) : range);
-      b.vec_mask = s.let(*inner, base + "_vec_mask", kir::lt(b.vec, end));
+      Value in_range = kir::lt(b.vec, end);
+      if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);
+      if (in_range) b.vec_mask = s.let(*inner, base + "_vec_mask", in_range);
     } else if (s.layout.axes.size() == 1) {
       b.vec = b.idx;
       b.vec_mask = b.mask;

@@ -102,51 +102,75 @@ bool lower_online(LowerState& s, Body& body) {
   if (g.causal && s.fs.block_of(g.causal) && ir::contains(s.def.dims, g.causal))
     stop = s.let(body, s.fresh(base + "_stop"),
                  kir::minimum(s.ref(s.py(g.causal) + "_end"), s.ref(s.py.size(l))));
-  Body* inner = emit_dim(s, l, body, loop_prefix(s, l, prefix), true, stop);
-  s.cache.emplace_back();
-  // The tile's maximum, and the running maximum with it.
-  const auto& mx = *g.max->as<ir::Reduce>();
-  Value x = spread(s, number(s, *mx.a, *inner), mx.a->dims, l, -kInf);
-  Value tile_max = tile_reduce(s, kir::ReduceOp::Max, x, l);
-  Value max_new =
-      s.let(*inner, s.fresh(base + "_max_new"), kir::maximum(s.ref(max_name), tile_max));
-  Value safe = s.let(*inner, s.fresh(base + "_max_safe"),
-                     kir::select(kir::binary(kir::BinOp::Eq, max_new, kir::float_imm(-kInf)),
-                                 kir::float_imm(0.0), max_new));
-  Value alpha = s.let(*inner, s.fresh(base + "_alpha"),
-                      kir::call(kir::Intrinsic::Exp, {kir::sub(s.ref(max_name), safe)}));
-  // Inside the loop the summands read the maximum so far.
-  s.cache.back()[s.reduction_key(*g.max)] = safe;
-  for (Running& r : running) {
-    const ir::Expr& e = *r.member->e;
-    Value acc = s.ref(r.name);
-    if (r.dot) {
-      const auto& d = *e.as<ir::Dot>();
-      if (r.member->rescaled)
-        acc = kir::mul(acc, dot_matrix(s, alpha, g.max->dims, r.dot->i, r.dot->j));
-      s.let(*inner, r.name, dot_step(s, d, *r.dot, *inner, acc));
-      continue;
-    }
-    Value v;
-    ir::ReduceOp op = ir::ReduceOp::Sum;
-    if (auto* d = e.as<ir::Dot>()) {
-      v = kir::mul(number(s, *d->a, *inner), number(s, *d->b, *inner));
-      v = spread(s, v, ir::union_labels(d->a->dims, d->b->dims), l, 0.0);
-    } else {
-      const auto& red = *e.as<ir::Reduce>();
-      op = red.op;
-      v = spread(s, number(s, *red.a, *inner), red.a->dims, l, identity_of(op));
-    }
-    Value tile = tile_reduce(s, kernel_op(op), v, l);
-    Value next = op == ir::ReduceOp::Sum
-                     ? kir::add(r.member->rescaled ? kir::mul(acc, alpha) : acc, tile)
-                 : op == ir::ReduceOp::Max ? kir::maximum(acc, tile)
-                                           : kir::minimum(acc, tile);
-    s.let(*inner, r.name, next);
+  // And the key tiles wholly before the block's first query are seen by every query of the
+  // block: a first loop computes their scores without the mask.
+  Value diagonal;
+  const int ax = s.layout.axis_of(l);
+  const bool literal_step = ax < 0 || s.layout.axes[ax].width.param.empty();
+  if (stop && literal_step && !s.fs.block_of(l)) {
+    Value step = ax < 0 ? kir::int_imm(1) : kir::int_imm(s.layout.axes[ax].width.n);
+    Value first = s.ref(s.py(g.causal) + "_start");
+    diagonal =
+        s.let(body, s.fresh(base + "_diagonal"),
+              kir::minimum(kir::mul(kir::binary(kir::BinOp::FloorDiv, first, step), step), stop));
   }
-  s.let(*inner, max_name, max_new);
-  s.cache.pop_back();
-  s.bind[l].pop_back();
+  // One loop over l from `from` (0 when null) to `to` (the end when null).
+  auto loop = [&](Value from, Value to, const std::string& loop_pre) {
+    Body* inner = emit_dim(s, l, body, loop_pre, true, to, from);
+    s.cache.emplace_back();
+    // The tile's maximum, and the running maximum with it.
+    const auto& mx = *g.max->as<ir::Reduce>();
+    Value x = spread(s, number(s, *mx.a, *inner), mx.a->dims, l, -kInf);
+    Value tile_max = tile_reduce(s, kir::ReduceOp::Max, x, l);
+    Value max_new =
+        s.let(*inner, s.fresh(base + "_max_new"), kir::maximum(s.ref(max_name), tile_max));
+    Value safe = s.let(*inner, s.fresh(base + "_max_safe"),
+                       kir::select(kir::binary(kir::BinOp::Eq, max_new, kir::float_imm(-kInf)),
+                                   kir::float_imm(0.0), max_new));
+    Value alpha = s.let(*inner, s.fresh(base + "_alpha"),
+                        kir::call(kir::Intrinsic::Exp, {kir::sub(s.ref(max_name), safe)}));
+    // Inside the loop the summands read the maximum so far.
+    s.cache.back()[s.reduction_key(*g.max)] = safe;
+    for (Running& r : running) {
+      const ir::Expr& e = *r.member->e;
+      Value acc = s.ref(r.name);
+      if (r.dot) {
+        const auto& d = *e.as<ir::Dot>();
+        if (r.member->rescaled)
+          acc = kir::mul(acc, dot_matrix(s, alpha, g.max->dims, r.dot->i, r.dot->j));
+        s.let(*inner, r.name, dot_step(s, d, *r.dot, *inner, acc));
+        continue;
+      }
+      Value v;
+      ir::ReduceOp op = ir::ReduceOp::Sum;
+      if (auto* d = e.as<ir::Dot>()) {
+        v = kir::mul(number(s, *d->a, *inner), number(s, *d->b, *inner));
+        v = spread(s, v, ir::union_labels(d->a->dims, d->b->dims), l, 0.0);
+      } else {
+        const auto& red = *e.as<ir::Reduce>();
+        op = red.op;
+        v = spread(s, number(s, *red.a, *inner), red.a->dims, l, identity_of(op));
+      }
+      Value tile = tile_reduce(s, kernel_op(op), v, l);
+      Value next = op == ir::ReduceOp::Sum
+                       ? kir::add(r.member->rescaled ? kir::mul(acc, alpha) : acc, tile)
+                   : op == ir::ReduceOp::Max ? kir::maximum(acc, tile)
+                                             : kir::minimum(acc, tile);
+      s.let(*inner, r.name, next);
+    }
+    s.let(*inner, max_name, max_new);
+    s.cache.pop_back();
+    s.bind[l].pop_back();
+  };
+  const std::string loop_pre = loop_prefix(s, l, prefix);
+  if (diagonal) {
+    s.known_true = g.causal_condition;
+    loop(nullptr, diagonal, loop_pre);
+    s.known_true.clear();
+    loop(diagonal, stop, loop_prefix(s, l, prefix));
+  } else {
+    loop(nullptr, stop, loop_pre);
+  }
   // After the loop: each reduction's value, for every use at this level and inside it. Where
   // every score was -inf the plain sums are NaN (exp(-inf - -inf)); here they are 0: make them
   // NaN, unless there was no score at all (an empty sum is 0).

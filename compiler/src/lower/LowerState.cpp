@@ -77,6 +77,21 @@ Value LowerState::extent_value(const kir::Extent& x) const {
   return x.param.empty() ? kir::int_imm(x.n) : ref(x.param);
 }
 
+Value LowerState::even_mask(Label l, Value in_range, long long modulus) {
+  // Every tile is full whatever the size (a block of 1): the mask stays as it is, since the
+  // kernel verifier wants every tensor load masked and it costs a scalar comparison.
+  if (modulus == 1) return in_range;
+  auto [it, added] = evens.try_emplace({l, modulus});
+  if (added) {
+    it->second = fresh(py(l) + "_EVEN");
+    kir::LaunchArg a =
+        launch_arg(kir::LaunchArg::Kind::Even, py(l), 0, 0, layout.dot_labels.count(l) ? 16 : 1);
+    a.modulus = modulus;
+    add_param(it->second, a, int_type(kir::Scalar::I1), /*constexpr_=*/true);
+  }
+  return kir::binary(kir::BinOp::Or, std::move(in_range), ref(it->second));
+}
+
 // ---- tensors and addresses --------------------------------------------------------------------
 
 bool LowerState::materialized_here(const ir::Symbol* t) const {

@@ -86,9 +86,12 @@ struct LowerState {
   std::map<const ir::Expr*, Value> hoisted;   // reductions computed at an outer loop level
   std::vector<std::map<std::string, Value>> cache; // per loop level: computed values by key
   std::set<const ir::Symbol*> stores_done;         // stored Funcs whose store is emitted
-  bool wide_whole = false;    // whole numbers in int64 (a computed position being lowered)
-  bool online_done = false;   // the online loop is emitted
-  std::set<std::string> used; // names handed out
+  bool wide_whole = false;  // whole numbers in int64 (a computed position being lowered)
+  bool online_done = false; // the online loop is emitted
+  /// A condition every lane satisfies where it is lowered now (the causal mask's, in the
+  /// online loop's tiles before the diagonal): `where` on it is its second operand.
+  std::string known_true;
+  std::set<std::string> used;             // names handed out
   std::map<std::string, kir::Type> types; // every bound name's type, as last bound
 
   // ---- the schedule, as lowering reads it ----
@@ -119,6 +122,12 @@ struct LowerState {
   /// int32 where every index fits, else int64; always int64 under `index(int64)`.
   Value index(Value v);
   Value extent_value(const kir::Extent& x) const;
+  /// A tile's mask `in_range`, or-ed with a constexpr flag (`x_EVEN`) that the wrapper sets when
+  /// `l`'s size makes every tile full: a multiple of `modulus`, or when `modulus` is 0 the
+  /// width of the label's tile parameter. Under the flag Triton folds the mask, the selects it
+  /// feeds and the loads' masks away. Unchanged when `modulus` is 1.
+  Value even_mask(Label l, Value in_range, long long modulus);
+  std::map<std::pair<Label, long long>, std::string> evens; // (label, modulus) -> flag
 
   // ---- tensors and addresses ----
   /// Whether this kernel computes `t` into a global temporary (partial fusion): `<t>_fuse`.
@@ -165,9 +174,9 @@ void emit_aranges(LowerState& s, Body& body);
 /// LowerLoops.cpp: the loop (or whole-tile index) of one dimension, binding `l`; returns the
 /// body to continue in. `whole` walks the entire dimension (a reduction), ignoring its block.
 /// `stop`, when given, ends the loop early (a causal mask's last key); masks still compare
-/// with the dimension's end.
+/// with the dimension's end. `from`, when given, starts a loop there instead.
 Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bool whole,
-               Value stop = nullptr);
+               Value stop = nullptr, Value from = nullptr);
 /// The output dimensions' loops, with the producers and reductions computed at each level;
 /// returns the innermost body.
 Body* emit_output_loops(LowerState& s, Body& body);

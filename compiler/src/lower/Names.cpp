@@ -56,11 +56,11 @@ static bool is_dunder(const std::string& name) {
 /// The names generated from a symbol of Python name `name` (the table in Names.h).
 static void add_derived(const std::string& name, ir::SymbolKind kind, std::set<std::string>& out) {
   static const char* label_suffixes[] = {
-      "_size",    "_TILE",    "_block",    "_start",   "_end",      "_iter",
-      "_idx",     "_mask",    "_arange",   "_acc",     "_pid",      "_blocks",
-      "_range",   "_vec",     "_vec_mask", "_sum",     "_max",      "_min",
-      "_dot",     "_parts",   "_red_iter", "_red_idx", "_red_mask", "_red_acc",
-      "_red_sum", "_red_max", "_red_min",  "_red_dot", "_red_vec",  "_red_vec_mask"};
+      "_size",     "_TILE",         "_block",   "_start",   "_end",     "_iter",    "_idx",
+      "_mask",     "_arange",       "_acc",     "_pid",     "_blocks",  "_range",   "_vec",
+      "_vec_mask", "_sum",          "_max",     "_min",     "_dot",     "_parts",   "_red_iter",
+      "_red_idx",  "_red_mask",     "_red_acc", "_red_sum", "_red_max", "_red_min", "_red_dot",
+      "_red_vec",  "_red_vec_mask", "_EVEN"};
   switch (kind) {
   case ir::SymbolKind::In:
   case ir::SymbolKind::Func:

@@ -262,6 +262,8 @@ public:
       add(g, m, reads_max);
     }
     g.causal = causal_label(g);
+    if (g.causal)
+      g.causal_condition = ir::to_dt(*g.max->as<ir::Reduce>()->a->as<ir::Call>()->args[0]);
     return g;
   }
 
