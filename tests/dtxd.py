@@ -118,6 +118,8 @@ class Daemon:
             warnings.warn("dtxd took more than 60 s to stop; its log ends:\n" +
                           self.stderr_so_far()[-3000:])
             self.proc.wait(timeout=240)
+            # The stop's own account: each step's time, and when the last connection closed.
+            warnings.warn("dtxd stopped late; its last lines:\n" + self.stderr_so_far()[-1500:])
         for pump in self._pumps:
             pump.join(timeout=60)
         return self.proc.returncode, self.stderr_so_far()

@@ -9,6 +9,7 @@
 #include "dtx/RayBackend.h"
 #include "dtx/WorkerPool.h"
 
+#include <chrono>
 #include <filesystem>
 
 #include <sys/resource.h>
@@ -231,10 +232,24 @@ void Server::stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   if (impl_->log) impl_->log->info("stopping: checkpointing explorations, stopping workers");
+  // Each step's time in the log: a stop that takes long says which step held it.
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point since) {
+    return std::chrono::duration<double>(Clock::now() - since).count();
+  };
+  Clock::time_point start = Clock::now(), step = start;
   if (impl_->http) impl_->http->shut_down();
+  double http_s = seconds(step);
+  step = Clock::now();
   if (impl_->scheduler) impl_->scheduler->shutdown();
+  double explorations_s = seconds(step);
+  step = Clock::now();
   if (impl_->pool) impl_->pool->shutdown();
-  if (impl_->log) impl_->log->info("stopped");
+  double workers_s = seconds(step);
+  if (impl_->log)
+    impl_->log->info("stopped in {:.2f} s (requests {:.2f} s, explorations {:.2f} s, workers "
+                     "{:.2f} s)",
+                     seconds(start), http_s, explorations_s, workers_s);
 }
 
 int Server::port() const {

@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
   });
   signals.detach();
   server.run();
+  log->info("every connection closed");
   server.stop();
   return 0;
 }
