@@ -226,6 +226,28 @@ def test_progress_moves_through_each_phase(browser, web_daemon):
     wait(browser, 300).until(lambda d: find_all(d, f"#panel-{x}[data-finished]"))
 
 
+def test_the_first_phase_counts_baselines_not_the_budget(browser, web_daemon):
+    """While the baselines are timed the bar counts them (2 here), not the search's budget (4
+    schedules): a long screening time keeps the page in that phase long enough to read it."""
+    from test_pages import ROOT
+    body = {"kernel": "geglu_first_phase", "algorithm": (ROOT / "templates" / "geglu.dt").read_text(),
+            "schedule": "geglu.block(x:{1, 2}, y:{32, 64});\n", "shapes": [{"x": 4, "y": 96}],
+            "strategy": "exhaustive", "baselines": ["reference", "torch"], "screen_warmup_ms": 1,
+            "screen_rep_ms": 1500, "top": 0}
+    status, created = web_daemon.post("/v1/explorations", body)
+    assert status == 202, created
+    x = created["id"]
+    browser.get(f"{browser.base}/explorations/{x}")
+    text = f"#progress-text-{x}"
+    wait(browser, 300).until(lambda d: find(d, text).text.startswith("baselines:"))
+    assert re.fullmatch(r"baselines: [01] of 2 measured.*", find(browser, text).text)
+    assert find(browser, ".progress-section [role=progressbar]").get_attribute("aria-valuemax") == "2"
+    browser.shots("baselines-phase")
+    # Then the search counts against its budget.
+    wait(browser, 300).until(lambda d: "search:" in find(d, text).text or find_all(d, f"#panel-{x}[data-finished]"))
+    web_daemon.post(f"/v1/explorations/{x}/cancel", {})
+
+
 # --- Missing ----------------------------------------------------------------------------------
 
 def test_variables_slices_parallel_coordinates_and_importance(browser, gemm, web_daemon):
