@@ -393,7 +393,13 @@ def test_fifty_thousand_schedules_open_in_under_two_seconds(browser, store):
     assert len(large) == 50000
     x, truth = store.exploration("gemm_50k", SHAPE, "float16", stored.LARGE_TEMPLATE, large,
                                  full_top=20, fail_every=50, seed=11)
-    open_exploration(browser, x)  # once: the server builds its decoder of the space
+    # A user comes from the list (the page's own scripts and styles loaded), to an exploration
+    # the daemon has not served yet: it decodes 50,000 schedules' variables and writes their
+    # columns, then caches them; both opens must be quick.
+    browser.get(f"{browser.base}/explorations")
+    wait(browser, 60).until(lambda d: find_all(d, "table.explorations tbody tr"))
+    open_exploration(browser, x)
+    first = browser.execute_script("return performance.getEntriesByName('dtx-results')[0].startTime")
     browser.get(f"{browser.base}/explorations/{x}")
     wait(browser, 60).until(lambda d: find_all(d, f"#chart-{x}[data-bars]") and find_all(d, "table.ranked tbody tr"))
     opened = browser.execute_script("return performance.getEntriesByName('dtx-results')[0].startTime")
@@ -410,8 +416,9 @@ def test_fifty_thousand_schedules_open_in_under_two_seconds(browser, store):
     set_text(browser, find(browser, "#schedule-filter"), "num_warps(16)")
     wait(browser).until(lambda d: not find(d, f"#table-count-{x}").text.startswith("50,000 of"))
     filtered = time.monotonic() - start
-    print(f"50,000 schedules: shown {opened:.0f} ms after the navigation began; filtered in {filtered:.2f} s")
-    assert opened < 2000
+    print(f"50,000 schedules: shown {first:.0f} ms after the navigation began the first time, "
+          f"{opened:.0f} ms the second; filtered in {filtered:.2f} s")
+    assert first < 2000 and opened < 2000
     assert filtered < 1.5  # 150 ms of it the filter's debounce
 
 
