@@ -121,3 +121,27 @@ def test_no_backward_until_one_written_in_dt_is_registered(tmp_path):
     op(A, B).backward(G)
     torch.testing.assert_close(A.grad, G * B)
     torch.testing.assert_close(B.grad, G * A)
+
+
+def test_size_keywords_pass_through_the_op(tmp_path):
+    """A label no input gives a size to (`y` of `f[x, y] = A[x]`) is named as the wrapper names
+    it, by keyword; the fake implementation gives the shape it implies, opcheck agrees, and a
+    size that contradicts an input is the wrapper's error. Ops whose sizes all come from their
+    inputs keep the positional schema (the autograd example's setup_context relies on it)."""
+    module, _ = compile_source(tmp_path, "Func f;\nIn A;\nVar x, y;\nf[x, y] = A[x] * 2.0;\n"
+                                         "f.compile();\n")
+    op = module.custom_op()
+    A = torch.randn(5)
+    got = op(A, y=3)
+    assert torch.equal(got, (A * 2)[:, None].expand(5, 3))
+    torch.library.opcheck(op, (A,), {"y": 3})
+    compiled = torch.compile(lambda a: op(a, y=4), fullgraph=True, backend="eager")
+    assert compiled(A).shape == (5, 4)
+    with pytest.raises(ValueError, match="x"):
+        op(A, x=6, y=3)
+    def schema(op):
+        namespace, name = op._qualname.split("::")
+        return str(getattr(getattr(torch.ops, namespace), name).default._schema)
+    assert schema(op).endswith("(Tensor A, *, SymInt? x=None, SymInt? y=None) -> Tensor")
+    product, _ = compile_source(tmp_path, MUL.replace("mul", "product"), name="product")
+    assert schema(product.custom_op()).endswith("(Tensor A, Tensor B) -> Tensor")

@@ -674,18 +674,30 @@ def _dt_op_schema(python):
         kind = "SymInt" if isinstance(value, numbers.Integral) else "float"
         default = "" if param.default is inspect.Parameter.empty else f"={param.default!r}"
         kinds.append(f"{kind} {param.name}{default}")
-    results = globals()["reference_" + python](*example)
+    # Size keywords only where a label's size comes from no input (`f[x, y] = A[x]`): then the
+    # op takes them, keyword-only and optional as the wrapper does (and torch hands them to an
+    # autograd setup_context as keyword_only_inputs); else the schema is the positional one.
+    reference, keywords, sizes = globals()["reference_" + python], (), []
+    try:
+        results = reference(*example)
+    except ValueError:
+        keywords = tuple(globals()["SIZE_KEYWORDS_" + python])
+        sizes = [f"SymInt? {keyword}=None" for keyword in keywords]
+        results = reference(*example, **{k: 2 for k in keywords})
     count = len(results) if isinstance(results, tuple) else 1
     returns = "Tensor" if count == 1 else "(" + ", ".join(["Tensor"] * count) + ")"
-    return "(" + ", ".join(kinds) + ") -> " + returns, count
+    return "(" + ", ".join(kinds + (["*"] + sizes if sizes else [])) + ") -> " + returns, count
 
 
 def custom_op(func=None):
     """The compiled Func `func` (its DT name; the first compiled one by default) as the torch
     custom op torch.ops.<namespace>.<its Python name>, registered on first request. It takes the
-    wrapper's positional arguments (no size keywords, no `out`) and returns new tensors; its fake
-    implementation is the module's PyTorch reference run on fake tensors, which gives the shapes
-    and dtypes. It has no backward until one is registered with torch.library.register_autograd."""
+    wrapper's positional arguments, and its size keywords where a label's size comes from no
+    input, and returns new tensors (no `out`: a custom op that writes into its arguments is
+    another op, and torch.compile allocates outputs itself); its
+    fake implementation is the module's PyTorch reference run on fake tensors, which gives the
+    shapes and dtypes. It has no backward until one is registered with
+    torch.library.register_autograd."""
     if func is None:
         func = COMPILED[0]
     if func not in COMPILED:
@@ -703,11 +715,11 @@ def custom_op(func=None):
         schema, count = _dt_op_schema(python)
         wrapper, reference = globals()[python], globals()["reference_" + python]
 
-        def run(*args):
-            return wrapper(*args)
+        def run(*args, **sizes):
+            return wrapper(*args, **sizes)
 
-        def fake(*args):
-            results = reference(*args)
+        def fake(*args, **sizes):
+            results = reference(*args, **sizes)
             results = results if isinstance(results, tuple) else (results,)
             empty = tuple(torch.empty(r.shape, dtype=r.dtype, device=r.device) for r in results)
             return empty if count > 1 else empty[0]

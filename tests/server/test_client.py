@@ -1,6 +1,7 @@
 """dtx.Client (src/dtx/client.py, docs/python.md) against a real dtxd: every method, and every
 kind of error answer raised as its exception with the daemon's message and field."""
 import json
+import time
 
 import pytest
 import torch
@@ -148,3 +149,32 @@ def test_a_daemon_that_is_gone_is_a_connection_error_not_an_answer(tmp_path):
     with pytest.raises(OSError) as e:  # nothing listens any more: the connection is refused
         client.explorations()
     assert not isinstance(e.value, dtx.DtxError)
+
+
+def test_a_daemon_that_cannot_serve_raises_server_error(tmp_path):
+    """5xx: a daemon at its connection limit answers 503 at once; the client raises ServerError
+    with the daemon's code and message, and the next call, once a connection is free, works."""
+    import socket
+    config = tmp_path / "dtxd.yaml"
+    config.write_text("max_connections: 1\n")
+    d = Daemon(tmp_path / "data", "--config", str(config))
+    held = socket.create_connection(("127.0.0.1", int(d.base.rsplit(":", 1)[1])))
+    try:
+        held.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and nothing more
+        client = dtx.Client(d.base)
+        with pytest.raises(dtx.ServerError) as e:
+            client.explorations()
+        assert e.value.status == 503 and e.value.code == "busy"
+        assert "max_connections" in e.value.message
+        held.close()
+        for _ in range(50):  # the held connection's thread lets go
+            try:
+                assert client.explorations()["explorations"] == []
+                break
+            except dtx.ServerError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("the daemon stayed busy after the connection closed")
+    finally:
+        held.close()
+        d.stop()
