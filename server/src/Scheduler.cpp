@@ -2,6 +2,7 @@
 #include "Scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace dtx::server {
 
@@ -311,8 +312,15 @@ void Scheduler::run_exploration(std::int64_t id, Run& run, ExploreProgress& last
   log_->info("exploration {} ({} at {}, {}) starts", id, x->spec.kernel, x->spec.shape,
              x->spec.strategy);
   std::uint64_t seen_done = 0, seen_failed = 0;
+  std::string phase;
+  const auto started = std::chrono::steady_clock::now();
   auto progress = [&](const ExploreProgress& p) {
     last = p;
+    if (p.phase != phase) { // each phase's start in the log: where a long exploration spent it
+      phase = p.phase;
+      log_->info("exploration {}: {} phase at {:.1f} s", id, phase,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
     if (p.done > seen_done) {
       std::uint64_t failed = p.failed - std::min(p.failed, seen_failed);
       std::uint64_t all = p.done - seen_done;

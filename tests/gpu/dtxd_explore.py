@@ -112,6 +112,10 @@ def started_daemon(data_dir, compile_workers=8):
             _, err = daemon.communicate()
         tail = "\n".join(line for line in err.splitlines() if "error" in line.lower())[-3000:]
         print("dtxd errors:", tail or "none")
+        # The whole log where the device tool brings files back: the timeline of every
+        # exploration (when it started, each phase, each worker) for a run that took long.
+        if os.environ.get("OUT"):
+            pathlib.Path(os.environ["OUT"], "dtxd.log").write_text(err)
 
 if __name__ == "__main__":
     sys.exit(main())
