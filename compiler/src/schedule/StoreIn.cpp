@@ -173,7 +173,37 @@ void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEng
       };
       walk(g);
     }
-    fs.stored = kept;
+    // A stored Func, not fused into f, read by another one f stores (h reads g): h needs g
+    // wherever it reads it, beyond the points f's kernel holds, so g would also need a kernel
+    // of its own, and the wrapper's two g would collide.
+    std::vector<const ir::Symbol*> apart;
+    for (const ir::Symbol* g : kept) {
+      const ir::Symbol* reader = nullptr;
+      bool fused = std::find(fs.fused.begin(), fs.fused.end(), g) != fs.fused.end();
+      for (const ir::Symbol* h : kept) {
+        if (h == g) continue;
+        std::set<const ir::Symbol*> seen;
+        std::function<bool(const ir::Symbol*)> reads_g = [&](const ir::Symbol* x) {
+          for (const ir::Symbol* d : program.def(x).deps)
+            if (d == g || (seen.insert(d).second && reads_g(d))) return true;
+          return false;
+        };
+        if (reads_g(h)) {
+          reader = h;
+          break;
+        }
+      }
+      if (!reader || fused) { // fused into f: its readers in f's kernel compute it there
+        apart.push_back(g);
+        continue;
+      }
+      diags.error("store-read-by-stored", schedule.of(g).store_in->loc,
+                  "in `" + g->name + ".store_in(" + f->name + ")`: `" + reader->name +
+                      "`, which `" + f->name + "` stores too, reads `" + g->name + "`, so `" +
+                      g->name + "` would also need a kernel of its own; compile `" + g->name +
+                      "` on its own, or store only one of them in `" + f->name + "`");
+    }
+    fs.stored = apart;
   }
 }
 
