@@ -144,3 +144,18 @@ def test_the_canonical_schedule_names_the_stored_func(tmp_path):
                 "; out.compile()")
     assert r.returncode == 0, r.stderr
     assert "s.store_in(out)" in r.stdout
+
+
+def test_a_kernel_that_stores_another_func_computed_for_a_third(tmp_path):
+    """`h` reads `f`, whose kernel stores `g` too: h's wrapper runs f's kernel for f's values and
+    gives the stored `g` a temporary of its own (only f's wrapper returns it)."""
+    src = ("Func g, f, h;\nIn A;\nVar x;\nRVar y;\ng[x] = A[x] * 3.0;\nf[x, y] = g[x] + A[x];\n"
+           "h[y, x] = f[x, y] * 2.0;\ng.fuse_at(f, x);\ng.store_in(f);\nf.compile();\nh.compile();\n")
+    module, _ = compile_source(tmp_path, src)
+    A = torch.randn(5)
+    want_f = (A * 4)[:, None].expand(5, 3)
+    torch.testing.assert_close(module.h(A, y=3), 2 * want_f.T)
+    f, g = module.f(A, y=3)
+    torch.testing.assert_close(f, want_f)
+    torch.testing.assert_close(g, A * 3)
+    torch.testing.assert_close(module.h(A, y=3), 2 * want_f.T)  # planned call

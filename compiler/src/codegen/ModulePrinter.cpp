@@ -301,6 +301,20 @@ private:
       for (const kir::Temporary& t : kernel.scratch)
         work.push_back(t);
     }
+    // A kernel computed for this wrapper that stores other Funcs too (`g.store_in(k)`) writes
+    // them; only k's own wrapper returns them, so here they go to temporaries.
+    for (const ir::Symbol* k : c.kernel_funcs) {
+      if (k == f) continue;
+      for (const ir::Symbol* g : in_.plan->of(k).stored) {
+        bool have = std::any_of(work.begin(), work.end(),
+                                [&](const kir::Temporary& t) { return t.name == py_(g); });
+        if (have) continue;
+        kir::Temporary t{py_(g), {}};
+        for (ir::Label l : prog_.def(g).dims)
+          t.sizes.push_back(py_(l));
+        work.push_back(std::move(t));
+      }
+    }
     std::vector<std::string> work_names, work_shapes;
     for (const kir::Temporary& t : work) {
       work_names.push_back(t.name);
