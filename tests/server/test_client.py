@@ -160,7 +160,13 @@ def test_a_daemon_that_cannot_serve_raises_server_error(tmp_path):
     d = Daemon(tmp_path / "data", "--config", str(config))
     held = socket.create_connection(("127.0.0.1", int(d.base.rsplit(":", 1)[1])))
     try:
-        held.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and nothing more
+        # One whole request answered: the connection is the daemon's, open and counted, while
+        # it waits for the next one.
+        held.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += held.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200"), answer
         client = dtx.Client(d.base)
         with pytest.raises(dtx.ServerError) as e:
             client.explorations()
