@@ -10,6 +10,20 @@
 #include <set>
 
 namespace dtc {
+namespace {
+
+/// Whether Func `h`'s definition reads `target`, directly or through other Funcs.
+bool reads(const ir::Program& program, const ir::Symbol* h, const ir::Symbol* target) {
+  std::set<const ir::Symbol*> seen;
+  std::function<bool(const ir::Symbol*)> walk = [&](const ir::Symbol* x) {
+    for (const ir::Symbol* d : program.def(x).deps)
+      if (d == target || (seen.insert(d).second && walk(d))) return true;
+    return false;
+  };
+  return walk(h);
+}
+
+} // namespace
 
 Primitive store_in_primitive() {
   Primitive p;
@@ -110,13 +124,7 @@ void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEng
       }
       // g computed from f's own values: f's kernel holds them only at its own points, and
       // reading f's output back while it writes it is a race.
-      std::set<const ir::Symbol*> visited;
-      std::function<bool(const ir::Symbol*)> reads_f = [&](const ir::Symbol* h) {
-        for (const ir::Symbol* d : program.def(h).deps)
-          if (d == f || (visited.insert(d).second && reads_f(d))) return true;
-        return false;
-      };
-      if (reads_f(g)) {
+      if (reads(program, g, f)) {
         fail("store-reads-output", "`" + g->name + "` reads `" + f->name +
                                        "`, the output of the "
                                        "kernel that would store it; compile `" +
@@ -180,19 +188,11 @@ void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEng
     for (const ir::Symbol* g : kept) {
       const ir::Symbol* reader = nullptr;
       bool fused = std::find(fs.fused.begin(), fs.fused.end(), g) != fs.fused.end();
-      for (const ir::Symbol* h : kept) {
-        if (h == g) continue;
-        std::set<const ir::Symbol*> seen;
-        std::function<bool(const ir::Symbol*)> reads_g = [&](const ir::Symbol* x) {
-          for (const ir::Symbol* d : program.def(x).deps)
-            if (d == g || (seen.insert(d).second && reads_g(d))) return true;
-          return false;
-        };
-        if (reads_g(h)) {
+      for (const ir::Symbol* h : kept)
+        if (h != g && reads(program, h, g)) {
           reader = h;
           break;
         }
-      }
       if (!reader || fused) { // fused into f: its readers in f's kernel compute it there
         apart.push_back(g);
         continue;
