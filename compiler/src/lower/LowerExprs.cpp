@@ -246,7 +246,7 @@ Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body
       (l == p ? seen_p : seen_q)++;
       Value v = l == p ? column(b.vec) : row(b.vec);
       addr = kir::add(addr, kir::mul(v, s.stride_var(e.tensor, i)));
-      if (b.vec_mask) mask = kir::and_(mask, l == p ? column(b.vec_mask) : row(b.vec_mask));
+      mask = kir::and_(mask, l == p ? column(b.vec_mask) : row(b.vec_mask));
       continue;
     }
     int axis = s.layout.axis_of(l);

@@ -106,7 +106,7 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
     } else {
       Value in_range = kir::lt(b.idx, end);
       if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);
-      if (in_range) b.mask = s.let(*inner, base + "_mask", in_range);
+      b.mask = s.let(*inner, base + "_mask", in_range);
       if (no_loop && !blocked) s.cache.back()[key] = b.mask;
     }
     if (s.layout.axes.size() > 1 && s.layout.dot_labels.count(l)) {
@@ -116,7 +116,7 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
       b.vec = s.let(*inner, base + "_vec", origin ? kir::add(origin, range) : range);
       Value in_range = kir::lt(b.vec, end);
       if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);
-      if (in_range) b.vec_mask = s.let(*inner, base + "_vec_mask", in_range);
+      b.vec_mask = s.let(*inner, base + "_vec_mask", in_range);
     } else if (s.layout.axes.size() == 1) {
       b.vec = b.idx;
       b.vec_mask = b.mask;

@@ -101,9 +101,8 @@ void add_params(LowerState& s) {
   // false, so an empty reduction yields its identity.
   for (Label l : s.layout.tiles)
     s.add_param(s.py.tile(l),
-                launch_arg(kir::LaunchArg::Kind::Tile, s.py(l), 0, 0,
-                           s.layout.dot_labels.count(l) ? 16 : 1),
-                int_type(), true);
+                launch_arg(kir::LaunchArg::Kind::Tile, s.py(l), 0, 0, s.tile_least(l)), int_type(),
+                true);
 }
 
 } // namespace dtc::lowering

@@ -84,8 +84,7 @@ Value LowerState::even_mask(Label l, Value in_range, long long modulus) {
   auto [it, added] = evens.try_emplace({l, modulus});
   if (added) {
     it->second = fresh(py(l) + "_EVEN");
-    kir::LaunchArg a =
-        launch_arg(kir::LaunchArg::Kind::Even, py(l), 0, 0, layout.dot_labels.count(l) ? 16 : 1);
+    kir::LaunchArg a = launch_arg(kir::LaunchArg::Kind::Even, py(l), 0, 0, tile_least(l));
     a.modulus = modulus;
     add_param(it->second, a, int_type(kir::Scalar::I1), /*constexpr_=*/true);
   }

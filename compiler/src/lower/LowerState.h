@@ -122,6 +122,9 @@ struct LowerState {
   /// int32 where every index fits, else int64; always int64 under `index(int64)`.
   Value index(Value v);
   Value extent_value(const kir::Extent& x) const;
+  /// The least width of `l`'s tile parameter: tl.dot needs 16 along each dimension, an empty
+  /// dimension still a one-lane tile.
+  long long tile_least(Label l) const { return layout.dot_labels.count(l) ? 16 : 1; }
   /// A tile's mask `in_range`, or-ed with a constexpr flag (`x_EVEN`) that the wrapper sets when
   /// `l`'s size makes every tile full: a multiple of `modulus`, or when `modulus` is 0 the
   /// width of the label's tile parameter. Under the flag Triton folds the mask, the selects it
