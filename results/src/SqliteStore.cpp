@@ -5,6 +5,7 @@
 #include "Schema.h"
 #include "dtx/Sha256.h"
 #include "dtx/results/Store.h"
+#include <atomic>
 
 #include <sqlite3.h>
 
@@ -558,6 +559,7 @@ public:
     std::lock_guard lock(health_mutex_);
     return health_;
   }
+  std::int64_t writes() const override { return writes_.load(); }
 
   WriteHealth probe_write() override {
     std::lock_guard lock(mutex_);
@@ -887,6 +889,7 @@ private:
   }
 
   void wrote() {
+    ++writes_;
     std::lock_guard lock(health_mutex_);
     health_ = WriteHealth{};
   }
@@ -1009,6 +1012,7 @@ private:
   mutable Database db_;
   mutable std::mutex health_mutex_; // apart: health is read while a write waits for the file
   WriteHealth health_;
+  std::atomic<std::int64_t> writes_{0};
 };
 
 #undef DTX_NOW

@@ -30,6 +30,21 @@ TEST(WriteHealth, OtherErrorsAreNotUnwritable) {
   EXPECT_TRUE(store->probe_write().ok);
 }
 
+TEST(WriteHealth, WritesCountsTheWritesThatChangedRows) {
+  TempDir dir;
+  auto store = Store::open(dir.file("results.db"));
+  const std::int64_t start = store->writes();
+  const std::int64_t id = store->create_exploration(spec());
+  EXPECT_EQ(store->writes(), start + 1);
+  store->exploration(id);
+  store->explorations();
+  EXPECT_EQ(store->writes(), start + 1); // reads count nothing
+  EXPECT_THROW(store->set_state(id + 1, State::Done), StoreError);
+  EXPECT_EQ(store->writes(), start + 1); // nor writes that changed nothing
+  store->set_state(id, State::Done);
+  EXPECT_EQ(store->writes(), start + 2);
+}
+
 TEST(WriteHealth, AFileThatCannotGrowIsReportedUntilAWriteSucceeds) {
   TempDir dir;
   auto path = dir.file("results.db");

@@ -257,6 +257,26 @@ def test_best_for_ci(daemon, finished, tmp_path):
     assert status == 400 and b["error"]["field"] == "shape"
 
 
+def test_best_answers_at_once_when_an_exploration_ends(daemon):
+    # The daemon keeps /v1/best's answers for a second; a "nothing known" asked for while an
+    # exploration runs (as a CI job polling for it would) must not hide the result it stored.
+    shape = "x=3,y=64"
+    status, created = daemon.post("/v1/explorations", exploration_body(
+        shapes=[{"x": 3, "y": 64}], strategy="random", budget=1, top=1, seed=2))
+    assert status == 202, created
+    deadline = time.monotonic() + 600
+    while True:
+        status, x = daemon.get(f"/v1/explorations/{created['id']}")
+        status, b = daemon.get(f"/v1/best?kernel=geglu_api&shape={shape}")
+        # Once a schedule is measured, it is known.
+        assert status == (200 if x["measured"] else 404), (x, b)
+        if x["state"] in ("done", "failed", "cancelled") or time.monotonic() > deadline:
+            break
+    assert x["state"] == "done" and x["measured"] == 1, x
+    status, b = daemon.get(f"/v1/best?kernel=geglu_api&shape={shape}")
+    assert status == 200 and b["canonical"] == x["progress"]["best_schedule"], b
+
+
 def test_events_stream_progress_then_done(daemon):
     status, created = daemon.post("/explore", exploration_body(strategy="random", budget=3,
                                                                top=0, seed=5))

@@ -84,19 +84,22 @@ std::string raw_param(const httplib::Request& req, const std::string& key) {
   return req.get_param_value(key);
 }
 
-/// Answers of /v1/best for a second.
+/// Answers of /v1/best for a second, each with the count of the store's writes it was read
+/// at: a write by this daemon (a schedule measured, an exploration ended) makes it stale at
+/// once; one by another process shows up a second later at most.
 class BestCache {
 public:
-  std::optional<std::pair<int, std::string>> get(const std::string& key) {
+  std::optional<std::pair<int, std::string>> get(const std::string& key, std::int64_t writes) {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(key);
-    if (it == entries_.end() || Clock::now() - it->second.at > kLife) return std::nullopt;
+    if (it == entries_.end() || it->second.writes != writes || Clock::now() - it->second.at > kLife)
+      return std::nullopt;
     return std::make_pair(it->second.status, it->second.body);
   }
-  void put(const std::string& key, int status, std::string body) {
+  void put(const std::string& key, std::int64_t writes, int status, std::string body) {
     std::lock_guard lock(mutex_);
     if (entries_.size() > 10000) entries_.clear();
-    entries_[key] = {status, std::move(body), Clock::now()};
+    entries_[key] = {status, std::move(body), writes, Clock::now()};
   }
 
 private:
@@ -105,6 +108,7 @@ private:
   struct Entry {
     int status;
     std::string body;
+    std::int64_t writes;
     Clock::time_point at;
   };
   std::mutex mutex_;
@@ -176,7 +180,8 @@ void register_schedules(Api& api) {
         // (a result stored by another process shows up that much later, at most).
         std::string key =
             kernel + "\n" + results::shape_key(shape) + "\n" + dtype + "\n" + device.value_or("");
-        if (auto hit = best_cache().get(key)) {
+        const std::int64_t writes = ctx.store.writes(); // read before the answer is
+        if (auto hit = best_cache().get(key, writes)) {
           res.status = hit->first;
           res.set_content(hit->second, "application/json");
           return;
@@ -190,7 +195,7 @@ void register_schedules(Api& api) {
                                 results::shape_key(shape) + " in " + dtype +
                                 (device ? " on a device matching `" + *device + "`" : "") +
                                 "; POST /v1/explorations to explore it"}}}};
-          best_cache().put(key, 404, json_text(err));
+          best_cache().put(key, writes, 404, json_text(err));
           send_json(res, err, 404);
           return;
         }
@@ -202,7 +207,7 @@ void register_schedules(Api& api) {
                             {"code_hash", best->code_hash},
                             {"module", best->module_source},
                             {"measurement", to_json(best->measurement)}};
-        best_cache().put(key, 200, json_text(j));
+        best_cache().put(key, writes, 200, json_text(j));
         send_json(res, j);
       });
 }

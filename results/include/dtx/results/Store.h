@@ -289,6 +289,10 @@ public:
   // --- health
   /// Whether the latest write to the file succeeded (writes of every call, probes included).
   virtual WriteHealth write_health() const = 0;
+  /// Writes through this object that changed rows, since it opened: an answer read from the
+  /// store while the count was N is current while it still is N (but for other processes'
+  /// writes).
+  virtual std::int64_t writes() const = 0;
   /// Writes a little (a row of its own, rewritten each time, with a 16 KiB blob) to find out
   /// whether the file can be written now; waits at most a second for another writer.
   virtual WriteHealth probe_write() = 0;
