@@ -9,7 +9,7 @@ len; whole numbers: labels' values, `//` and `%` of either sign, integer inputs 
 -inf)`; computed positions: shifts `X[x, y + 2]`, gathers `P[x, T[x]]` with positions inside and
 outside the dimension, other whole numbers beside a plain read) and random schedules (block,
 tensorize, map with splits, fuse_at, split and atomic reductions, store_in, precision,
-num_warps, num_stages), compiles them with `dtc`, runs the compiled
+num_warps, num_stages, persistent), compiles them with `dtc`, runs the compiled
 Funcs under the Triton interpreter at small random sizes, and compares the results with an
 evaluator of its own: the program's syntax tree evaluated with torch in float64, every value a
 tensor over named labels. The module's `reference` is not the oracle; it is checked against the
@@ -554,8 +554,8 @@ def _bf(name, args):
         return torch.sin(a[0])
     if name == "erf":
         return torch.special.erf(a[0])
-    if name == "erfc":
-        return 1.0 - torch.special.erf(a[0])
+    if name == "erfc":  # not 1 - erf: that cancels to 0 from x = 6 on
+        return torch.special.erfc(a[0])
     if name == "exp":
         return torch.exp(a[0])
     if name == "exp2":
@@ -1538,6 +1538,8 @@ def gen_schedule(rng, prog, sizes, budget=96):
             statements += _grouped(rng, f, "block", block)
             if rng.random() < 0.5:
                 statements.append(f"{f}.map({', '.join(random_map(rng, list(block)))})")
+            if any(l in dims for l in block) and rng.random() < 0.25:
+                statements.append(f"{f}.persistent({rng.choice(['interleaved', 'blocked'])})")
         tensor = {l: t for l, t in tensor.items() if t != 1 or rng.random() < 0.2}
         if tensor:
             statements += _grouped(rng, f, "tensorize", tensor)
@@ -1678,7 +1680,7 @@ def normalize_exception(text):
 COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
-            "k-contiguous relayout": "_dt_k_contiguous("}
+            "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)"}
 
 
 def module_coverage(text):
