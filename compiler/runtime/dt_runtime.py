@@ -251,6 +251,21 @@ def _dt_check_launch(device):
                          "(or set TRITON_INTERPRET=1 to run them in the Triton interpreter)")
 
 
+_DT_MULTIPROCESSORS = {}  # device -> its streaming multiprocessors
+_DT_INTERPRETED_PROGRAMS = 3  # persistent instances under the interpreter: each loops, unevenly
+
+
+def _dt_programs(device, blocks):
+    """The grid of a persistent kernel (`persistent`) over `blocks` output blocks: one program
+    instance per streaming multiprocessor of `device`, never more than the blocks."""
+    n = _DT_MULTIPROCESSORS.get(device)
+    if n is None:
+        n = (torch.cuda.get_device_properties(device).multi_processor_count
+             if device.type == "cuda" else _DT_INTERPRETED_PROGRAMS)
+        _DT_MULTIPROCESSORS[device] = n
+    return max(1, min(blocks, n))
+
+
 # The lean host path. A wrapper's first call with given argument metadata takes the full path:
 # checks, size inference, Triton's launch (which specializes and compiles). What it worked out is
 # kept in a plan under a key of that metadata; a later call with the same key skips the checks

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from conftest import compile_source
+from hopper import compile_for_hopper
 
 ATTENTION = """Func out, qk, mx, e, s, p;
 In Q, K, V;
@@ -233,46 +234,11 @@ def test_canonical_text(tmp_path):
 def test_flash_attention_compiles_for_hopper(tmp_path, dtc_binary):
     """The template's default schedule, compiled ahead of time for sm_90 (no GPU needed: the
     Triton wheel ships ptxas) at d = 128 in float16: both products on the Hopper tensor cores
-    (wgmma), nothing spilled to local memory. In a process of its own: the kernels of a module
-    imported under the interpreter cannot be compiled."""
-    import os
-    import subprocess
-    import sys
-
+    (wgmma), nothing spilled to local memory (tests/hopper.py)."""
     from conftest import ROOT, run_dtc
     out = tmp_path / "flash_attention.py"
     assert run_dtc(ROOT / "templates" / "flash_attention.dt", "-o", out).returncode == 0
-    script = f"""
-import importlib.util, inspect
-import triton, triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-spec = importlib.util.spec_from_file_location("fa", {str(out)!r})
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-kernel = module.out__kernel
-params = list(inspect.signature(kernel.fn).parameters)
-signature, constexprs = {{}}, {{}}
-for i, p in enumerate(params):
-    if p.endswith("_ptr"):
-        signature[p] = "*fp16"
-    elif p.endswith("_EVEN"):  # every tile full: the masks fold away
-        signature[p] = "constexpr"
-        constexprs[(i,)] = True
-    elif p == "_dt_index" or p.endswith("_TILE"):
-        signature[p] = "constexpr"
-        constexprs[(i,)] = tl.int32 if p == "_dt_index" else 128
-    else:
-        signature[p] = "i32"
-compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
-                          target=GPUTarget("cuda", 90, 32), options={{"num_warps": 4, "num_stages": 2}})
-print(compiled.asm["ptx"])
-"""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                       timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
-    ptx = r.stdout
+    ptx = compile_for_hopper(out, "out__kernel", "fp16", 128, num_warps=4, num_stages=2)["ptx"]
     assert ptx.count("wgmma.mma_async") >= 2
     assert "ld.local" not in ptx and "st.local" not in ptx
 

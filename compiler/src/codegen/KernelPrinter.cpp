@@ -157,6 +157,8 @@ Printed print_expr(const Expr& e) {
     return {"tl.trans(" + print_expr(*e.args[0]).text + ")"};
   case ExprKind::ProgramId:
     return {"tl.program_id(" + std::to_string(e.value_int) + ")"};
+  case ExprKind::NumPrograms:
+    return {"tl.num_programs(" + std::to_string(e.value_int) + ")"};
   }
   throw InternalError("print: unknown kernel expression kind");
 }

@@ -567,7 +567,7 @@ private:
       out_ += fill("        direct[1][" + at + "](direct[0]" + (varying.empty() ? "" : ", "),
                    varying, "            ", ")\n");
       out_ += "    else:\n";
-      out_ += "        plan.launch(" + at + ", " + kernel.name + ", (" + grid_text(kernel.grid) +
+      out_ += "        plan.launch(" + at + ", " + kernel.name + ", (" + grid_text(kernel) +
               ",), (\n" + args("            ") + "        ), " + std::to_string(kernel.num_warps) +
               ", " + std::to_string(kernel.num_stages) + ", " + tuple_of(positions) + ")\n";
     }
@@ -645,13 +645,17 @@ private:
     return "(" + size + " + " + std::to_string(divisor - 1) + ") // " + std::to_string(divisor);
   }
 
-  static std::string grid_text(const std::vector<kir::GridFactor>& grid) {
+  // The launch grid: the product of the kernel's factors, the number of output blocks; for
+  // persistent programs capped at the device's multiprocessors (dt_runtime.py's _dt_programs).
+  static std::string grid_text(const kir::Kernel& kernel) {
+    const std::vector<kir::GridFactor>& grid = kernel.grid;
     std::string text;
     for (const kir::GridFactor& g : grid) {
       std::string factor = g.size.empty() ? std::to_string(g.divisor) : ceil_div(g.size, g.divisor);
       if (grid.size() > 1 && !g.size.empty() && g.divisor != 1) factor = "(" + factor + ")";
       text += (text.empty() ? "" : " * ") + factor;
     }
+    if (kernel.persistent) return "_dt_programs(device, " + (text.empty() ? "1" : text) + ")";
     return text.empty() ? "1" : text;
   }
 

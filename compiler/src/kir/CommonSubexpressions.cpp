@@ -37,6 +37,7 @@ bool worth_naming(const Expr& e) {
   case ExprKind::Full:
   case ExprKind::Arange:
   case ExprKind::ProgramId:
+  case ExprKind::NumPrograms:
     return false;
   case ExprKind::Expand:
   case ExprKind::Cast:

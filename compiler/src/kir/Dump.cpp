@@ -106,6 +106,8 @@ std::string dump(const Expr& e) {
     return "trans(" + dump(*e.args[0]) + ")";
   case ExprKind::ProgramId:
     return "program_id(" + std::to_string(e.value_int) + ")";
+  case ExprKind::NumPrograms:
+    return "num_programs(" + std::to_string(e.value_int) + ")";
   }
   return "?";
 }

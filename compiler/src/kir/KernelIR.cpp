@@ -402,6 +402,13 @@ ExprPtr program_id(int axis) {
   return e;
 }
 
+ExprPtr num_programs(int axis) {
+  auto e = node(ExprKind::NumPrograms);
+  e->value_int = axis;
+  e->type.scalar = Scalar::I32;
+  return e;
+}
+
 Type loop_var_type(const Expr& lo, const Expr& hi, const Expr& step) {
   Type t = promote(promote(lo.type, hi.type, "range"), step.type, "range");
   t.elem_of.clear();

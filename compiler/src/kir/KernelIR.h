@@ -61,23 +61,24 @@ std::string to_string(const Type& type);
 // ---- expressions --------------------------------------------------------------------------
 
 enum class ExprKind {
-  Var,       // a name bound by Assign, a loop or a parameter
-  Int,       // integer literal
-  Float,     // float literal (a Python float in the kernel: weakly typed, float32)
-  Neg,       // -a
-  Binary,    // a op b, broadcasting; Max and Min as calls (tl.maximum, tl.minimum)
-  Call,      // an element-wise intrinsic: fn(args)
-  Select,    // tl.where(cond, a, b)
-  Cast,      // a converted to `type`
-  Load,      // tl.load(ptr, mask=mask, other=0.0)
-  Arange,    // tl.arange(0, extent): int32 [extent]
-  Expand,    // a[:, None]-style: a new axis of extent 1 where `expand` is false
-  Full,      // tl.full(shape, value, tl.float32)
-  Reduce,    // a sum, maximum or minimum over one axis, keeping it (Max, Min: NaN if any is)
-  Dot,       // tl.dot(a, b[, acc])
-  Reshape,   // tl.reshape(a, shape)
-  Trans,     // tl.trans(a) of a 2-D tile
-  ProgramId, // tl.program_id(axis)
+  Var,         // a name bound by Assign, a loop or a parameter
+  Int,         // integer literal
+  Float,       // float literal (a Python float in the kernel: weakly typed, float32)
+  Neg,         // -a
+  Binary,      // a op b, broadcasting; Max and Min as calls (tl.maximum, tl.minimum)
+  Call,        // an element-wise intrinsic: fn(args)
+  Select,      // tl.where(cond, a, b)
+  Cast,        // a converted to `type`
+  Load,        // tl.load(ptr, mask=mask, other=0.0)
+  Arange,      // tl.arange(0, extent): int32 [extent]
+  Expand,      // a[:, None]-style: a new axis of extent 1 where `expand` is false
+  Full,        // tl.full(shape, value, tl.float32)
+  Reduce,      // a sum, maximum or minimum over one axis, keeping it (Max, Min: NaN if any is)
+  Dot,         // tl.dot(a, b[, acc])
+  Reshape,     // tl.reshape(a, shape)
+  Trans,       // tl.trans(a) of a 2-D tile
+  ProgramId,   // tl.program_id(axis)
+  NumPrograms, // tl.num_programs(axis): the launch grid's extent
 };
 
 /// Max and Min are torch.maximum and torch.minimum: on floats, NaN when either operand is NaN.
@@ -97,7 +98,7 @@ struct Expr {
   Type type;
   std::string name;              // Var: the name
   Intrinsic fn = Intrinsic::Abs; // Call
-  long long value_int = 0;       // Int; Reduce and ProgramId: the axis
+  long long value_int = 0;       // Int; Reduce, ProgramId and NumPrograms: the axis
   double value_float = 0;        // Float; Full: the fill value
   BinOp op = BinOp::Add;         // Binary
   ReduceOp reduce = ReduceOp::Sum;
@@ -138,6 +139,7 @@ ExprPtr dot(ExprPtr a, ExprPtr b, ExprPtr acc, std::string precision);
 ExprPtr reshape(ExprPtr a, Shape shape);
 ExprPtr trans(ExprPtr a);
 ExprPtr program_id(int axis);
+ExprPtr num_programs(int axis);
 
 /// The type of a loop variable `for v in range(lo, hi, step)`: the widest of its bounds'.
 Type loop_var_type(const Expr& lo, const Expr& hi, const Expr& step);
@@ -238,6 +240,9 @@ struct Kernel {
   std::vector<StmtPtr> body;
   std::vector<LaunchArg> launch; // one per param, same order
   std::vector<GridFactor> grid;  // the 1-D grid is their product; none: one program instance
+  /// Persistent programs (`persistent`): the grid is the product above, the blocks, but at most
+  /// one program instance per streaming multiprocessor, each looping over blocks.
+  bool persistent = false;
   int num_warps = 4;
   int num_stages = 3;
   /// For a kernel that combines into its output with atomics: the output's initial value (the

@@ -77,8 +77,12 @@ private:
         visit(*s->hi);
         visit(*s->step);
         const kir::Expr& step = *s->step;
-        bool positive = (step.kind == kir::ExprKind::Int && step.value_int > 0) ||
-                        (step.kind == kir::ExprKind::Var && params_.count(step.name));
+        // A positive literal, a parameter (a tile width), or the grid's extent (persistent
+        // programs), converted or not.
+        const kir::Expr& bare = step.kind == kir::ExprKind::Cast ? *step.args[0] : step;
+        bool positive = (bare.kind == kir::ExprKind::Int && bare.value_int > 0) ||
+                        (bare.kind == kir::ExprKind::Var && params_.count(bare.name)) ||
+                        bare.kind == kir::ExprKind::NumPrograms;
         if (!positive) fail("loop " + s->name + " steps by " + kir::dump(step));
         bind(s->name, kir::loop_var_type(*s->lo, *s->hi, *s->step));
         loops_.push_back(bound_);

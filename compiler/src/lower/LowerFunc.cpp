@@ -87,9 +87,9 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
   check_supported(s);
   s.layout = plan_layout(program, s.fs, s.def, py);
   add_params(s);
-  emit_program_mapping(s, s.kernel.body);
-  emit_aranges(s, s.kernel.body);
-  Body* body = emit_output_loops(s, s.kernel.body);
+  Body* body = emit_program_mapping(s, s.kernel.body);
+  emit_aranges(s, *body);
+  body = emit_output_loops(s, *body);
   emit_store(s, *body);
   DTC_ASSERT(!s.online || s.online_done || diags.has_errors(),
              "online(" + s.fs.online.value()->name + ") checked but its loop never emitted");

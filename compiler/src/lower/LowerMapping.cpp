@@ -1,7 +1,9 @@
 // Stage 3 of lowering a Func: which output block a program instance computes. The `map` loop
 // nest (map_levels) turns the one program id into a block index per blocked label, the
 // outermost level varying slowest; the kernel's launch grid is the product of the levels'
-// extents. Then the tl.arange index tensor of each axis of the layout.
+// extents. Under `persistent` the grid is smaller (the wrapper caps it at the device's
+// multiprocessors) and each instance loops over block numbers, which the same nest decodes.
+// Then the tl.arange index tensor of each axis of the layout.
 #include "lower/LowerState.h"
 #include "lower/Names.h"
 
@@ -9,18 +11,47 @@
 
 namespace dtc::lowering {
 
-void emit_program_mapping(LowerState& s, Body& body) {
+namespace {
+
+// The loop of a persistent program instance over block numbers below `blocks`, binding `pid`
+// (the block number the map nest decodes); returns its body.
+Body* emit_persistent_loop(LowerState& s, Body& body, Value blocks) {
+  Value first = s.index(kir::program_id(0)), programs = s.index(kir::num_programs(0));
+  Value lo = first, hi = blocks, step = programs;
+  if (*s.fs.persistent == "blocked") {
+    // A run of ceil(blocks / programs) consecutive blocks each (the last ones fewer or none).
+    Value run = s.let(body, "pid_run",
+                      kir::binary(kir::BinOp::FloorDiv,
+                                  kir::add(blocks, kir::sub(programs, kir::int_imm(1))), programs));
+    lo = s.let(body, "pid_first", kir::mul(first, run));
+    hi = kir::minimum(kir::add(lo, run), blocks);
+    step = kir::int_imm(1);
+  }
+  s.used.insert("pid");
+  s.types["pid"] = kir::loop_var_type(*lo, *hi, *step);
+  body.push_back(kir::Stmt::loop("pid", lo, hi, step));
+  return &body.back()->body;
+}
+
+} // namespace
+
+Body* emit_program_mapping(LowerState& s, Body& outer) {
   std::vector<MapLevel> levels = map_levels(s.fs, s.prog);
-  if (levels.empty()) return; // one program instance
-  body.push_back(kir::Stmt::comment("program instance -> output block (map)"));
-  Value pid = s.let(body, "pid", s.index(kir::program_id(0)));
+  if (levels.empty()) return &outer; // one program instance
+  const bool persistent = s.fs.persistent && *s.fs.persistent != "none";
+  s.kernel.persistent = persistent;
+  outer.push_back(kir::Stmt::comment(persistent
+                                         ? "persistent program instances -> output blocks (map)"
+                                         : "program instance -> output block (map)"));
+  Value pid = persistent ? nullptr : s.let(outer, "pid", s.index(kir::program_id(0)));
+  Body* at = &outer; // the block's code: under persistent, in the loop over block numbers
   std::map<Label, Value> blocks_var;
   for (Label l : s.labels) {
     auto b = s.fs.block_of(l);
     if (!b) continue;
     Value size = s.ref(s.py.size(l));
     blocks_var[l] =
-        s.let(body, s.py(l) + "_blocks",
+        s.let(outer, s.py(l) + "_blocks",
               *b == 1 ? size
                       : kir::binary(kir::BinOp::FloorDiv, kir::add(size, kir::int_imm(*b - 1)),
                                     kir::int_imm(*b)));
@@ -49,6 +80,14 @@ void emit_program_mapping(LowerState& s, Body& body) {
       }
     }
   }
+  if (persistent) {
+    Value blocks;
+    for (const Value& e : extent)
+      blocks = blocks ? kir::mul(blocks, e) : e;
+    at = emit_persistent_loop(s, outer, s.let(outer, "blocks", blocks));
+    pid = s.ref("pid");
+  }
+  Body& body = *at;
   // Innermost level varies fastest.
   Value stride;
   std::map<std::string, Value> pid_of; // level name -> variable
@@ -80,6 +119,7 @@ void emit_program_mapping(LowerState& s, Body& body) {
     s.let(body, s.py(l) + "_end",
           kir::minimum(kir::add(start, kir::int_imm(*b)), s.ref(s.py.size(l))));
   }
+  return at;
 }
 
 void emit_aranges(LowerState& s, Body& body) {

@@ -170,8 +170,9 @@ KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const 
 void add_params(LowerState& s);
 
 /// LowerMapping.cpp: the program instance's output block, from the `map` loop nest (and the
-/// launch grid); then the `tl.arange` index tensor of each axis.
-void emit_program_mapping(LowerState& s, Body& body);
+/// launch grid); returns the body the block's code goes in (under `persistent`, the loop over
+/// block numbers). Then the `tl.arange` index tensor of each axis.
+Body* emit_program_mapping(LowerState& s, Body& body);
 void emit_aranges(LowerState& s, Body& body);
 
 /// LowerLoops.cpp: the loop (or whole-tile index) of one dimension, binding `l`; returns the

@@ -37,12 +37,13 @@ Primitive atomic_primitive();
 Primitive precision_primitive();
 Primitive relayout_primitive();
 Primitive index_primitive();
+Primitive persistent_primitive();
 Primitive num_warps_primitive();
 Primitive num_stages_primitive();
 Primitive compile_primitive();
 
 /// All primitives in canonical order: block, tensorize, map, fuse_at, store_in, online, atomic,
-/// precision, relayout, index, num_warps, num_stages, compile.
+/// precision, relayout, index, persistent, num_warps, num_stages, compile.
 const std::vector<Primitive>& primitive_table();
 /// Their names, as a sentence lists them: `block, tensorize, ... and compile`.
 std::string primitive_names();
