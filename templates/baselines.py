@@ -63,6 +63,12 @@ def gemm_gelu(A, B):
     return F.gelu(A @ B)
 
 
+def gemm_epilogue(A, W, bias):
+    """gelu(A @ W + bias) with the exact GELU: the product with its bias in one library call
+    (addmm), then a second kernel for the GELU."""
+    return F.gelu(torch.addmm(bias, A, W))
+
+
 def _2mm(A, B, C):
     """(A @ B) @ C: two matrix products, two library calls."""
     return (A @ B) @ C

@@ -131,6 +131,8 @@ SPACE_SAMPLES = {
         "rms_norm_out.block(x:16); rms_norm_out.tensorize(x:0, y:1024, k:1024); rms_norm_out.num_warps(32)",
         "rms_norm_out.block(x:8); rms_norm_out.tensorize(x:0, y:0, k:0); rms_norm_out.num_warps(16)",
         "rms_norm_out.block(x:2); rms_norm_out.tensorize(x:0, y:0, k:4096); rms_norm_out.num_warps(4)",
+        "rms_norm_out.block(x:2); rms_norm_out.tensorize(x:0, y:0, k:0); "
+        "rms_norm_out.persistent(interleaved); rms_norm_out.num_warps(8)",
     ],
     "sum": [
         "sum_out.block(x:1); sum_out.tensorize(x:0, k:64); sum_out.num_warps(1)",
@@ -145,6 +147,8 @@ SPACE_SAMPLES = {
         "matmul.num_warps(8); matmul.num_stages(3)",
         "matmul.block(m:256, n:128); matmul.tensorize(m:0, n:0, k:64); matmul.map(n:ni/8, m, ni); "
         "matmul.num_warps(8); matmul.num_stages(2)",
+        "matmul.block(m:32, n:64); matmul.tensorize(m:0, n:0, k:32); matmul.map(n:ni/8, m, ni); "
+        "matmul.persistent(interleaved); matmul.num_warps(4); matmul.num_stages(3)",
     ],
     "sigmoid_mm": [
         "sigmoid_mm.block(m:16, n:16); sigmoid_mm.tensorize(m:0, n:0, k:16); sigmoid_mm.map(m, n); "
@@ -162,6 +166,14 @@ SPACE_SAMPLES = {
         "mm.fuse_at(out, n); out.num_warps(8); out.num_stages(4)",
         "out.block(m:64, n:32); out.tensorize(m:0, n:0, k:32); out.map(n:ni/8, m, ni); "
         "mm.fuse_at(out, n); out.num_stages(5)",
+    ],
+    "gemm_epilogue": [
+        "out.block(m:64, n:128); out.tensorize(m:0, n:0, k:32); out.map(m, n); "
+        "mm.fuse_at(out, n); out.num_warps(4); out.num_stages(2)",
+        "out.block(m:128, n:256); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
+        "mm.fuse_at(out, n); out.persistent(interleaved); out.num_warps(8); out.num_stages(4)",
+        "out.block(m:64, n:128); out.tensorize(m:0, n:0, k:32); out.map(n:ni/8, m, ni); "
+        "mm.fuse_at(out, n); out.persistent(interleaved); out.num_stages(5)",
     ],
     "2mm": [
         "_2mm.block(m:16); _2mm.tensorize(m:0, n:32, k:16, l:16); mm.fuse_at(_2mm, m); "
@@ -278,7 +290,7 @@ def test_every_kernel_has_a_template():
                                        "layernorm", "groupnorm", "rope", "relu_squared", "kl_div",
                                        "jsd", "tvd", "cross_entropy", "embedding", "add_rmsnorm",
                                        "cross_entropy_grad", "flash_attention",
-                                       "flash_attention_causal"}
+                                       "flash_attention_causal", "gemm_epilogue"}
     assert set(SPACE_SAMPLES) == {p.stem for p in FILES}
 
 

@@ -1,0 +1,78 @@
+"""The shipped templates' Hopper-only choices compile for the H100 (sm_90) without a GPU
+(tests/hopper.py): for every template offering `persistent`, a spread of its persistent schedules
+at its first real shape, each kernel of the module compiled in the template's dtype with its tile
+parameters at their widths for that shape. The interpreter runs these schedules too
+(test_template_baselines.py); this catches what only the GPU compiler would refuse."""
+import functools
+import math
+import re
+import subprocess
+
+import pytest
+
+from conftest import ROOT, run_dtc
+from hopper import compile_for_hopper
+from test_template_baselines import load_template
+from test_kernel_set import DTX
+
+TEMPLATES = ROOT / "templates"
+PER_TEMPLATE = 3
+ELEM = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+HOPPER_TEMPLATES = sorted(p.stem for p in TEMPLATES.glob("*.yaml")
+                          if "persistent(" in load_template(p)["schedule"])
+
+
+@functools.lru_cache(maxsize=None)
+def persistent_schedules(name):
+    template = load_template(TEMPLATES / f"{name}.yaml")
+    shape = template["shapes"][0]
+    r = subprocess.run([str(DTX), "expand", str(TEMPLATES / f"{name}.yaml"), "--shape",
+                        ",".join(f"{k}={v}" for k, v in shape.items()), "--list"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    found = [s for s in r.stdout.split() if ".persistent(" in s]
+    assert found, f"{name}: no persistent schedule at {shape}"
+    picks = sorted({round(i * (len(found) - 1) / max(1, PER_TEMPLATE - 1))
+                    for i in range(PER_TEMPLATE)})
+    return template, shape, [found[i] for i in picks]
+
+
+def test_the_gemm_templates_offer_persistent_programs():
+    assert {"matmul", "gemm_gelu", "gemm_epilogue", "sigmoid_mm"} <= set(HOPPER_TEMPLATES)
+
+
+def tile_widths(text, shape):
+    """Each `x_TILE` parameter's width as the wrapper picks it: the power of two at least the
+    label's size (a whole dimension in one tile) and at least 16 for tl.dot."""
+    widths = {}
+    for label in re.findall(r"\b(\w+)_TILE\b", text):
+        size = shape.get(label, 16)
+        widths[f"{label}_TILE"] = max(16, 1 << max(0, math.ceil(math.log2(max(1, size)))))
+    return widths
+
+
+@pytest.mark.parametrize("name,index", [(n, i) for n in HOPPER_TEMPLATES
+                                        for i in range(PER_TEMPLATE)])
+def test_persistent_schedules_compile_for_hopper(name, index, tmp_path, dtc_binary):
+    template, shape, schedules = persistent_schedules(name)
+    if index >= len(schedules):
+        pytest.skip(f"{name} has {len(schedules)} persistent schedules at its shape")
+    schedule = schedules[index]
+    out = tmp_path / f"{name}.py"
+    r = run_dtc(TEMPLATES / template["algorithm"], "-o", out, "--schedule", schedule)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    warps = int((re.search(r"num_warps\((\d+)\)", schedule) or [0, 4])[1])
+    stages = int((re.search(r"num_stages\((\d+)\)", schedule) or [0, 3])[1])
+    kernels = [k for k in re.findall(r"^def (\w+_kernel)\(", text, re.M)
+               if not k.startswith("_dt_")]
+    assert kernels
+    for kernel in kernels:
+        compiled = compile_for_hopper(out, kernel, ELEM[template["dtype"]],
+                                      tile_widths(text, shape), num_warps=warps,
+                                      num_stages=stages)
+        ptx = compiled["ptx"]
+        assert "nctaid.x" in ptx, f"{kernel} of {schedule}: no loop over the grid"
+        if "tl.dot(" in text:  # on the tensor cores: wgmma, or mma.sync for small tiles
+            assert "wgmma.mma_async" in ptx or "mma.sync" in ptx, schedule
+        assert compiled["shared"] <= 232448, f"{schedule}: {compiled['shared']} B of shared memory"
