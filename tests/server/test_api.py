@@ -268,8 +268,8 @@ def test_best_answers_at_once_when_an_exploration_ends(daemon):
     while True:
         status, x = daemon.get(f"/v1/explorations/{created['id']}")
         status, b = daemon.get(f"/v1/best?kernel=geglu_api&shape={shape}")
-        # Once a schedule is measured, it is known.
-        assert status == (200 if x["measured"] else 404), (x, b)
+        # Once a schedule is measured, it is known (and may be by the time it is asked for).
+        assert status == 200 if x["measured"] else status in (200, 404), (x, b)
         if x["state"] in ("done", "failed", "cancelled") or time.monotonic() > deadline:
             break
     assert x["state"] == "done" and x["measured"] == 1, x
