@@ -251,6 +251,36 @@ def _dt_check_launch(device):
                          "(or set TRITON_INTERPRET=1 to run them in the Triton interpreter)")
 
 
+def _dt_interpreter_bfloat16_dot():
+    """Triton 3.6's interpreter keeps bfloat16 tiles as uint16 and multiplies them in tl.dot as
+    those integers: every bfloat16 product computed on the CPU would be wrong (and every schedule
+    of a bfloat16 GEMM found incorrect). Under TRITON_INTERPRET=1 its tl.dot takes bfloat16
+    operands in float32 instead, as the tensor cores do (a product of two bfloat16 values is
+    exact in float32). Once per process; nothing changes on a GPU."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return
+    import numpy
+    from triton.runtime import interpreter
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder.create_dot, "_dt_bfloat16", False):
+        return
+    original = builder.create_dot
+
+    def widened(t):
+        if t.dtype.scalar != tl.bfloat16:
+            return t
+        data = interpreter._convert_float(t.data, tl.bfloat16, tl.float32, None)
+        return interpreter.TensorHandle(data.view(numpy.float32), tl.float32)
+
+    def create_dot(self, a, b, d, *args, **kwargs):
+        return original(self, widened(a), widened(b), d, *args, **kwargs)
+
+    create_dot._dt_bfloat16 = True
+    builder.create_dot = create_dot
+
+
+_dt_interpreter_bfloat16_dot()
+
 _DT_MULTIPROCESSORS = {}  # device -> its streaming multiprocessors
 _DT_INTERPRETED_PROGRAMS = 3  # persistent instances under the interpreter: each loops, unevenly
 

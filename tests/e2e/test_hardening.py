@@ -609,3 +609,21 @@ def test_sizes_that_make_a_whole_dimension_tile_too_large_are_refused(tmp_path):
         module.f(A, B)
     A, B = torch.randn(9, 9), torch.randn(9, 9)
     close(module.f(A, B), A @ B + A)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_products_under_the_interpreter(tmp_path, dtype):
+    """Triton's interpreter multiplied bfloat16 tiles in tl.dot as the integers it stores them
+    as (every bfloat16 GEMM wrong on the CPU); the module's runtime has it take them in float32,
+    as the tensor cores do. Checked against the product of the same rounded values."""
+    src = tmp_path / "mm.dt"
+    src.write_text("Func c;\nIn A, B;\nVar m, n;\nRVar k;\nc[m, n] = rdot(A[m, k], B[k, n], k);\n"
+                   "c.block(m:32, n:32);\nc.tensorize(m:0, n:0, k:16);\nc.compile();\n")
+    out = tmp_path / "mm.py"
+    assert run_dtc(src, "-o", out).returncode == 0
+    module = load_module(out)
+    A, B = torch.randn(40, 24).to(dtype), torch.randn(24, 33).to(dtype)
+    got = module.c(A, B)
+    assert got.dtype == dtype
+    want = (A.double() @ B.double()).to(dtype)
+    torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
