@@ -5,7 +5,7 @@ runs in a process of its own (with TRITON_INTERPRET unset).
 
 The kernel is specialized as the wrapper's common launch specializes it: pointers, sizes and
 strides 16-divisible but each tensor's last stride 1, the index type int32, every `_EVEN` flag true (sizes multiples of the
-tiles: the masks fold away), each tile parameter the width given."""
+tiles: the masks fold away), every `_TMA` flag true (inputs read through tensor descriptors), each tile parameter the width given."""
 import json
 import os
 import subprocess
@@ -37,7 +37,7 @@ for i, p in enumerate(params):
     if p.endswith("_ptr"):
         signature[p] = "*" + elem
         attrs[(i,)] = [["tt.divisibility", 16]]
-    elif p.endswith("_EVEN"):
+    elif p.endswith(("_EVEN", "_TMA")):
         signature[p] = "constexpr"
         constexprs[(i,)] = True
     elif p == "_dt_index":

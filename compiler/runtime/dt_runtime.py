@@ -281,6 +281,32 @@ def _dt_interpreter_bfloat16_dot():
 
 _dt_interpreter_bfloat16_dot()
 
+def _dt_tma(tensor):
+    """Whether a kernel may read `tensor` through a tensor descriptor (`tma`): 2-D and not
+    empty, its last stride 1, its other stride and its address multiples of 16 bytes, its sizes
+    below 2**31 (what the tensor memory accelerator and Triton's interpreter require). Its
+    kernel reads it through pointers otherwise."""
+    size = tensor.element_size()
+    return (tensor.dim() == 2 and tensor.numel() > 0 and tensor.stride(1) == 1
+            and tensor.stride(0) * size % 16 == 0 and tensor.data_ptr() % 16 == 0
+            and max(tensor.shape) < 2**31)
+
+
+def _dt_tma_memory(device):
+    """A kernel that makes tensor descriptors needs global memory for them at each launch, which
+    Triton takes from the allocator set for the launching thread (triton.set_allocator): where
+    the program has set none, one that allocates on `device`'s current stream."""
+    if device.type != "cuda":
+        return
+    from triton.runtime import _allocation
+    if _allocation._allocator.get() is _allocation._NULL_ALLOCATOR:
+        triton.set_allocator(_dt_tma_allocate)
+
+
+def _dt_tma_allocate(size, alignment, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
 _DT_MULTIPROCESSORS = {}  # device -> its streaming multiprocessors
 _DT_INTERPRETED_PROGRAMS = 3  # persistent instances under the interpreter: each loops, unevenly
 

@@ -9,7 +9,7 @@ len; whole numbers: labels' values, `//` and `%` of either sign, integer inputs 
 -inf)`; computed positions: shifts `X[x, y + 2]`, gathers `P[x, T[x]]` with positions inside and
 outside the dimension, other whole numbers beside a plain read) and random schedules (block,
 tensorize, map with splits, fuse_at, split and atomic reductions, store_in, precision,
-num_warps, num_stages, persistent), compiles them with `dtc`, runs the compiled
+num_warps, num_stages, persistent, tma), compiles them with `dtc`, runs the compiled
 Funcs under the Triton interpreter at small random sizes, and compares the results with an
 evaluator of its own: the program's syntax tree evaluated with torch in float64, every value a
 tensor over named labels. The module's `reference` is not the oracle; it is checked against the
@@ -1456,6 +1456,18 @@ def has_dot(e):
     return any(n[0] == "dot" for n in walk(e))
 
 
+def dot_input_operands(prog, e):
+    """The 2-D inputs read directly as an operand of a product in `e`."""
+    found = []
+    for n in walk(e):
+        if n[0] == "dot":
+            for a in n[1:3]:
+                if (a[0] == "acc" and a[1] in prog.inputs and a[1] not in prog.ints
+                        and len(a[2]) == 2 and a[1] not in found):
+                    found.append(a[1])
+    return found
+
+
 def gen_schedule(rng, prog, sizes, budget=96):
     """Random schedule statements for the compiled Funcs and the Funcs they read."""
     kernel_funcs = []
@@ -1545,6 +1557,11 @@ def gen_schedule(rng, prog, sizes, budget=96):
             statements += _grouped(rng, f, "tensorize", tensor)
         if has_dot(e) and rng.random() < 0.3:
             statements.append(f"{f}.precision({rng.choice(['tf32', 'tf32x3', 'ieee'])})")
+        operands = dot_input_operands(prog, e)
+        if operands and rng.random() < 0.3:
+            # Mostly the product's 2-D input operands; `tma-unused` or `tma-split` where the
+            # schedule keeps them from descriptors (rejections, counted as such).
+            statements.append(f"{f}.tma({', '.join(rng.sample(operands, rng.randint(1, len(operands))))})")
         if rng.random() < 0.2:
             statements.append(f"{f}.num_warps({rng.choice([1, 2, 4, 8, 16, 32])})")
         if rng.random() < 0.2:
@@ -1680,7 +1697,8 @@ def normalize_exception(text):
 COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
-            "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)"}
+            "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
+            "tma": "tl.make_tensor_descriptor("}
 
 
 def module_coverage(text):

@@ -1,6 +1,6 @@
 """The shipped templates' Hopper-only choices compile for the H100 (sm_90) without a GPU
-(tests/hopper.py): for every template offering `persistent`, a spread of its persistent schedules
-at its first real shape, each kernel of the module compiled in the template's dtype with its tile
+(tests/hopper.py): for every template offering `persistent` or `tma`, a spread of the schedules
+that use them at its first real shape, each kernel of the module compiled in the template's dtype with its tile
 parameters at their widths for that shape. The interpreter runs these schedules too
 (test_template_baselines.py); this catches what only the GPU compiler would refuse."""
 import functools
@@ -16,10 +16,11 @@ from test_template_baselines import load_template
 from test_kernel_set import DTX
 
 TEMPLATES = ROOT / "templates"
-PER_TEMPLATE = 3
+PER_TEMPLATE = 4
 ELEM = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+HOPPER = (".persistent(", ".tma(")
 HOPPER_TEMPLATES = sorted(p.stem for p in TEMPLATES.glob("*.yaml")
-                          if "persistent(" in load_template(p)["schedule"])
+                          if any(h in load_template(p)["schedule"] for h in HOPPER))
 
 
 @functools.lru_cache(maxsize=None)
@@ -30,11 +31,15 @@ def persistent_schedules(name):
                         ",".join(f"{k}={v}" for k, v in shape.items()), "--list"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    found = [s for s in r.stdout.split() if ".persistent(" in s]
-    assert found, f"{name}: no persistent schedule at {shape}"
-    picks = sorted({round(i * (len(found) - 1) / max(1, PER_TEMPLATE - 1))
-                    for i in range(PER_TEMPLATE)})
-    return template, shape, [found[i] for i in picks]
+    chosen = []
+    # Spread over each choice's schedules (tma, then persistent alone), half each.
+    for group in ([s for s in r.stdout.split() if ".tma(" in s],
+                  [s for s in r.stdout.split() if ".persistent(" in s and ".tma(" not in s]):
+        n = PER_TEMPLATE // 2
+        picks = sorted({round(i * (len(group) - 1) / max(1, n - 1)) for i in range(n)})
+        chosen += [group[i] for i in picks] if group else []
+    assert chosen, f"{name}: no schedule using {HOPPER} at {shape}"
+    return template, shape, chosen
 
 
 def test_the_gemm_templates_offer_persistent_programs():
@@ -53,7 +58,7 @@ def tile_widths(text, shape):
 
 @pytest.mark.parametrize("name,index", [(n, i) for n in HOPPER_TEMPLATES
                                         for i in range(PER_TEMPLATE)])
-def test_persistent_schedules_compile_for_hopper(name, index, tmp_path, dtc_binary):
+def test_hopper_schedules_compile_for_hopper(name, index, tmp_path, dtc_binary):
     template, shape, schedules = persistent_schedules(name)
     if index >= len(schedules):
         pytest.skip(f"{name} has {len(schedules)} persistent schedules at its shape")
@@ -72,7 +77,10 @@ def test_persistent_schedules_compile_for_hopper(name, index, tmp_path, dtc_bina
                                       tile_widths(text, shape), num_warps=warps,
                                       num_stages=stages)
         ptx = compiled["ptx"]
-        assert "nctaid.x" in ptx, f"{kernel} of {schedule}: no loop over the grid"
+        if ".persistent(" in schedule:
+            assert "nctaid.x" in ptx, f"{kernel} of {schedule}: no loop over the grid"
+        if ".tma(" in schedule:
+            assert "cp.async.bulk.tensor" in ptx, f"{kernel} of {schedule}: no TMA copy"
         if "tl.dot(" in text:  # on the tensor cores: wgmma, or mma.sync for small tiles
             assert "wgmma.mma_async" in ptx or "mma.sync" in ptx, schedule
         assert compiled["shared"] <= 232448, f"{schedule}: {compiled['shared']} B of shared memory"

@@ -131,8 +131,6 @@ SPACE_SAMPLES = {
         "rms_norm_out.block(x:16); rms_norm_out.tensorize(x:0, y:1024, k:1024); rms_norm_out.num_warps(32)",
         "rms_norm_out.block(x:8); rms_norm_out.tensorize(x:0, y:0, k:0); rms_norm_out.num_warps(16)",
         "rms_norm_out.block(x:2); rms_norm_out.tensorize(x:0, y:0, k:4096); rms_norm_out.num_warps(4)",
-        "rms_norm_out.block(x:2); rms_norm_out.tensorize(x:0, y:0, k:0); "
-        "rms_norm_out.persistent(interleaved); rms_norm_out.num_warps(8)",
     ],
     "sum": [
         "sum_out.block(x:1); sum_out.tensorize(x:0, k:64); sum_out.num_warps(1)",

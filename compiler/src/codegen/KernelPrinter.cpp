@@ -13,7 +13,8 @@ namespace {
 
 // Python precedence, lowest first.
 // Python's: comparisons bind more loosely than `|`, which binds more loosely than `&`.
-enum Prec { kCompare = 1, kOr = 2, kAnd = 3, kAdd = 4, kMul = 5, kUnary = 6, kAtom = 7 };
+// kCond: a conditional expression (`a if c else b`), below everything.
+enum Prec { kCond = 0, kCompare = 1, kOr = 2, kAnd = 3, kAdd = 4, kMul = 5, kUnary = 6, kAtom = 7 };
 
 struct Printed {
   std::string text;
@@ -36,6 +37,7 @@ std::string dtype_text(const Type& t) {
     return t.elem_of + ".dtype.element_ty";
   case Scalar::Int:
   case Scalar::Ptr:
+  case Scalar::Desc:
     break;
   }
   throw InternalError("no Triton dtype for " + to_string(t));
@@ -159,6 +161,25 @@ Printed print_expr(const Expr& e) {
     return {"tl.program_id(" + std::to_string(e.value_int) + ")"};
   case ExprKind::NumPrograms:
     return {"tl.num_programs(" + std::to_string(e.value_int) + ")"};
+  case ExprKind::MakeDesc: {
+    // Made only where the constexpr flag says the tensor qualifies (Triton folds the branch).
+    const Shape& b = e.type.shape;
+    auto extent = [](const Extent& x) { return x.param.empty() ? std::to_string(x.n) : x.param; };
+    return {"tl.make_tensor_descriptor(" + print_expr(*e.args[0]).text + ", [" +
+                print_expr(*e.args[1]).text + ", " + print_expr(*e.args[2]).text + "], [" +
+                print_expr(*e.args[3]).text + ", 1], [" + extent(b[0]) + ", " + extent(b[1]) +
+                "]) if " + e.name + " else None",
+            kCond};
+  }
+  case ExprKind::DescLoad: {
+    std::string offsets;
+    for (size_t i = 1; i + 1 < e.args.size(); ++i)
+      offsets += (i > 1 ? ", " : "") + print_expr(*e.args[i]).text;
+    std::string block = print_expr(*e.args[0]).text + ".load([" + offsets + "])";
+    if (e.value_int) block = "tl.trans(" + block + ")";
+    return {block + " if " + e.name + " else " + paren(print_expr(*e.args.back()), kCond + 1),
+            kCond};
+  }
   }
   throw InternalError("print: unknown kernel expression kind");
 }

@@ -490,6 +490,12 @@ private:
           "    # Combined atomically in float32, starting from the reduction's identity.\n    " +
           name + " = torch.full(" + out_shape + ", " + ir::python_float(*last.output_init) +
           ", dtype=torch.float32, device=device)\n";
+    // Kernels that make tensor descriptors (tma) need an allocator in the launching thread.
+    bool descriptors = false;
+    for (const ir::Symbol* k : c.kernel_funcs)
+      for (const kir::LaunchArg& a : in_.kernels.at(k).launch)
+        descriptors |= a.kind == kir::LaunchArg::Kind::Tma;
+    if (descriptors) out_ += "    _dt_tma_memory(device)\n";
     int slot = 0;
     for (const ir::Symbol* k : c.kernel_funcs) {
       const kir::Kernel& kernel = in_.kernels.at(k);
@@ -689,6 +695,8 @@ private:
       return "_dt_tile(" + a.name + ", " + std::to_string(a.least) + ")";
     case kir::LaunchArg::Kind::Index:
       return "index";
+    case kir::LaunchArg::Kind::Tma:
+      return "_dt_tma(" + a.name + ")";
     case kir::LaunchArg::Kind::Even:
       return a.modulus ? a.name + " % " + std::to_string(a.modulus) + " == 0"
                        : a.name + " == _dt_tile(" + a.name + ", " + std::to_string(a.least) + ")";

@@ -108,6 +108,13 @@ std::string dump(const Expr& e) {
     return "program_id(" + std::to_string(e.value_int) + ")";
   case ExprKind::NumPrograms:
     return "num_programs(" + std::to_string(e.value_int) + ")";
+  case ExprKind::MakeDesc:
+    return "make_desc(" + list(e.args) + ", " + to_string(e.type.shape) + ") if " + e.name;
+  case ExprKind::DescLoad: {
+    std::vector<ExprPtr> offsets(e.args.begin() + 1, e.args.end() - 1);
+    return std::string(e.value_int ? "trans(" : "(") + dump(*e.args[0]) + ".load(" + list(offsets) +
+           ")) if " + e.name + " else " + dump(*e.args.back());
+  }
   }
   return "?";
 }

@@ -32,6 +32,8 @@ std::string scalar_text(Scalar s) {
     return "elem";
   case Scalar::Ptr:
     return "ptr";
+  case Scalar::Desc:
+    return "desc";
   }
   return "?";
 }
@@ -399,6 +401,49 @@ ExprPtr program_id(int axis) {
   auto e = node(ExprKind::ProgramId);
   e->value_int = axis;
   e->type.scalar = Scalar::I32;
+  return e;
+}
+
+ExprPtr make_desc(ExprPtr ptr, std::vector<ExprPtr> sizes, ExprPtr stride0, Shape block,
+                  std::string flag) {
+  if (ptr->type.scalar != Scalar::Ptr || ptr->type.elem_of.empty() || !ptr->type.shape.empty())
+    ill_typed("tensor descriptor over a " + to_string(ptr->type));
+  if (sizes.size() != 2 || block.size() != 2) ill_typed("tensor descriptor of rank other than 2");
+  for (const ExprPtr& a : {sizes[0], sizes[1], stride0})
+    if (!a->type.is_int() || !a->type.shape.empty())
+      ill_typed("tensor descriptor size or stride of type " + to_string(a->type));
+  std::vector<ExprPtr> args{std::move(ptr), std::move(sizes[0]), std::move(sizes[1]),
+                            std::move(stride0)};
+  auto e = node(ExprKind::MakeDesc, args);
+  e->type.scalar = Scalar::Desc;
+  e->type.elem_of = e->args[0]->type.elem_of;
+  e->type.shape = std::move(block);
+  e->name = std::move(flag);
+  return e;
+}
+
+ExprPtr desc_load(ExprPtr desc, std::vector<ExprPtr> offsets, bool transposed, ExprPtr fallback,
+                  std::string flag) {
+  if (desc->type.scalar != Scalar::Desc)
+    ill_typed("descriptor load from a " + to_string(desc->type));
+  if (offsets.size() != desc->type.shape.size()) ill_typed("descriptor load offsets");
+  for (const ExprPtr& o : offsets)
+    if (!o->type.is_int() || !o->type.shape.empty())
+      ill_typed("descriptor offset of type " + to_string(o->type));
+  Shape shape = desc->type.shape;
+  if (transposed) std::swap(shape[0], shape[1]);
+  if (fallback->type.scalar != Scalar::Elem || fallback->type.elem_of != desc->type.elem_of ||
+      fallback->type.shape != shape)
+    ill_typed("descriptor load of " + to_string(shape) + " with a fallback " +
+              to_string(fallback->type));
+  std::vector<ExprPtr> args{std::move(desc)};
+  for (ExprPtr& o : offsets)
+    args.push_back(std::move(o));
+  args.push_back(fallback);
+  auto e = node(ExprKind::DescLoad, args);
+  e->type = fallback->type;
+  e->value_int = transposed ? 1 : 0;
+  e->name = std::move(flag);
   return e;
 }
 

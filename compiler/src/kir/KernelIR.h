@@ -26,8 +26,9 @@ namespace dtc::kir {
 /// value); `Index` the kernel's index type, int32 or int64, chosen per call by the wrapper and
 /// passed as the constexpr parameter `kIndexParam`; `Elem` the element type of the tensor behind
 /// a pointer parameter (float16, bfloat16 or float32: known only at launch); `Ptr` a pointer to
-/// such elements.
-enum class Scalar { F32, I64, Index, I32, Int, I1, Elem, Ptr };
+/// such elements; `Desc` a tensor descriptor of such elements (TMA), its shape the block it
+/// loads.
+enum class Scalar { F32, I64, Index, I32, Int, I1, Elem, Ptr, Desc };
 
 /// The constexpr parameter holding the index type (`tl.int32` or `tl.int64`).
 inline constexpr const char* kIndexParam = "_dt_index";
@@ -79,6 +80,8 @@ enum class ExprKind {
   Trans,       // tl.trans(a) of a 2-D tile
   ProgramId,   // tl.program_id(axis)
   NumPrograms, // tl.num_programs(axis): the launch grid's extent
+  MakeDesc,    // tl.make_tensor_descriptor(ptr, [sizes], [stride0, 1], [block]) if FLAG else None
+  DescLoad,    // desc.load([offsets]) (tl.trans'ed where `value_int` is 1) if FLAG else fallback
 };
 
 /// Max and Min are torch.maximum and torch.minimum: on floats, NaN when either operand is NaN.
@@ -96,7 +99,7 @@ using ExprPtr = std::shared_ptr<const Expr>;
 struct Expr {
   ExprKind kind;
   Type type;
-  std::string name;              // Var: the name
+  std::string name;              // Var: the name; MakeDesc, DescLoad: the constexpr flag
   Intrinsic fn = Intrinsic::Abs; // Call
   long long value_int = 0;       // Int; Reduce, ProgramId and NumPrograms: the axis
   double value_float = 0;        // Float; Full: the fill value
@@ -140,6 +143,14 @@ ExprPtr reshape(ExprPtr a, Shape shape);
 ExprPtr trans(ExprPtr a);
 ExprPtr program_id(int axis);
 ExprPtr num_programs(int axis);
+/// A 2-D tensor descriptor over the tensor behind `ptr` (sizes `sizes`, outer stride `stride0`,
+/// the inner one 1) loading blocks of `block`, made where the constexpr `flag` is true.
+ExprPtr make_desc(ExprPtr ptr, std::vector<ExprPtr> sizes, ExprPtr stride0, Shape block,
+                  std::string flag);
+/// The block of `desc` at `offsets` (int32), transposed where `transposed`, where `flag` is
+/// true; else `fallback`, the same tile loaded through pointers (of the same type).
+ExprPtr desc_load(ExprPtr desc, std::vector<ExprPtr> offsets, bool transposed, ExprPtr fallback,
+                  std::string flag);
 
 /// The type of a loop variable `for v in range(lo, hi, step)`: the widest of its bounds'.
 Type loop_var_type(const Expr& lo, const Expr& hi, const Expr& step);
@@ -210,6 +221,7 @@ struct LaunchArg {
     Index,  // the index type the wrapper chose (kIndexParam)
     Even,   // whether the size `name` is a multiple of `modulus`, or when `modulus` is 0 the
             // tile width of Tile (with `least`): a constexpr under which masks fold away
+    Tma,    // whether the tensor `name` can be read through a tensor descriptor (tma)
   };
   Kind kind = Kind::Size;
   std::string name;

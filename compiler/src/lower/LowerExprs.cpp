@@ -227,6 +227,31 @@ bool is_scalar_value(const ir::Expr& e) {
   return false; // an access, a reduction, a dot: tensors
 }
 
+// Under `tma(t)`, the [p, q] tile of 2-D input access `e` as its tensor descriptor's block at the
+// tiles' origins (transposed where the tensor is [q, p]), or `pointers` where the wrapper finds
+// the tensor does not qualify; `pointers` alone where the tile's widths are not literals of 16
+// to 256 (a TMA box).
+Value descriptor_tile(LowerState& s, const ir::Access& e, Label q, Value pointers) {
+  const std::vector<const ir::Symbol*>& tma = s.fs.tma;
+  if (std::find(tma.begin(), tma.end(), e.tensor) == tma.end() || e.index.size() != 2 || !e.plain())
+    return pointers;
+  kir::Shape block;
+  for (Label l : e.index) {
+    kir::Extent w = s.layout.width_of_axis(l);
+    if (!w.param.empty() || w.n < 16 || w.n > 256) return pointers;
+    block.push_back(w);
+  }
+  Value desc = s.descriptor(e.tensor, e.index, block);
+  std::vector<Value> offsets;
+  for (Label l : e.index) {
+    const Value& origin = s.bind[l].back().origin;
+    offsets.push_back(origin ? kir::cast(origin, kir::Scalar::I32) : kir::int_imm(0));
+  }
+  s.tma_used.insert(e.tensor);
+  return kir::desc_load(desc, offsets, /*transposed=*/e.index[0] == q, pointers,
+                        s.tma_flag(e.tensor));
+}
+
 // Loads a 2-D input access straight into a [p, q] tile from the labels' 1-D index vectors, as
 // tl.dot wants it, instead of loading in the kernel's layout and reshaping. Null if the
 // bindings have no vectors.
@@ -258,7 +283,8 @@ Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body
     mask = kir::and_(mask, one(b.mask));
   }
   if (seen_p != 1 || seen_q != 1) return nullptr;
-  return s.let(body, s.fresh(s.py(e.tensor) + "_tile"), kir::load(addr, mask));
+  return s.let(body, s.fresh(s.py(e.tensor) + "_tile"),
+               descriptor_tile(s, e, q, kir::load(addr, mask)));
 }
 
 // Whether whole number `e` is never negative: built of labels' positions, sizes and

@@ -94,6 +94,15 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
   DTC_ASSERT(!s.online || s.online_done || diags.has_errors(),
              "online(" + s.fs.online.value()->name + ") checked but its loop never emitted");
   s.kernel.index_slack = index_slack(s);
+  for (const ir::Symbol* t : s.fs.tma)
+    if (!s.tma_used.count(t))
+      diags.error("tma-unused", s.fs.where.at("tma"),
+                  "in `" + func->name + ".tma(...)`: " + func->name +
+                      "'s kernel loads no tile of `" + t->name +
+                      "` that a tensor descriptor can: `tma` takes 2-D inputs read whole as a "
+                      "product's operand (rdot on tl.dot) in tiles of 16 to 256 along each "
+                      "dimension; tensorize those dimensions so, or drop `" +
+                      t->name + "` from `tma`");
   return std::move(s.kernel);
 }
 

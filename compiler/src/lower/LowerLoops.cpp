@@ -109,10 +109,11 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
       b.mask = s.let(*inner, base + "_mask", in_range);
       if (no_loop && !blocked) s.cache.back()[key] = b.mask;
     }
+    Value origin = no_loop ? (blocked ? start : nullptr) : iter;
+    b.origin = origin;
     if (s.layout.axes.size() > 1 && s.layout.dot_labels.count(l)) {
       // 1-D twins for tl.dot operand tiles (dead-code elimination drops them if unused).
       Value range = s.ref(s.py(l) + "_range");
-      Value origin = no_loop ? (blocked ? start : nullptr) : iter;
       b.vec = s.let(*inner, base + "_vec", origin ? kir::add(origin, range) : range);
       Value in_range = kir::lt(b.vec, end);
       if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);

@@ -91,6 +91,28 @@ Value LowerState::even_mask(Label l, Value in_range, long long modulus) {
   return kir::binary(kir::BinOp::Or, std::move(in_range), ref(it->second));
 }
 
+// ---- tensor descriptors (tma) ------------------------------------------------------------------
+
+std::string LowerState::tma_flag(const ir::Symbol* t) {
+  std::string flag = py(t) + "_TMA";
+  if (!is_param(flag))
+    add_param(flag, launch_arg(kir::LaunchArg::Kind::Tma, py(t)), int_type(kir::Scalar::I1),
+              /*constexpr_=*/true);
+  return flag;
+}
+
+Value LowerState::descriptor(const ir::Symbol* t, const ir::Labels& dims, const kir::Shape& block) {
+  auto key = std::make_pair(t, kir::to_string(block));
+  if (auto it = descriptors.find(key); it != descriptors.end()) return it->second;
+  std::string name = fresh(py(t) + "_desc");
+  Value desc = kir::make_desc(ptr_var(t), {ref(py.size(dims[0])), ref(py.size(dims[1]))},
+                              stride_var(t, 0), block, tma_flag(t));
+  // At the kernel's start: it depends on parameters only.
+  types[name] = desc->type;
+  kernel.body.insert(kernel.body.begin(), kir::Stmt::assign(name, desc));
+  return descriptors[key] = ref(name);
+}
+
 // ---- tensors and addresses --------------------------------------------------------------------
 
 bool LowerState::materialized_here(const ir::Symbol* t) const {

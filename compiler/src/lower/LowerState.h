@@ -60,6 +60,8 @@ struct Binding {
   // For a tensorized label: the same indices and mask as 1-D vectors, from which tl.dot operands
   // are loaded directly as 2-D tiles.
   Value vec, vec_mask;
+  // The tile's first index, a scalar (null: 0): where a tensor descriptor's block starts.
+  Value origin;
 };
 
 struct LowerState {
@@ -131,6 +133,15 @@ struct LowerState {
   /// feeds and the loads' masks away. Unchanged when `modulus` is 1.
   Value even_mask(Label l, Value in_range, long long modulus);
   std::map<std::pair<Label, long long>, std::string> evens; // (label, modulus) -> flag
+
+  // ---- tensor descriptors (tma) ----
+  /// The descriptor of 2-D input `t`, whose dimensions `index` labels, loading blocks of
+  /// `block` (made once, at the kernel's start, where the constexpr flag tma_flag(t) is true).
+  Value descriptor(const ir::Symbol* t, const ir::Labels& index, const kir::Shape& block);
+  /// The constexpr parameter (`A_TMA`) by which the wrapper says `t` qualifies.
+  std::string tma_flag(const ir::Symbol* t);
+  std::map<std::pair<const ir::Symbol*, std::string>, Value> descriptors; // (t, block) -> desc
+  std::set<const ir::Symbol*> tma_used; // inputs some tile is loaded of through a descriptor
 
   // ---- tensors and addresses ----
   /// Whether this kernel computes `t` into a global temporary (partial fusion): `<t>_fuse`.

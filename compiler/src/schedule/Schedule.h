@@ -50,6 +50,7 @@ struct FuncSchedule {
   std::optional<std::string> relayout;   // relayout(auto|copy|none) of float32 tl.dot inputs
   std::optional<std::string> index;      // index(auto|int64): the index arithmetic's width
   std::optional<std::string> persistent; // persistent(none|interleaved|blocked) programs
+  std::vector<const ir::Symbol*> tma;    // inputs whose tl.dot tiles load via descriptors
   std::map<std::string, Loc> where;      // primitive name -> location of its (last) statement
   std::vector<const ir::Symbol*> fused;  // Funcs fused into this one (directly or not), in order
 

@@ -1,0 +1,77 @@
+// tma(A, ...): the Func's kernel loads the tl.dot operand tiles of the named inputs through
+// tensor descriptors (the Hopper tensor memory accelerator) instead of pointer arithmetic: one
+// descriptor per input per program instance, each tile one `desc.load([row, column])` whose
+// lanes outside the tensor read 0 (no masks). The wrapper checks per call (once per plan) that
+// the tensor qualifies (its last stride 1, the others and its address multiples of 16 bytes)
+// and passes a constexpr flag; a tensor that does not is read through pointers, as without
+// `tma`. Only 2-D inputs read as a product's operand qualify (lowering reports `tma-unused`
+// for another); a reduction split into blocks (whose tiles must stop at the block's end) and
+// `online` are refused.
+#include "schedule/Primitive.h"
+
+namespace dtc {
+
+Primitive tma_primitive() {
+  Primitive p;
+  p.name = "tma";
+  p.apply = [](PrimitiveContext& ctx) {
+    const auto& args = ctx.stmt.args;
+    if (args.empty()) {
+      ctx.diags.error("tma-bad-argument", ctx.stmt.loc,
+                      "in " + stmt_text(ctx.stmt) + ": `tma` takes the inputs whose tiles " +
+                          ctx.func->name + "'s kernel loads through tensor descriptors, as in `" +
+                          ctx.func->name + ".tma(A, B)`");
+      return false;
+    }
+    std::vector<const ir::Symbol*> named;
+    for (const ast::ScheduleArg& a : args) {
+      const ir::Symbol* t = a.name.empty() || a.has_value ? nullptr : ctx.program.find(a.name);
+      if (!t || t->kind != ir::SymbolKind::In || t->is_int) {
+        ctx.diags.error("tma-bad-argument", a.loc,
+                        "in " + stmt_text(ctx.stmt) + ": `" +
+                            (a.name.empty() ? std::string("?") : a.name) +
+                            "` is not a floating-point input (`In`); `tma` takes inputs, as in `" +
+                            ctx.func->name + ".tma(A, B)`");
+        return false;
+      }
+      if (std::find(named.begin(), named.end(), t) == named.end()) named.push_back(t);
+    }
+    for (const ir::Symbol* t : named)
+      if (std::find(ctx.target.tma.begin(), ctx.target.tma.end(), t) == ctx.target.tma.end())
+        ctx.target.tma.push_back(t);
+    return true;
+  };
+  p.validate = [](const FuncSchedule& fs, const ir::Program& program, DiagnosticEngine& diags) {
+    if (fs.tma.empty()) return;
+    const std::string at = "in `" + fs.func->name + ".tma(...)`: ";
+    if (fs.online) {
+      diags.error("tma-online", fs.where.at("tma"),
+                  at + "tensor descriptors are not yet supported in an online loop (`online(" +
+                      (*fs.online)->name + ")`); drop `tma` or `online`");
+      return;
+    }
+    const ir::FuncDef& def = program.def(fs.func);
+    for (ir::Label l : schedulable_labels(program, fs))
+      if (!ir::contains(def.dims, l) && fs.block_of(l)) {
+        diags.error("tma-split", fs.where.at("tma"),
+                    at + "`" + l->name + "` is blocked, so each program instance reduces a block " +
+                        "of it, and a descriptor's tiles read on to the tensor's end; drop the " +
+                        "block of `" + l->name + "` or `tma`");
+        return;
+      }
+  };
+  p.print = [](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
+    if (fs.tma.empty()) return std::nullopt;
+    // In declaration order, whatever the order written.
+    std::vector<const ir::Symbol*> sorted = fs.tma;
+    std::sort(sorted.begin(), sorted.end(),
+              [](const ir::Symbol* a, const ir::Symbol* b) { return a->order < b->order; });
+    std::string text;
+    for (const ir::Symbol* t : sorted)
+      text += (text.empty() ? "" : ",") + t->name;
+    return text;
+  };
+  return p;
+}
+
+} // namespace dtc
