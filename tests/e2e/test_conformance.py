@@ -27,10 +27,6 @@ REDUCTIONS = ["l3_03_softmax", "l3_04_rms_norm", "l3_17_sum", "l3_19_sum_tensori
 # are plain tests (they were expected to fail while part 2 was missing).
 PART2 = ["l3_13_swish_fuse_y", "l3_14_swish_fuse_x", "l3_15_swish_fuse_x_tensorized",
          "l3_20_sum_block_reduction", "l4_02_softmax", "l4_03_2mm", "l4_04_attention"]
-# Programs with rdot lowered on tl.dot: the Triton 3.6 interpreter multiplies the raw uint16 bit
-# patterns of bfloat16 tl.dot operands (interpreter.py create_dot: np.matmul on the uint16 storage),
-# so these cannot be checked in bfloat16 under TRITON_INTERPRET=1.
-USES_TL_DOT = {"l4_03_2mm", "l4_04_attention"}
 
 ODD_PRIMES = [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79,
               83, 89, 97, 101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167,
@@ -117,15 +113,7 @@ def _module_params():
         for variant in ("file", "plus3", "primes"):
             for dtype in ("float32", "float16"):
                 params.append(pytest.param(stem, variant, dtype, id=f"{stem}-{variant}-{dtype}"))
-        marks = []
-        if stem in USES_TL_DOT and INTERPRET:
-            # Strict: the interpreter's result is wrong on every run (deterministic, not flaky), so
-            # a pass means the interpreter was fixed and the xfail must go.
-            marks = [pytest.mark.xfail(reason="Triton 3.6 interpreter: tl.dot on bfloat16 operands "
-                                              "multiplies their uint16 storage", strict=True,
-                                       raises=AssertionError)]
-        params.append(pytest.param(stem, "file", "bfloat16", id=f"{stem}-file-bfloat16",
-                                   marks=marks))
+        params.append(pytest.param(stem, "file", "bfloat16", id=f"{stem}-file-bfloat16"))
     return params
 
 
@@ -162,28 +150,46 @@ def test_reference_matches_oracle(tmp_path_factory, stem, variant, dtype):
                           dtype, what="the module's reference")
 
 
-def test_bfloat16_tl_dot_interpreter_limitation():
-    """Documents why l4_03/l4_04 are xfail in bfloat16: the interpreter's tl.dot, not dtc."""
+def test_bfloat16_tl_dot_under_the_interpreter():
+    """Triton 3.6's interpreter multiplies bfloat16 tiles in tl.dot as their uint16 storage; a
+    generated module, once imported, has it take them in float32 (dt_runtime.py), so that
+    l4_03/l4_04 pass in bfloat16 too. Shown here on a kernel of Triton's own, in a process that
+    imported one (conftest's run of any module does)."""
     if not INTERPRET:
         pytest.skip("only about the Triton interpreter")
-    import triton
-    import triton.language as tl
+    import subprocess
+    import sys
+    script = """
+import torch, triton, triton.language as tl
 
-    @triton.jit
-    def kernel(a_ptr, b_ptr, o_ptr):
-        r = tl.arange(0, 16)
-        a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
-        b = tl.load(b_ptr + r[:, None] * 16 + r[None, :])
-        tl.store(o_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+@triton.jit
+def kernel(a_ptr, b_ptr, o_ptr):
+    r = tl.arange(0, 16)
+    a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * 16 + r[None, :])
+    tl.store(o_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b))
 
+def right():
     g = torch.Generator().manual_seed(0)
-    want = {}
-    for dtype in (torch.float16, torch.bfloat16):
-        a = torch.randn(16, 16, generator=g).to(dtype)
-        b = torch.randn(16, 16, generator=g).to(dtype)
-        out = torch.empty(16, 16)
-        kernel[(1,)](a, b, out)
-        want[dtype] = torch.allclose(out, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
-    assert want[torch.float16]
-    if want[torch.bfloat16]:
-        pytest.fail("the interpreter's bfloat16 tl.dot works now: drop the xfail in USES_TL_DOT")
+    a = torch.randn(16, 16, generator=g).bfloat16()
+    b = torch.randn(16, 16, generator=g).bfloat16()
+    out = torch.empty(16, 16)
+    kernel[(1,)](a, b, out)
+    return torch.allclose(out, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+before = right()
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("m", sys.argv[1])
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+print(before, right())
+"""
+    import tempfile
+    from conftest import ROOT
+    with tempfile.TemporaryDirectory() as d:
+        out = pathlib.Path(d) / "m.py"
+        assert run_dtc(ROOT / "tests" / "conformance" / "l4_03_2mm.dt", "-o", out).returncode == 0
+        r = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True,
+                           text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    # Wrong before (else the workaround can go), right after.
+    assert r.stdout.split() == ["False", "True"], r.stdout
