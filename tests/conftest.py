@@ -50,6 +50,17 @@ def compile_dt(tmp_path, source_file, schedule=None, name=None):
     return load_module(out)
 
 
+# The plain matrix product, which tests of the product's schedules (tma, persistent,
+# warp_specialize) schedule each their own way.
+MATMUL = """Func c;
+In A, B;
+Var m, n;
+RVar k;
+c[m, n] = rdot(A[m, k], B[k, n], k);
+c.compile();
+"""
+
+
 def compile_source(tmp_path, source, schedule=None, name="prog"):
     """Compiles DT source text (optionally with a replacement schedule); returns the imported
     module and its text."""

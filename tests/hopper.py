@@ -5,7 +5,8 @@ runs in a process of its own (with TRITON_INTERPRET unset).
 
 The kernel is specialized as the wrapper's common launch specializes it: pointers, sizes and
 strides 16-divisible but each tensor's last stride 1, the index type int32, every `_EVEN` flag true (sizes multiples of the
-tiles: the masks fold away), every `_TMA` flag true (inputs read through tensor descriptors), each tile parameter the width given."""
+tiles: the masks fold away), every `_TMA` flag true (inputs read through tensor descriptors), each
+`_HALF` flag true for a 16-bit `elem`, each tile parameter the width given."""
 import json
 import os
 import subprocess
@@ -40,6 +41,9 @@ for i, p in enumerate(params):
     elif p.endswith(("_EVEN", "_TMA")):
         signature[p] = "constexpr"
         constexprs[(i,)] = True
+    elif p.endswith("_HALF"):
+        signature[p] = "constexpr"
+        constexprs[(i,)] = elem in ("fp16", "bf16")
     elif p == "_dt_index":
         signature[p] = "constexpr"
         constexprs[(i,)] = tl.int32

@@ -7,16 +7,9 @@ product stays on the Hopper tensor cores."""
 import pytest
 import torch
 
-from conftest import ROOT, compile_source, load_module, run_dtc
+from conftest import MATMUL, ROOT, compile_source, load_module, run_dtc
 from hopper import compile_for_hopper
 
-MATMUL = """Func c;
-In A, B;
-Var m, n;
-RVar k;
-c[m, n] = rdot(A[m, k], B[k, n], k);
-c.compile();
-"""
 RMSNORM = (ROOT / "templates" / "rmsnorm.dt").read_text()
 ROW_SUM = """Func s;
 In A;

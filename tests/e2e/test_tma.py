@@ -6,16 +6,9 @@ descriptors as the hardware does. Compiled for sm_90 the loads are TMA copies.""
 import pytest
 import torch
 
-from conftest import compile_source, run_dtc
+from conftest import MATMUL, compile_source, run_dtc
 from hopper import compile_for_hopper
 
-MATMUL = """Func c;
-In A, B;
-Var m, n;
-RVar k;
-c[m, n] = rdot(A[m, k], B[k, n], k);
-c.compile();
-"""
 # B read as [n, k]: its tiles are the descriptor's blocks transposed.
 MATMUL_NT = MATMUL.replace("B[k, n]", "B[n, k]")
 SCHEDULE = ("c.block(m:32, n:64); c.tensorize(m:0, n:0, k:16); c.map(n:ni/2, m, ni); "

@@ -697,6 +697,8 @@ private:
       return "index";
     case kir::LaunchArg::Kind::Tma:
       return "_dt_tma(" + a.name + ")";
+    case kir::LaunchArg::Kind::Half:
+      return a.name + ".dtype in (torch.float16, torch.bfloat16)";
     case kir::LaunchArg::Kind::Even:
       return a.modulus ? a.name + " % " + std::to_string(a.modulus) + " == 0"
                        : a.name + " == _dt_tile(" + a.name + ", " + std::to_string(a.least) + ")";

@@ -132,7 +132,9 @@ std::string dump(const std::vector<StmtPtr>& stmts, int depth) {
       break;
     case StmtKind::For:
       out += indent + "for " + s->name + " in range(" + dump(*s->lo) + ", " + dump(*s->hi) + ", " +
-             dump(*s->step) + "):\n" + dump(s->body, depth + 1);
+             dump(*s->step) +
+             (s->warp_specialize ? ", warp_specialize=" + dump(*s->warp_specialize) : "") + "):\n" +
+             dump(s->body, depth + 1);
       break;
     case StmtKind::Comment:
       out += indent + "// " + s->text + "\n";

@@ -174,16 +174,20 @@ using StmtPtr = std::unique_ptr<Stmt>;
 /// One kind per statement, with the fields of that kind:
 ///   Assign   name = value
 ///   Store    tl.store(ptr, value, mask) (mask may be null), or an atomic combination
-///   For      for name in range(lo, hi, step): body
+///   For      for name in range(lo, hi, step): body (tl.range under warp_specialize)
 ///   Comment  # text
 ///   Barrier  tl.debug_barrier()
 struct Stmt {
   StmtKind kind;
-  std::string name;             // Assign: the name bound; For: the loop variable
-  std::string text;             // Comment
-  ExprPtr value;                // Assign, Store
-  ExprPtr ptr, mask;            // Store
-  ExprPtr lo, hi, step;         // For
+  std::string name;     // Assign: the name bound; For: the loop variable
+  std::string text;     // Comment
+  ExprPtr value;        // Assign, Store
+  ExprPtr ptr, mask;    // Store
+  ExprPtr lo, hi, step; // For
+  /// For: a condition of constexpr parameters under which Triton warp-specializes the loop
+  /// (`tl.range(..., warp_specialize=...)`), null for none. Not an operand: no pass rewrites
+  /// it, so it stays a constexpr expression.
+  ExprPtr warp_specialize;
   Atomic atomic = Atomic::None; // Store
   std::vector<StmtPtr> body;    // For
 
@@ -222,6 +226,7 @@ struct LaunchArg {
     Even,   // whether the size `name` is a multiple of `modulus`, or when `modulus` is 0 the
             // tile width of Tile (with `least`): a constexpr under which masks fold away
     Tma,    // whether the tensor `name` can be read through a tensor descriptor (tma)
+    Half,   // whether the tensor `name` holds 16-bit floats (float16 or bfloat16)
   };
   Kind kind = Kind::Size;
   std::string name;

@@ -19,6 +19,7 @@ public:
     for (const kir::Param& p : k_.params) {
       if (!bound_.emplace(p.name, p.type).second) fail("duplicate parameter " + p.name);
       params_.insert(p.name);
+      if (p.is_constexpr) constexprs_.insert(p.name);
     }
     if (k_.launch.size() != k_.params.size()) fail("launch arguments mismatch");
     visit(k_.body);
@@ -84,6 +85,15 @@ private:
                         (bare.kind == kir::ExprKind::Var && params_.count(bare.name)) ||
                         bare.kind == kir::ExprKind::NumPrograms;
         if (!positive) fail("loop " + s->name + " steps by " + kir::dump(step));
+        if (s->warp_specialize) {
+          // Triton takes a constexpr: the condition reads constexpr parameters only.
+          std::set<std::string> names;
+          kir::free_vars(*s->warp_specialize, names);
+          for (const std::string& n : names)
+            if (!constexprs_.count(n))
+              fail("loop " + s->name + " is warp-specialized under `" + n +
+                   "`, not a constexpr parameter");
+        }
         bind(s->name, kir::loop_var_type(*s->lo, *s->hi, *s->step));
         loops_.push_back(bound_);
         visit(s->body);
@@ -100,6 +110,7 @@ private:
   const kir::Kernel& k_;
   const std::string& after_;
   std::set<std::string> params_;
+  std::set<std::string> constexprs_;
   std::map<std::string, kir::Type> bound_;
   std::vector<std::map<std::string, kir::Type>> loops_; // names bound before each open loop
 };

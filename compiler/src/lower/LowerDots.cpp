@@ -21,7 +21,7 @@ std::optional<DotAxes> dot_axes(const LowerState& s, const ir::Dot& d) {
   auto tiled = [&](const ir::Labels& dims) {
     ir::Labels out;
     for (Label l : dims)
-      if (s.layout.axis_of(l) >= 0 && !s.layout.width_of_axis(l).is_one()) out.push_back(l);
+      if (s.layout.has_tile(l) && !s.layout.width_of_axis(l).is_one()) out.push_back(l);
     return out;
   };
   ir::Labels a = tiled(d.a->dims), b = tiled(d.b->dims);
@@ -82,7 +82,117 @@ void check_dot_sizes(LowerState& s, const ir::Dot& d, const DotAxes& ax) {
   }
 }
 
+/// Whether operand `e` is an input's tile, loaded straight from memory.
+bool input_tile(const ir::ExprPtr& e) {
+  auto* access = e->as<ir::Access>();
+  return access && access->tensor->kind == ir::SymbolKind::In && !access->tensor->is_int &&
+         access->plain();
+}
+
+/// Whether rdot `d` runs on tl.dot with both operands input tiles.
+bool on_input_tiles(const LowerState& s, const ir::Dot& d) {
+  return input_tile(d.a) && input_tile(d.b) && !s.is_split(d.rvar) && dot_axes(s, d).has_value();
+}
+
+/// The labels the values of an expression vary along, except the reduction labels of products
+/// on input tiles (on_input_tiles), inside whose operands no value of the layout is made.
+struct LabelsOfValues : ir::IRVisitor {
+  explicit LabelsOfValues(const LowerState& state) : s(state) {}
+  const LowerState& s;
+  std::set<Label> varying;  // labels some value varies along
+  std::set<Label> products; // reduction labels of products on input tiles
+  void note(const ir::Expr& e) { varying.insert(e.dims.begin(), e.dims.end()); }
+  void visit(const ir::Const& e) override { note(e); }
+  void visit(const ir::ScalarIn& e) override { note(e); }
+  void visit(const ir::Len& e) override { note(e); }
+  void visit(const ir::ProgramId& e) override { note(e); }
+  void visit(const ir::LabelValue& e) override { note(e); }
+  void visit(const ir::Access& e) override {
+    note(e);
+    ir::IRVisitor::visit(e);
+  }
+  void visit(const ir::Unary& e) override {
+    note(e);
+    ir::IRVisitor::visit(e);
+  }
+  void visit(const ir::Binary& e) override {
+    note(e);
+    ir::IRVisitor::visit(e);
+  }
+  void visit(const ir::Call& e) override {
+    note(e);
+    ir::IRVisitor::visit(e);
+  }
+  void visit(const ir::Reduce& e) override {
+    note(e);
+    ir::IRVisitor::visit(e);
+  }
+  void visit(const ir::Reshape& e) override {
+    note(e);
+    ir::IRVisitor::visit(e);
+  }
+  void visit(const ir::Dot& d) override {
+    note(d);
+    if (!on_input_tiles(s, d)) return ir::IRVisitor::visit(d);
+    products.insert(d.rvar);
+    for (const ir::ExprPtr& operand : {d.a, d.b})
+      for (Label l : operand->dims)
+        if (l != d.rvar) varying.insert(l);
+  }
+};
+
+/// warp_specialize(r): the loop of product `d` over r is specialized under the wrapper's flags
+/// (both operands through tensor descriptors, 16-bit floats), where Triton can do it; else the
+/// reason it cannot, which lowering reports if no loop is specialized.
+void warp_specialize(LowerState& s, const ir::Dot& d, const DotOnCores& o, kir::Stmt& loop) {
+  DTC_ASSERT(loop.kind == kir::StmtKind::For, "a product's loop expected");
+  const std::string r = d.rvar->name;
+  if (!s.layout.loop_only(d.rvar)) {
+    const ir::ExprPtr computed = !input_tile(o.lhs) ? o.lhs : !input_tile(o.rhs) ? o.rhs : nullptr;
+    s.warp_specialize_refused =
+        (computed
+             ? "the product's operand " + ir::to_dt(*computed) + " is computed in the kernel"
+             : "`" + r + "` indexes values of the kernel besides the operands of " + ir::to_dt(d)) +
+        "; Triton specializes a product of two input tiles whose result the kernel uses as a "
+        "matrix";
+    return;
+  }
+  Value flag;
+  for (const ir::ExprPtr& operand : {o.lhs, o.rhs}) {
+    const auto& access = *operand->as<ir::Access>();
+    if (!descriptor_qualifies(s, access)) {
+      s.warp_specialize_refused = "`" + access.tensor->name +
+                                  "` is not read through a tensor descriptor (name it in `tma`, "
+                                  "in tiles of 16 to 256 along each dimension)";
+      return;
+    }
+    flag = kir::and_(flag, s.ref(s.tma_flag(access.tensor)));
+    flag = kir::and_(flag, s.ref(s.half_flag(access.tensor)));
+  }
+  loop.warp_specialize = flag;
+  s.warp_specialized = true;
+}
+
 } // namespace
+
+void plan_loop_tiles(LowerState& s) {
+  // The online loop (LowerOnline.cpp) keeps every label on an axis.
+  if (s.online) return;
+  LabelsOfValues labels(s);
+  s.def.value->accept(labels);
+  // What else the kernel computes: fused producers, and Funcs it stores besides its own.
+  for (const auto& [f, at] : s.materialized)
+    s.prog.def(f).value->accept(labels);
+  for (const ir::Symbol* f : s.stored)
+    s.prog.def(f).value->accept(labels);
+  std::vector<Axis> kept;
+  for (const Axis& a : s.layout.axes) {
+    bool loop_only = labels.products.count(a.label) && !labels.varying.count(a.label) &&
+                     !ir::contains(s.def.dims, a.label);
+    (loop_only ? s.layout.loop_tiles : kept).push_back(a);
+  }
+  s.layout.axes = std::move(kept);
+}
 
 bool on_tensor_cores(const LowerState& s, const ir::Dot& d) {
   return dot_axes(s, d).has_value();
@@ -182,18 +292,24 @@ Value lower_dot(LowerState& s, const ir::Dot& d, Body& body) {
   Value acc;
   if (!full_r) acc = s.let(body, acc_name, kir::full({wi, wj}, 0.0));
   Body* inner = emit_dim(s, r, body, loop_prefix(s, r, prefix), !s.splits(d));
+  if (!full_r && s.fs.warp_specialize == r) warp_specialize(s, d, *o, *body.back());
   // Values computed inside a loop are not visible after it; without a loop they are.
   if (!full_r) s.cache.emplace_back();
   Value product = dot_step(s, d, *o, *inner, acc);
   if (!full_r) s.cache.pop_back();
   std::string result = s.fresh(prefix + s.py(r) + "_dot");
   kir::Shape shape = s.layout.shape_of({o->i, o->j});
+  // In the layout's shape; a layout of the two axes (the reduction a loop tile) is the
+  // product's own.
+  auto in_layout = [&](Value v) {
+    return shape == kir::Shape{wi, wj} ? v : kir::reshape(v, shape);
+  };
   Value out;
   if (full_r) {
-    out = s.let(body, result, kir::reshape(product, shape));
+    out = s.let(body, result, in_layout(product));
   } else {
     s.let(*inner, acc_name, product);
-    out = s.let(body, result, kir::reshape(s.ref(acc_name), shape));
+    out = s.let(body, result, in_layout(s.ref(acc_name)));
   }
   s.bind[r].pop_back();
   return out;

@@ -231,16 +231,23 @@ bool is_scalar_value(const ir::Expr& e) {
 // tiles' origins (transposed where the tensor is [q, p]), or `pointers` where the wrapper finds
 // the tensor does not qualify; `pointers` alone where the tile's widths are not literals of 16
 // to 256 (a TMA box).
-Value descriptor_tile(LowerState& s, const ir::Access& e, Label q, Value pointers) {
+bool descriptor_qualifies(const LowerState& s, const ir::Access& e) {
   const std::vector<const ir::Symbol*>& tma = s.fs.tma;
   if (std::find(tma.begin(), tma.end(), e.tensor) == tma.end() || e.index.size() != 2 || !e.plain())
-    return pointers;
-  kir::Shape block;
+    return false;
   for (Label l : e.index) {
+    if (!s.layout.has_tile(l)) return false;
     kir::Extent w = s.layout.width_of_axis(l);
-    if (!w.param.empty() || w.n < 16 || w.n > 256) return pointers;
-    block.push_back(w);
+    if (!w.param.empty() || w.n < 16 || w.n > 256) return false;
   }
+  return true;
+}
+
+Value descriptor_tile(LowerState& s, const ir::Access& e, Label q, Value pointers) {
+  if (!descriptor_qualifies(s, e)) return pointers;
+  kir::Shape block;
+  for (Label l : e.index)
+    block.push_back(s.layout.width_of_axis(l));
   Value desc = s.descriptor(e.tensor, e.index, block);
   std::vector<Value> offsets;
   for (Label l : e.index) {

@@ -34,8 +34,9 @@ void check_supported(const LowerState& s) {
 // size an index can reach, which the wrapper's choice of index type allows for.
 long long index_slack(const LowerState& s) {
   long long width = 1, factor = 1;
-  for (const Axis& a : s.layout.axes)
-    width = std::max(width, a.width.param.empty() ? a.width.n : 1);
+  for (const std::vector<Axis>* axes : {&s.layout.axes, &s.layout.loop_tiles})
+    for (const Axis& a : *axes)
+      width = std::max(width, a.width.param.empty() ? a.width.n : 1);
   for (Label l : s.labels) {
     if (auto b = s.fs.block_of(l)) width = std::max(width, next_power_of_two(*b));
     width = std::max(width, s.fs.tensor_of(l));
@@ -86,6 +87,7 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
   s.kernel.doc = func->name + dims_text(s.def.dims) + " = " + ir::to_dt(*s.def.value);
   check_supported(s);
   s.layout = plan_layout(program, s.fs, s.def, py);
+  plan_loop_tiles(s);
   add_params(s);
   Body* body = emit_program_mapping(s, s.kernel.body);
   emit_aranges(s, *body);
@@ -94,6 +96,16 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
   DTC_ASSERT(!s.online || s.online_done || diags.has_errors(),
              "online(" + s.fs.online.value()->name + ") checked but its loop never emitted");
   s.kernel.index_slack = index_slack(s);
+  if (s.fs.warp_specialize && !s.warp_specialized && !diags.has_errors()) {
+    const std::string k = (*s.fs.warp_specialize)->name;
+    diags.error("warp-specialize-unsupported", s.fs.where.at("warp_specialize"),
+                "in `" + func->name + ".warp_specialize(" + k + ")`: " +
+                    (s.warp_specialize_refused.empty()
+                         ? func->name + "'s kernel has no product (rdot on tl.dot) over `" + k +
+                               "` with a loop over it"
+                         : s.warp_specialize_refused) +
+                    "; drop `warp_specialize`");
+  }
   for (const ir::Symbol* t : s.fs.tma)
     if (!s.tma_used.count(t))
       diags.error("tma-unused", s.fs.where.at("tma"),

@@ -14,10 +14,19 @@ int KernelLayout::axis_of(Label l) const {
   return -1;
 }
 
+bool KernelLayout::loop_only(Label l) const {
+  for (const Axis& a : loop_tiles)
+    if (a.label == l) return true;
+  return false;
+}
+
 kir::Extent KernelLayout::width_of_axis(Label l) const {
   int ax = axis_of(l);
-  DTC_ASSERT(ax >= 0, "tensorized label without an axis");
-  return axes[ax].width;
+  if (ax >= 0) return axes[ax].width;
+  for (const Axis& a : loop_tiles)
+    if (a.label == l) return a.width;
+  DTC_ASSERT(false, "tensorized label without an axis");
+  return {};
 }
 
 kir::Shape KernelLayout::shape_of(const ir::Labels& dims) const {
@@ -28,10 +37,15 @@ kir::Shape KernelLayout::shape_of(const ir::Labels& dims) const {
 }
 
 std::string KernelLayout::text() const {
-  std::string s;
-  for (const Axis& a : axes)
-    s += (s.empty() ? "" : ", ") + a.label->name + ":" +
-         (a.width.param.empty() ? std::to_string(a.width.n) : a.width.param);
+  auto list = [](const std::vector<Axis>& of) {
+    std::string s;
+    for (const Axis& a : of)
+      s += (s.empty() ? "" : ", ") + a.label->name + ":" +
+           (a.width.param.empty() ? std::to_string(a.width.n) : a.width.param);
+    return s;
+  };
+  std::string s = list(axes);
+  if (!loop_tiles.empty()) s += "; product loops over " + list(loop_tiles);
   return s;
 }
 

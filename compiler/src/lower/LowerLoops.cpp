@@ -63,13 +63,17 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
   Value start = from ? from : whole ? kir::int_imm(0) : start_of(s, l);
   Value end = whole ? s.ref(s.py.size(l)) : end_of(s, l);
   bool no_loop = s.fs.fully_tensorized(l) && (blocked || !s.fs.block_of(l));
+  // A loop tile (KernelLayout::loop_tiles) has only its 1-D index vector, bound below.
+  const bool loop_only = s.layout.loop_only(l);
   Value iter;
   if (no_loop) {
-    Value arange = s.ref(s.py(l) + "_arange");
-    b.idx = blocked ? s.let(body, base + "_idx", kir::add(start, arange)) : arange;
+    if (!loop_only) {
+      Value arange = s.ref(s.py(l) + "_arange");
+      b.idx = blocked ? s.let(body, base + "_idx", kir::add(start, arange)) : arange;
+    }
   } else {
     // A whole-dimension walk of a blocked, fully tensorized label steps by its tile width.
-    Value step = s.fs.fully_tensorized(l) ? s.extent_value(s.layout.axes[s.layout.axis_of(l)].width)
+    Value step = s.fs.fully_tensorized(l) ? s.extent_value(s.layout.width_of_axis(l))
                                           : kir::int_imm(s.fs.tensor_of(l));
     // An earlier loop of this name (a reduction computed before this dimension's loop) may
     // have stepped through another integer type; Triton would take the name, bound before
@@ -85,7 +89,9 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
     iter = s.ref(var);
     inner = &loop->body;
     body.push_back(std::move(loop));
-    if (s.tensorized(l))
+    if (loop_only)
+      ; // its vector, below
+    else if (s.tensorized(l))
       b.idx = s.let(*inner, base + "_idx", kir::add(iter, s.ref(s.py(l) + "_arange")));
     else if (blocked)
       b.idx = iter; // int64 already: it starts at the int64 block start
@@ -93,31 +99,36 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
       b.idx = s.let(*inner, base + "_idx", s.index(iter));
   }
   if (s.tensorized(l)) {
-    long long modulus =
-        full_tiles_modulus(s, l, no_loop, blocked, s.layout.axes[s.layout.axis_of(l)].width);
+    long long modulus = full_tiles_modulus(s, l, no_loop, blocked, s.layout.width_of_axis(l));
     // A whole tile's mask is bound once where it is first needed: a reduction over the label
     // and the output's own dimension share it (FoldTiedReductions.h), and a name bound once
     // can be hoisted out of the loops around it.
-    std::string key = "mask:" + base + "," + kir::print(*b.idx) + "<" + kir::print(*end);
-    std::optional<Value> hit;
-    if (no_loop && !blocked) hit = s.cached(key);
-    if (hit) {
-      b.mask = *hit;
-    } else {
-      Value in_range = kir::lt(b.idx, end);
-      if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);
-      b.mask = s.let(*inner, base + "_mask", in_range);
-      if (no_loop && !blocked) s.cache.back()[key] = b.mask;
+    if (!loop_only) { // a loop tile's mask is its vector's, below
+      std::string key = "mask:" + base + "," + kir::print(*b.idx) + "<" + kir::print(*end);
+      std::optional<Value> hit;
+      if (no_loop && !blocked) hit = s.cached(key);
+      if (hit) {
+        b.mask = *hit;
+      } else {
+        Value in_range = kir::lt(b.idx, end);
+        if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);
+        b.mask = s.let(*inner, base + "_mask", in_range);
+        if (no_loop && !blocked) s.cache.back()[key] = b.mask;
+      }
     }
     Value origin = no_loop ? (blocked ? start : nullptr) : iter;
     b.origin = origin;
-    if (s.layout.axes.size() > 1 && s.layout.dot_labels.count(l)) {
+    if (loop_only || (s.layout.axes.size() > 1 && s.layout.dot_labels.count(l))) {
       // 1-D twins for tl.dot operand tiles (dead-code elimination drops them if unused).
       Value range = s.ref(s.py(l) + "_range");
       b.vec = s.let(*inner, base + "_vec", origin ? kir::add(origin, range) : range);
       Value in_range = kir::lt(b.vec, end);
       if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);
       b.vec_mask = s.let(*inner, base + "_vec_mask", in_range);
+      if (loop_only) {
+        b.idx = b.vec;
+        b.mask = b.vec_mask;
+      }
     } else if (s.layout.axes.size() == 1) {
       b.vec = b.idx;
       b.vec_mask = b.mask;

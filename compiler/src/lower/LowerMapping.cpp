@@ -126,6 +126,8 @@ void emit_aranges(LowerState& s, Body& body) {
   const std::vector<Axis>& axes = s.layout.axes;
   if (axes.empty()) return;
   body.push_back(kir::Stmt::comment("tensor axes: " + s.layout.text()));
+  for (const Axis& a : s.layout.loop_tiles)
+    s.let(body, s.py(a.label) + "_range", s.index(kir::arange(a.width)));
   for (size_t i = 0; i < axes.size(); ++i) {
     const std::string& name = s.py(axes[i].label);
     Value range = kir::arange(axes[i].width);

@@ -101,6 +101,14 @@ std::string LowerState::tma_flag(const ir::Symbol* t) {
   return flag;
 }
 
+std::string LowerState::half_flag(const ir::Symbol* t) {
+  std::string flag = py(t) + "_HALF";
+  if (!is_param(flag))
+    add_param(flag, launch_arg(kir::LaunchArg::Kind::Half, py(t)), int_type(kir::Scalar::I1),
+              /*constexpr_=*/true);
+  return flag;
+}
+
 Value LowerState::descriptor(const ir::Symbol* t, const ir::Labels& dims, const kir::Shape& block) {
   auto key = std::make_pair(t, kir::to_string(block));
   if (auto it = descriptors.find(key); it != descriptors.end()) return it->second;

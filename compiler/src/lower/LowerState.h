@@ -44,10 +44,17 @@ struct Axis {
 /// tensorized label, sized by the tile width where it varies and 1 elsewhere.
 struct KernelLayout {
   std::vector<Axis> axes;
-  std::vector<Label> tiles;   // labels whose width is a constexpr parameter (`x_TILE`)
-  std::set<Label> dot_labels; // labels some rdot reduces over or produces
-  int axis_of(Label l) const; // -1 when `l` has no axis
-  kir::Extent width_of_axis(Label l) const;
+  /// Labels tiled only as the reduction of products on tl.dot whose operands are input tiles
+  /// loaded straight from memory (plan_loop_tiles, LowerDots.cpp): each has a tile width, its
+  /// loop's step and its 1-D index vector, but no axis in the values, so the product and all
+  /// that follows it are [i, j] matrices (the form Triton's warp specialization takes).
+  std::vector<Axis> loop_tiles;
+  std::vector<Label> tiles;      // labels whose width is a constexpr parameter (`x_TILE`)
+  std::set<Label> dot_labels;    // labels some rdot reduces over or produces
+  int axis_of(Label l) const;    // -1 when `l` has no axis
+  bool loop_only(Label l) const; // `l` is one of the loop tiles
+  bool has_tile(Label l) const { return axis_of(l) >= 0 || loop_only(l); }
+  kir::Extent width_of_axis(Label l) const; // an axis's or a loop tile's width
   /// The shape of a value varying along `dims`: the tile width on their axes, 1 elsewhere.
   kir::Shape shape_of(const ir::Labels& dims) const;
   std::string text() const; // `x:128, k:x_TILE`
@@ -142,6 +149,12 @@ struct LowerState {
   std::string tma_flag(const ir::Symbol* t);
   std::map<std::pair<const ir::Symbol*, std::string>, Value> descriptors; // (t, block) -> desc
   std::set<const ir::Symbol*> tma_used; // inputs some tile is loaded of through a descriptor
+  /// The constexpr parameter (`A_HALF`) by which the wrapper says `t` holds 16-bit floats.
+  std::string half_flag(const ir::Symbol* t);
+  /// warp_specialize(k): whether a loop over k is specialized, else why the last product over
+  /// k could not be (LowerDots.cpp).
+  bool warp_specialized = false;
+  std::string warp_specialize_refused;
 
   // ---- tensors and addresses ----
   /// Whether this kernel computes `t` into a global temporary (partial fusion): `<t>_fuse`.
@@ -175,6 +188,9 @@ kir::LaunchArg launch_arg(kir::LaunchArg::Kind kind, const std::string& name = "
 /// LowerLayout.cpp: the layout of `def` under `fs`: an axis per tensorized schedulable label.
 KernelLayout plan_layout(const ir::Program& prog, const FuncSchedule& fs, const ir::FuncDef& def,
                          const PythonNames& py);
+/// LowerDots.cpp: moves the labels that only products on tl.dot reduce over, with both operands
+/// input tiles, from the layout's axes to its loop tiles (KernelLayout::loop_tiles).
+void plan_loop_tiles(LowerState& s);
 
 /// LowerSignature.cpp: the kernel's parameters (tensors and strides, scalars, sizes, tile
 /// widths) with how the wrapper fills each; sets `s.labels`. Needs the layout.
@@ -216,6 +232,9 @@ Value load(LowerState& s, const ir::Access& e, Body& body, bool native = false);
 /// Loads a 2-D input access straight into a [p, q] tile, as tl.dot wants it; null if the
 /// bindings have no 1-D index vectors.
 Value load_tile(LowerState& s, const ir::Access& e, Label p, Label q, Body& body);
+/// Whether `tma` reads the tiles of 2-D input access `e` through a tensor descriptor: the input
+/// is named in `tma`, read plainly, in tiles of literal widths 16 to 256.
+bool descriptor_qualifies(const LowerState& s, const ir::Access& e);
 /// A comparison counts as 0 or 1 where a number is wanted.
 Value numeric(Value v);
 /// The value of `e` as a number: whole numbers and conditions converted.

@@ -1,0 +1,91 @@
+// warp_specialize(k): the loop over reduction label `k` of the Func's products on tl.dot runs
+// warp-specialized (`tl.range(..., warp_specialize=...)`): Triton splits the program's warps
+// into a producer that issues the operand tiles' tensor-descriptor loads ahead and consumers
+// that run the tensor-core products, each with the registers it needs (sm_90's setmaxnreg), so
+// that loads and products overlap without the software pipeline's bookkeeping in the consumers.
+//
+// Triton 3.6 does this on the H100 only for a product of two input tiles read through tensor
+// descriptors (with pointer loads its pass fails), whose result stays a 2-D [i, j] matrix to the
+// store (`k` has no axis in the kernel's values: lower/LowerDots.cpp's loop tiles), in 16-bit
+// floats (a TF32 product fails to compile), at 4 warps (at any other count it is silently
+// off). The schedule checks what it can see (the label, `tma`, the warps); lowering checks the
+// products (`warp-specialize-unsupported`); the dtype and the tensors' alignment are known per
+// call, so the loop carries a flag the wrapper sets: the tensor-descriptor flags of both
+// operands and a 16-bit dtype. Where they do not hold, the loop runs as without
+// `warp_specialize`. The Triton interpreter runs the loop as a plain one.
+#include "schedule/Primitive.h"
+
+namespace dtc {
+
+Primitive warp_specialize_primitive() {
+  Primitive p;
+  p.name = "warp_specialize";
+  p.apply = [](PrimitiveContext& ctx) {
+    const auto& args = ctx.stmt.args;
+    if (args.size() != 1 || args[0].name.empty() || args[0].has_value) {
+      ctx.diags.error("warp-specialize-bad-argument", args.empty() ? ctx.stmt.loc : args[0].loc,
+                      "in " + stmt_text(ctx.stmt) +
+                          ": `warp_specialize` takes the reduction label of a product (rdot) "
+                          "whose loop is specialized, as in `" +
+                          ctx.func->name + ".warp_specialize(k)`");
+      return false;
+    }
+    ir::Label l = schedule_label(ctx, args[0], "reduction label");
+    if (!l) return false;
+    if (l->kind != ir::SymbolKind::RVar) {
+      ctx.diags.error("warp-specialize-bad-argument", args[0].loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + l->name +
+                          "` is a dimension, not a reduction label; `warp_specialize` takes "
+                          "the label a product (rdot) reduces over, as in `" +
+                          ctx.func->name + ".warp_specialize(k)`");
+      return false;
+    }
+    ctx.target.warp_specialize = l;
+    return true;
+  };
+  p.validate = [](const FuncSchedule& fs, const ir::Program& program, DiagnosticEngine& diags) {
+    ir::Label k = *fs.warp_specialize;
+    const Loc at = fs.where.at("warp_specialize");
+    const std::string stmt = "in `" + fs.func->name + ".warp_specialize(" + k->name + ")`: ";
+    if (fs.tma.empty()) {
+      diags.error("warp-specialize-needs-tma", at,
+                  stmt +
+                      "Triton specializes the warps of a loop whose operand tiles load "
+                      "through tensor descriptors; add `" +
+                      fs.func->name + ".tma(...)` naming the product's inputs");
+      return;
+    }
+    if (fs.warps() != 4) {
+      diags.error("warp-specialize-warps", at,
+                  stmt + "Triton specializes warps on the H100 at 4 warps only (at " +
+                      std::to_string(fs.warps()) + " it leaves the loop as it is); use `" +
+                      fs.func->name + ".num_warps(4)`");
+      return;
+    }
+    if (fs.online) {
+      diags.error("warp-specialize-online", at,
+                  stmt + "the online loop (`online(" + (*fs.online)->name +
+                      ")`) is not warp-specialized; drop `warp_specialize` or `online`");
+      return;
+    }
+    if (fs.block_of(k)) {
+      diags.error("warp-specialize-split", at,
+                  stmt + "`" + k->name + "` is blocked, so each program instance reduces a " +
+                      "block of it; drop the block of `" + k->name + "` or `warp_specialize`");
+      return;
+    }
+    if (fs.fully_tensorized(k))
+      diags.error("warp-specialize-no-loop", at,
+                  stmt + "`" + k->name + "` is one whole tile, so there is no loop over it to " +
+                      "specialize; give it a tensor size, as in `" + fs.func->name + ".tensorize(" +
+                      k->name + ":64)`, or drop `warp_specialize`");
+    (void)program;
+  };
+  p.print = [](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
+    if (!fs.warp_specialize) return std::nullopt;
+    return (*fs.warp_specialize)->name;
+  };
+  return p;
+}
+
+} // namespace dtc
