@@ -3,6 +3,7 @@
 
 #include "Pipeline.h"
 #include "frontend/Parser.h"
+#include "schedule/Primitive.h"
 
 #include <algorithm>
 #include <mutex>
@@ -173,6 +174,12 @@ const std::vector<CallSizes>& Algorithm::call_sizes() const {
   return impl_->call_sizes;
 }
 
+bool Algorithm::is_primitive(std::string_view name) {
+  for (const Primitive& p : primitive_table())
+    if (name == p.name) return true;
+  return false;
+}
+
 Statements Algorithm::parse_statements(std::string_view text) {
   auto impl = std::make_shared<Statements::Impl>();
   impl->text = std::string(text);
@@ -238,6 +245,9 @@ ScheduleInfo Algorithm::check_statements(const std::vector<const Statements*>& p
       info.canonical = canonical_text(schedule, program);
       info.funcs = describe(schedule, program);
       info.lowering_matters = lowering_matters(info.funcs);
+      // warp_specialize's product and tiles are checked as the kernel is built.
+      for (const auto& [f, fs] : schedule.funcs)
+        info.lowering_matters |= fs.warp_specialize.has_value();
     }
   } catch (const std::exception& e) {
     diags.error("internal", {}, std::string(e.what()) + " (please report this compiler bug)");

@@ -14,7 +14,7 @@ from conftest import MATMUL, ROOT, compile_source, run_dtc
 from hopper import compile_for_hopper
 
 EPILOGUE = (ROOT / "templates" / "gemm_epilogue.dt").read_text()
-PRODUCT = "c.block(m:32, n:64); c.tensorize(m:0, n:0, k:16); c.tma(A, B); c.warp_specialize(k)"
+PRODUCT = "c.block(m:64, n:32); c.tensorize(m:0, n:0, k:16); c.tma(A, B); c.warp_specialize(k)"
 FUSED = ("out.block(m:64, n:32); out.tensorize(m:0, n:0, k:16); mm.fuse_at(out, n); "
          "out.tma(A, W); out.warp_specialize(k)")
 
@@ -80,7 +80,7 @@ def test_canonical_text(tmp_path):
     r = run_dtc(src, "--canonical", "--schedule", f"c.warp_specialize(k); {PRODUCT}; c.num_warps(4)")
     assert r.returncode == 0, r.stderr
     # In canonical order, num_warps(4) the default.
-    assert r.stdout == ("c.block(m:32,n:64);c.tensorize(m:0,n:0,k:16);c.tma(A,B);"
+    assert r.stdout == ("c.block(m:64,n:32);c.tensorize(m:0,n:0,k:16);c.tma(A,B);"
                         "c.warp_specialize(k)\n"), r.stdout
 
 

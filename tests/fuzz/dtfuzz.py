@@ -9,7 +9,7 @@ len; whole numbers: labels' values, `//` and `%` of either sign, integer inputs 
 -inf)`; computed positions: shifts `X[x, y + 2]`, gathers `P[x, T[x]]` with positions inside and
 outside the dimension, other whole numbers beside a plain read) and random schedules (block,
 tensorize, map with splits, fuse_at, split and atomic reductions, store_in, precision,
-num_warps, num_stages, persistent, tma), compiles them with `dtc`, runs the compiled
+num_warps, num_stages, persistent, tma, warp_specialize), compiles them with `dtc`, runs the compiled
 Funcs under the Triton interpreter at small random sizes, and compares the results with an
 evaluator of its own: the program's syntax tree evaluated with torch in float64, every value a
 tensor over named labels. The module's `reference` is not the oracle; it is checked against the
@@ -1562,7 +1562,14 @@ def gen_schedule(rng, prog, sizes, budget=96):
             # Mostly the product's 2-D input operands; `tma-unused` or `tma-split` where the
             # schedule keeps them from descriptors (rejections, counted as such).
             statements.append(f"{f}.tma({', '.join(rng.sample(operands, rng.randint(1, len(operands))))})")
-        if rng.random() < 0.2:
+            if rng.random() < 0.5:
+                # The loop of a product over its label: at 4 warps mostly (the only count it
+                # takes); rejected with a reason where its operands or its loop do not qualify.
+                ks = [n[3] for n in walk(e) if n[0] == "dot"]
+                statements.append(f"{f}.warp_specialize({rng.choice(ks)})")
+                if rng.random() < 0.8:
+                    statements.append(f"{f}.num_warps(4)")
+        if rng.random() < 0.2 and not any(st.startswith(f"{f}.num_warps(") for st in statements):
             statements.append(f"{f}.num_warps({rng.choice([1, 2, 4, 8, 16, 32])})")
         if rng.random() < 0.2:
             statements.append(f"{f}.num_stages({rng.randint(1, 16)})")
@@ -1698,7 +1705,7 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
-            "tma": "tl.make_tensor_descriptor("}
+            "tma": "tl.make_tensor_descriptor(", "warp_specialize": "warp_specialize="}
 
 
 def module_coverage(text):

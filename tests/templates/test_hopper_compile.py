@@ -1,6 +1,6 @@
 """The shipped templates' Hopper-only choices compile for the H100 (sm_90) without a GPU
-(tests/hopper.py): for every template offering `persistent` or `tma`, a spread of the schedules
-that use them at its first real shape, each kernel of the module compiled in the template's dtype with its tile
+(tests/hopper.py): for every template offering `persistent` or `tma` (and `warp_specialize`), a
+spread of the schedules that use them at its first real shape, each kernel of the module compiled in the template's dtype with its tile
 parameters at their widths for that shape. The interpreter runs these schedules too
 (test_template_baselines.py); this catches what only the GPU compiler would refuse."""
 import functools
@@ -16,7 +16,7 @@ from test_template_baselines import load_template
 from test_kernel_set import DTX
 
 TEMPLATES = ROOT / "templates"
-PER_TEMPLATE = 4
+PER_TEMPLATE = 6
 ELEM = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 HOPPER = (".persistent(", ".tma(")
 HOPPER_TEMPLATES = sorted(p.stem for p in TEMPLATES.glob("*.yaml")
@@ -32,10 +32,13 @@ def persistent_schedules(name):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     chosen = []
-    # Spread over each choice's schedules (tma, then persistent alone), half each.
-    for group in ([s for s in r.stdout.split() if ".tma(" in s],
-                  [s for s in r.stdout.split() if ".persistent(" in s and ".tma(" not in s]):
-        n = PER_TEMPLATE // 2
+    # Spread over each choice's schedules (warp_specialize, tma without it, persistent alone),
+    # a third each.
+    listed = r.stdout.split()
+    for group in ([s for s in listed if ".warp_specialize(" in s],
+                  [s for s in listed if ".tma(" in s and ".warp_specialize(" not in s],
+                  [s for s in listed if ".persistent(" in s and ".tma(" not in s]):
+        n = PER_TEMPLATE // 3
         picks = sorted({round(i * (len(group) - 1) / max(1, n - 1)) for i in range(n)})
         chosen += [group[i] for i in picks] if group else []
     assert chosen, f"{name}: no schedule using {HOPPER} at {shape}"
@@ -81,6 +84,8 @@ def test_hopper_schedules_compile_for_hopper(name, index, tmp_path, dtc_binary):
             assert "nctaid.x" in ptx, f"{kernel} of {schedule}: no loop over the grid"
         if ".tma(" in schedule:
             assert "cp.async.bulk.tensor" in ptx, f"{kernel} of {schedule}: no TMA copy"
+        if ".warp_specialize(" in schedule:  # the templates offer it in 16-bit dtypes only
+            assert "setmaxnreg" in ptx, f"{kernel} of {schedule}: not warp-specialized"
         if "tl.dot(" in text:  # on the tensor cores: wgmma, or mma.sync for small tiles
             assert "wgmma.mma_async" in ptx or "mma.sync" in ptx, schedule
         assert compiled["shared"] <= 232448, f"{schedule}: {compiled['shared']} B of shared memory"

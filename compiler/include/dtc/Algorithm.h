@@ -45,8 +45,8 @@ struct ScheduleInfo {
   std::string canonical;         // the canonical text (spec section 1), when ok
   std::vector<Message> messages; // errors first in report order (the first names the reason)
   std::vector<FuncScheduleInfo> funcs;
-  /// The schedule fuses Funcs or blocks a reduction: lowering checks more than check_schedule
-  /// does, so only a `lower` check is conclusive.
+  /// The schedule fuses Funcs, blocks a reduction or warp-specializes a loop: lowering checks
+  /// more than check_schedule does, so only a `lower` check is conclusive.
   bool lowering_matters = false;
   /// The code of the first error ("" when ok).
   std::string reason() const;
@@ -113,6 +113,8 @@ public:
 
   /// Parses schedule statements without applying them.
   static Statements parse_statements(std::string_view text);
+  /// Whether `name` is a scheduling primitive (`block`, `tma`, ...).
+  static bool is_primitive(std::string_view name);
   /// check_schedule of the statements of `parts`, in order, without parsing them again: the
   /// explorer's fast path. Messages point into each part's own text.
   ScheduleInfo check_statements(const std::vector<const Statements*>& parts,

@@ -2,7 +2,10 @@
 // both other labels are tensorized: operand tiles loaded straight in [i, r] and [r, j] order
 // (two inputs in their own dtype, computed operands in the inputs' dtype under the default
 // precision), an accumulator carried through r's loop unless r is one whole tile, and the
-// relayout of input operands (k-contiguous copies) recorded for the wrapper.
+// relayout of input operands (k-contiguous copies) recorded for the wrapper. Before the body is
+// built (plan_loop_tiles), a label that only such products reduce over, with input tiles for
+// operands, leaves the layout's axes for its loop tiles: the products are then 2-D to the
+// store, which Triton's warp specialization (warp_specialize, the product's loop) needs.
 #include "lower/LowerState.h"
 #include "lower/Names.h"
 
@@ -155,6 +158,23 @@ void warp_specialize(LowerState& s, const ir::Dot& d, const DotOnCores& o, kir::
              : "`" + r + "` indexes values of the kernel besides the operands of " + ir::to_dt(d)) +
         "; Triton specializes a product of two input tiles whose result the kernel uses as a "
         "matrix";
+    return;
+  }
+  // The tile's rows and columns as tl.dot sees them (literals: the operands are descriptor
+  // tiles, checked below).
+  const kir::Extent rows = s.layout.width_of_axis(o.i), cols = s.layout.width_of_axis(o.j);
+  if (rows.param.empty() && rows.n < 64) {
+    s.warp_specialize_refused =
+        "the product's tiles have " + std::to_string(rows.n) + " rows (`" + o.i->name +
+        "`), and Triton specializes products on the H100's warpgroup instructions, which take "
+        "64 rows or more (on fewer it leaves the loop as it is)";
+    return;
+  }
+  if (rows.param.empty() && cols.param.empty() && rows.n == 64 && cols.n == 256) {
+    s.warp_specialize_refused = "Triton 3.6 does not compile a warp-specialized product of 64 by "
+                                "256 tiles (`" +
+                                o.i->name + "` by `" + o.j->name +
+                                "`); use 128 rows or at most 128 columns";
     return;
   }
   Value flag;

@@ -12,7 +12,8 @@
 //   LowerProducers.cpp   fused Funcs computed into temporaries at a loop level
 //   LowerExprs.cpp       expressions: loads, arithmetic, builtins
 //   LowerReductions.cpp  rsum/rmax/rmin (and rdot off the tensor cores) as loops or tile reductions
-//   LowerDots.cpp        rdot on tl.dot: operand tiles, dtypes and relayout
+//   LowerDots.cpp        rdot on tl.dot: operand tiles, dtypes and relayout; the layout's loop
+//                        tiles (labels only such products reduce over), warp specialization
 //
 // Once the layout and the signature are built they are only read; the loop nest, the bindings
 // of labels to indices and the caches of computed values change as the body is emitted, and

@@ -8,11 +8,12 @@
 // descriptors (with pointer loads its pass fails), whose result stays a 2-D [i, j] matrix to the
 // store (`k` has no axis in the kernel's values: lower/LowerDots.cpp's loop tiles), in 16-bit
 // floats (a TF32 product fails to compile), at 4 warps (at any other count it is silently
-// off). The schedule checks what it can see (the label, `tma`, the warps); lowering checks the
-// products (`warp-specialize-unsupported`); the dtype and the tensors' alignment are known per
-// call, so the loop carries a flag the wrapper sets: the tensor-descriptor flags of both
-// operands and a 16-bit dtype. Where they do not hold, the loop runs as without
-// `warp_specialize`. The Triton interpreter runs the loop as a plain one.
+// off), on tiles of 64 rows or more (on fewer, off) other than 64 by 256 (which fails). The
+// schedule checks what it can see (the label, `tma`, the warps); lowering checks the products
+// (`warp-specialize-unsupported`); the dtype and the tensors' alignment are known per call, so the
+// loop carries a flag the wrapper sets: the tensor-descriptor flags of both operands and a 16-bit
+// dtype. Where they do not hold, the loop runs as without `warp_specialize`. The Triton interpreter
+// runs the loop as a plain one.
 #include "schedule/Primitive.h"
 
 namespace dtc {

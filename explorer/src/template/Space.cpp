@@ -34,12 +34,16 @@ void check_constraint(const TExpr& e, const dtc::Algorithm& a, std::vector<Templ
     for (const dtc::FuncInfo& f : a.funcs())
       found |= f.name == e.func;
     if (!found) errors.push_back({e.loc, "`" + e.func + "` is not a Func of the algorithm"});
-    static const char* prims[] = {"block",  "tensorize", "map",       "fuse_at",
-                                  "atomic", "precision", "num_warps", "num_stages"};
+    // present(F.prim) asks for any statement; F.prim.label reads the numbers of those whose
+    // arguments are numbers (Space::eval).
+    static const char* numbers[] = {"block",  "tensorize", "map",       "fuse_at",
+                                    "atomic", "precision", "num_warps", "num_stages"};
     bool known = false;
-    for (const char* p : prims)
+    for (const char* p : numbers)
       known |= e.prim == p;
-    if (!known)
+    if (e.kind == TExpr::Kind::Present && !dtc::Algorithm::is_primitive(e.prim))
+      errors.push_back({e.loc, "`" + e.prim + "` is not a scheduling primitive"});
+    else if (e.kind == TExpr::Kind::Field && !known)
       errors.push_back({e.loc, "`" + e.prim +
                                    "` is not a scheduling primitive a constraint "
                                    "can read"});
