@@ -13,6 +13,7 @@ import urllib.request
 import warnings
 
 import jsonschema
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -52,6 +53,8 @@ def check_against_openapi(method, path, status, body, content_type):
 
 class Daemon:
     def __init__(self, data_dir, *args, binary=None, cwd=None, env=None):
+        if binary is None and not DTXD.exists():
+            pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
         self.data_dir = data_dir
         self.proc = subprocess.Popen(
             [str(binary or DTXD), "--port", "0", "--data-dir", str(data_dir), "--no-example",
@@ -123,6 +126,17 @@ class Daemon:
         for pump in self._pumps:
             pump.join(timeout=60)
         return self.proc.returncode, self.stderr_so_far()
+
+
+def serving(data_dir, *args, must_survive=False):
+    """A fixture's daemon: started, yielded, stopped; with `must_survive` the test fails if it
+    died meanwhile (a request that crashes it)."""
+    d = Daemon(data_dir, *args)
+    yield d
+    if must_survive:
+        assert d.proc.poll() is None, "dtxd died"
+    if d.proc.poll() is None:
+        d.stop()
 
 
 def drain(pipe, lines):

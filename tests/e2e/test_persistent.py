@@ -42,6 +42,22 @@ def test_products_cover_every_block_once(tmp_path, order, map_):
 
 
 @pytest.mark.parametrize("order", ORDERS)
+def test_flattened_products(tmp_path, order):
+    """persistent(ORDER, flatten): the loop over blocks is a tl.range Triton fuses with the k
+    loop; the same blocks, each once."""
+    module, text = compile_source(tmp_path, MATMUL, "c.block(m:16, n:32); "
+                                  "c.tensorize(m:0, n:0, k:16); c.map(n:ni/2, m, ni); "
+                                  f"c.persistent({order}, flatten)")
+    assert "for pid in tl.range(" in text and ", flatten=True):" in text
+    for m, n, k in [(0, 5, 3), (17, 40, 9), (70, 101, 33)]:
+        A, B = torch.randn(m, k, dtype=torch.float64), torch.randn(k, n, dtype=torch.float64)
+        whole = torch.full((m + 1, n + 3), -7.0)
+        got = module.c(A.float(), B.float(), out=whole[:m, :n])
+        torch.testing.assert_close(got.double(), A @ B, rtol=1e-4, atol=1e-4)
+        assert (whole[m:] == -7.0).all() and (whole[:, n:] == -7.0).all()
+
+
+@pytest.mark.parametrize("order", ORDERS)
 def test_row_reductions(tmp_path, order):
     module, text = compile_source(tmp_path, RMSNORM, "rms_norm_out.block(x:2); "
                                   "rms_norm_out.tensorize(x:0, y:0, k:0); "
@@ -71,16 +87,18 @@ def test_canonical_text_and_the_default(tmp_path):
     src.write_text(MATMUL)
     base = "c.block(m:16, n:32); c.tensorize(m:0, n:0, k:16); "
     for given, printed in [("c.persistent(blocked); ", "c.persistent(blocked)"),
+                           ("c.persistent(interleaved, flatten); ",
+                            "c.persistent(interleaved,flatten)"),
                            ("c.persistent(none); ", None), ("", None)]:
         r = run_dtc(src, "--canonical", "--schedule", base + given + "c.compile()")
         assert r.returncode == 0, r.stderr
         assert (printed in r.stdout) if printed else "persistent" not in r.stdout, r.stdout
 
 
-@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("order", ORDERS + [f"{o}, flatten" for o in ORDERS])
 def test_a_persistent_product_compiles_for_hopper(tmp_path, order):
     """The product at 128x128 tiles in float16, persistent: on the wgmma tensor cores, its loop
-    over blocks around the k loop, nothing spilled."""
+    over blocks around the k loop (or fused with it), nothing spilled."""
     out = tmp_path / "c.py"
     src = tmp_path / "c.dt"
     src.write_text(MATMUL)

@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from conftest import ROOT
-from dtxd import DTXD, Daemon, alive
+from dtxd import Daemon, alive, serving
 
 GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 TEMPLATE = """\
@@ -41,12 +41,7 @@ def exploration_body(**extra):
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path_factory.mktemp("dtxd"))
-    yield d
-    if d.proc.poll() is None:
-        d.stop()
+    yield from serving(tmp_path_factory.mktemp("dtxd"))
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from conftest import ROOT
-from dtxd import DTXD, Daemon
+from dtxd import Daemon, serving
 
 GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 # Repetitions for much longer than a cancel may take.
@@ -30,11 +30,7 @@ PHASES = {
 @pytest.fixture
 def daemon(tmp_path):
     """One per test: a worker stays busy with the measurement a cancel abandoned."""
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path)
-    yield d
-    d.stop()
+    yield from serving(tmp_path)
 
 
 def started(daemon, phase):

@@ -8,7 +8,7 @@ import torch
 
 import dtx
 from conftest import ROOT
-from dtxd import DTXD, Daemon
+from dtxd import Daemon, serving
 
 GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 TEMPLATE = """\
@@ -29,12 +29,7 @@ def geglu(A, B):
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path_factory.mktemp("dtxd"))
-    yield d
-    if d.proc.poll() is None:
-        d.stop()
+    yield from serving(tmp_path_factory.mktemp("dtxd"))
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,8 @@ import socket
 import threading
 import time
 
-import pytest
-
 from conftest import ROOT
-from dtxd import DTXD, Daemon
+from dtxd import Daemon
 
 GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 # 10^10 points, every one pruned by `where`: without a bound the walk would take hours.
@@ -23,8 +21,6 @@ ENDLESS = {"algorithm": GEGLU, "shape": {"x": 4, "y": 64}, "max_points": 10**9,
 
 
 def started(tmp_path, **config):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
     path = tmp_path / "dtxd.yaml"
     path.write_text("".join(f"{k}: {v}\n" for k, v in config.items()))
     return Daemon(tmp_path / "data", "--config", str(path))

@@ -9,17 +9,12 @@ import time
 import pytest
 import requests
 
-from dtxd import DTXD, Daemon, check_against_openapi
+from dtxd import Daemon, check_against_openapi, serving
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path_factory.mktemp("framing"))
-    yield d
-    assert d.proc.poll() is None, "dtxd died"
-    d.stop()
+    yield from serving(tmp_path_factory.mktemp("framing"), must_survive=True)
 
 
 def port(daemon):

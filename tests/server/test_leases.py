@@ -8,16 +8,8 @@ import signal
 import sqlite3
 import time
 
-import pytest
-
-from dtxd import DTXD, Daemon
+from dtxd import Daemon
 from test_api import exploration_body
-
-
-@pytest.fixture(autouse=True)
-def built():
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
 
 
 def screened(db, eid):

@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from conftest import ROOT
-from dtxd import DTXD, Daemon
+from dtxd import Daemon, serving
 
 GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 EXPAND = {"algorithm": GEGLU, "schedule": "geglu.block(y:{64, 128});\n",
@@ -30,11 +30,7 @@ def raw(daemon, method, path, body=None, headers=None):
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path_factory.mktemp("guard"))
-    yield d
-    d.stop()
+    yield from serving(tmp_path_factory.mktemp("guard"))
 
 
 def count(daemon):

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import ROOT
-from dtxd import DTXD, Daemon
+from dtxd import serving
 
 DTX = pathlib.Path(os.environ.get("DTX", ROOT / "build" / "explorer" / "dtx"))
 
@@ -20,12 +20,7 @@ GEGLU = (ROOT / "templates" / "geglu.dt").read_text()
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path_factory.mktemp("limits"))
-    yield d
-    assert d.proc.poll() is None, "dtxd died"
-    d.stop()
+    yield from serving(tmp_path_factory.mktemp("limits"), must_survive=True)
 
 
 def expand(daemon, schedule, shape=None, **extra):

@@ -27,7 +27,7 @@ import time
 import pytest
 
 from conftest import ROOT
-from dtxd import DTXD, Daemon
+from dtxd import serving
 
 HERE = pathlib.Path(__file__).resolve().parent
 TOKEN = "schemathesis-token"
@@ -38,12 +38,7 @@ MAX_EXAMPLES = 200
 
 @pytest.fixture
 def daemon(tmp_path):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path / "data", "--token", TOKEN, "--max-running", "1")
-    yield d
-    if d.proc.poll() is None:
-        d.stop()
+    yield from serving(tmp_path / "data", "--token", TOKEN, "--max-running", "1")
 
 
 @pytest.fixture

@@ -22,8 +22,6 @@ NOBODY = 65534
 def store(tmp_path_factory):
     """A store with one finished exploration of `geglu_store` at x=4,y=64, its daemon stopped
     (the write-ahead log checkpointed into the file)."""
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
     data = tmp_path_factory.mktemp("store")
     d = Daemon(data)
     try:

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT
-from dtxd import DTXD, Daemon
+from dtxd import serving
 
 DTX = pathlib.Path(os.environ.get("DTX", ROOT / "build" / "explorer" / "dtx"))
 NAMES = sorted(p.stem for p in (ROOT / "templates").glob("*.yaml"))
@@ -21,12 +21,7 @@ EVIL = "../../tmp/evil $(id)"
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path_factory.mktemp("dtxd-rules"), "--templates-dir", str(ROOT / "templates"))
-    yield d
-    if d.proc.poll() is None:
-        d.stop()
+    yield from serving(tmp_path_factory.mktemp("dtxd-rules"), "--templates-dir", str(ROOT / "templates"))
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from dtxd import DTXD, ROOT, Daemon
+from dtxd import ROOT, serving
 
 # Browser fixtures: headless Chromium (Debian's `chromium`, driven through Selenium and Debian's
 # `chromium-driver`). Screenshots go to build/test-artifacts/web/ (or $DTX_ARTIFACTS/web/), one
@@ -29,12 +29,7 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER", shutil.which("chromedriver") or "/
 
 @pytest.fixture(scope="session")
 def web_daemon(tmp_path_factory):
-    if not DTXD.exists():
-        pytest.fail(f"{DTXD} is not built; run deploy/setup.sh")
-    d = Daemon(tmp_path_factory.mktemp("dtxd-web"), "--compile-workers", "1")
-    yield d
-    if d.proc.poll() is None:
-        d.stop()
+    yield from serving(tmp_path_factory.mktemp("dtxd-web"), "--compile-workers", "1")
 
 
 @pytest.fixture(scope="session")
@@ -467,10 +462,7 @@ TEMPLATE_NAMES = sorted(p.stem for p in (ROOT / "templates").glob("*.yaml"))
 
 @pytest.fixture(scope="module")
 def form_daemon(tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("dtxd-form"), "--templates-dir", str(ROOT / "templates"))
-    yield d
-    if d.proc.poll() is None:
-        d.stop()
+    yield from serving(tmp_path_factory.mktemp("dtxd-form"), "--templates-dir", str(ROOT / "templates"))
 
 
 @pytest.mark.parametrize("name", TEMPLATE_NAMES)

@@ -211,11 +211,11 @@ void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out)
     }
     case StmtKind::For:
       out +=
-          indent + "for " + s->name + " in " + (s->warp_specialize ? "tl.range(" : "range(") +
-          print_expr(*s->lo).text + ", " + print_expr(*s->hi).text + ", " +
-          print_expr(*s->step).text +
+          indent + "for " + s->name + " in " +
+          (s->warp_specialize || s->flatten ? "tl.range(" : "range(") + print_expr(*s->lo).text +
+          ", " + print_expr(*s->hi).text + ", " + print_expr(*s->step).text +
           (s->warp_specialize ? ", warp_specialize=" + print_expr(*s->warp_specialize).text : "") +
-          "):\n";
+          (s->flatten ? ", flatten=True" : "") + "):\n";
       print_stmts(s->body, depth + 1, out);
       break;
     }

@@ -188,6 +188,8 @@ struct Stmt {
   /// (`tl.range(..., warp_specialize=...)`), null for none. Not an operand: no pass rewrites
   /// it, so it stays a constexpr expression.
   ExprPtr warp_specialize;
+  /// For: Triton fuses this loop with the loop nested in it (`tl.range(..., flatten=True)`).
+  bool flatten = false;
   Atomic atomic = Atomic::None; // Store
   std::vector<StmtPtr> body;    // For
 

@@ -30,6 +30,7 @@ Body* emit_persistent_loop(LowerState& s, Body& body, Value blocks) {
   s.used.insert("pid");
   s.types["pid"] = kir::loop_var_type(*lo, *hi, *step);
   body.push_back(kir::Stmt::loop("pid", lo, hi, step));
+  body.back()->flatten = s.fs.flatten;
   return &body.back()->body;
 }
 

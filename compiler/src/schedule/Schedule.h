@@ -50,6 +50,7 @@ struct FuncSchedule {
   std::optional<std::string> relayout;      // relayout(auto|copy|none) of float32 tl.dot inputs
   std::optional<std::string> index;         // index(auto|int64): the index arithmetic's width
   std::optional<std::string> persistent;    // persistent(none|interleaved|blocked) programs
+  bool flatten = false;                     // persistent(..., flatten): blocks, k in one loop
   std::vector<const ir::Symbol*> tma;       // inputs whose tl.dot tiles load via descriptors
   std::optional<ir::Label> warp_specialize; // warp_specialize(k): k's product loop
   std::map<std::string, Loc> where;         // primitive name -> location of its (last) statement
