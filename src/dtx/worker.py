@@ -16,6 +16,8 @@ worker); 2 on a bad command line.
 
 Uses only the standard library, torch and triton.
 """
+from __future__ import annotations
+
 import argparse
 import collections
 import contextlib
@@ -34,6 +36,14 @@ import tempfile
 import time
 import traceback
 import types
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec
+
+    # Prepared's keys: (inputs key, func, sizes as JSON, dtype, seed).
+    PreparedKey = tuple[str, str, str, str, int]
 
 PROTOCOL = 1
 EXIT_CUDA_ERROR = 3
@@ -54,37 +64,41 @@ L2_TOLERANCES = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}
 DOT_L2_TOLERANCES = {"tf32": 1e-2, "tf32x3": 1e-5, "ieee": 1e-5}
 
 # Filled in by main() once the device is known and torch/triton are imported.
-torch = None
-triton = None
+if TYPE_CHECKING:
+    import torch
+    import triton
+else:
+    torch = None
+    triton = None
 CUDA = False
-DEVICE = None
+DEVICE: torch.device | None = None
 
 
-def log(*parts):
+def log(*parts: object) -> None:
     print("dtx_worker:", *parts, file=sys.stderr, flush=True)
 
 
 class Failure(Exception):
     """Ends a request with a status other than ok."""
 
-    def __init__(self, status, message, check=None):
+    def __init__(self, status: str, message: str, check: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.check = check
 
 
-def one_line(text, limit=2000):
+def one_line(text: object, limit: int = 2000) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def describe(exc):
+def describe(exc: BaseException) -> str:
     text = str(exc)
     return one_line(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
 
 
-def json_safe(value):
+def json_safe(value: Any) -> Any:
     """`value` with NaN and infinities replaced by None: the protocol is strict JSON."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -102,7 +116,7 @@ def json_safe(value):
 class Protocol:
     """The protocol's two streams, moved off file descriptors 0 and 1."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         sys.stdout.flush()
         out_fd = os.dup(1)
         in_fd = os.dup(0)
@@ -115,7 +129,7 @@ class Protocol:
         self.out = os.fdopen(out_fd, "wb", buffering=0)
         self.inp = os.fdopen(in_fd, "rb")
 
-    def send(self, message):
+    def send(self, message: dict[str, Any]) -> None:
         line = json.dumps(json_safe(message), allow_nan=False, separators=(",", ":")) + "\n"
         try:
             self.out.write(line.encode("utf-8"))
@@ -123,7 +137,7 @@ class Protocol:
             log(f"cannot write to the pool ({e}); exiting")
             os._exit(1)
 
-    def lines(self):
+    def lines(self) -> Iterator[bytes]:
         while True:
             raw = self.inp.readline()
             if not raw:
@@ -135,7 +149,7 @@ class Protocol:
 # Device
 
 
-def device_info():
+def device_info() -> dict[str, Any]:
     if not CUDA:
         return {"kind": "cpu-interpreter", "name": "cpu-interpreter"}
     props = torch.cuda.get_device_properties(DEVICE)
@@ -145,7 +159,7 @@ def device_info():
             "driver": driver_version()}
 
 
-def driver_version():
+def driver_version() -> str | None:
     try:
         run = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
@@ -163,7 +177,7 @@ def driver_version():
     return None
 
 
-def gpu_index(device_index):
+def gpu_index(device_index: int) -> int | None:
     """The GPU's index on this machine (as nvidia-smi numbers it), or None on the interpreter:
     the entry of CUDA_VISIBLE_DEVICES the worker uses, when it is a number."""
     if not CUDA:
@@ -177,7 +191,7 @@ def gpu_index(device_index):
     return None
 
 
-def synchronize():
+def synchronize() -> None:
     if CUDA:
         torch.cuda.synchronize(DEVICE)
 
@@ -188,7 +202,7 @@ CUDA_ERROR_PATTERN = re.compile(
     r"an illegal|uncorrectable ECC", re.IGNORECASE)
 
 
-def cuda_context_lost(exc):
+def cuda_context_lost(exc: BaseException) -> bool:
     """Whether `exc` left the CUDA context unusable (an illegal memory access and the like)."""
     if not CUDA:
         return False
@@ -206,7 +220,7 @@ def cuda_context_lost(exc):
     return False
 
 
-def classify(exc, what):
+def classify(exc: BaseException, what: str) -> Failure:
     """The Failure for an exception raised while `what` ran."""
     from triton.compiler.errors import CompilationError
     from triton.runtime.errors import InterpreterError, OutOfResources
@@ -233,7 +247,7 @@ def classify(exc, what):
 INPUTS_KEY_LINE = "INPUTS_KEY = ("
 
 
-def inputs_key(source):
+def inputs_key(source: str) -> str | None:
     """What a module's make_inputs and references compute depends on, as dtc wrote it in the
     module's last line, `INPUTS_KEY = ("<key>", "<sha256 of the text above>")`: modules of one
     program under different schedules share it, so their inputs and reference result are made
@@ -258,11 +272,13 @@ class Prepared:
     Each request gets clones of the inputs, so a baseline that writes into its arguments cannot
     change another request's."""
 
-    def __init__(self, capacity=3):
+    def __init__(self, capacity: int = 3) -> None:
         self.capacity = capacity
-        self.entries = collections.OrderedDict()
+        self.entries: collections.OrderedDict[PreparedKey, dict[str, Any]] = \
+            collections.OrderedDict()
 
-    def get(self, key, make):
+    def get(self, key: PreparedKey | None,
+            make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         if key is None:
             return make()
         if key in self.entries:
@@ -275,17 +291,18 @@ class Prepared:
 
 
 @contextlib.contextmanager
-def kernels_not_launched(module, load=False):
+def kernels_not_launched(module: types.ModuleType, load: bool = False) -> Iterator[None]:
     """Within it, the module's @triton.jit kernels compile for the arguments they are called
     with, as a launch would, but do not run (Triton's warm-up path); with `load`, each compiled
     kernel's binary is also loaded onto the device, which Triton otherwise does at the first
     launch. The wrappers keep no plan meanwhile: a plan launches compiled kernels directly, past
     Triton's warm-up switch."""
     from triton.runtime.jit import JITFunction
-    patched = []
+    patched: list[Any] = []
     for value in list(vars(module).values()):
         if isinstance(value, JITFunction) and "run" not in vars(value):
-            def run(*args, _original=value.run, **kwargs):
+            def run(*args: Any, _original: Callable[..., Any] = value.run,
+                    **kwargs: Any) -> Any:
                 kwargs["warmup"] = True
                 compiled = _original(*args, **kwargs)
                 if load and compiled is not None and hasattr(compiled, "_init_handles"):
@@ -296,7 +313,7 @@ def kernels_not_launched(module, load=False):
     make_plan = vars(module).get("_dt_plan")
     plans = [v for k, v in vars(module).items() if k.startswith("_dt_plans_") and isinstance(v, dict)]
     if make_plan is not None:
-        module._dt_plan = lambda plans, key, values: make_plan({}, None, values)
+        setattr(module, "_dt_plan", lambda plans, key, values: make_plan({}, None, values))
     for cache in plans:
         cache.clear()
     try:
@@ -305,26 +322,26 @@ def kernels_not_launched(module, load=False):
         for value in patched:
             del value.run
         if make_plan is not None:
-            module._dt_plan = make_plan
+            setattr(module, "_dt_plan", make_plan)
 
 
-def clone_inputs(inputs):
+def clone_inputs(inputs: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)
 
 
 class Modules:
     """Generated modules by SHA-256 of their source, and baseline files by path."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix="dtx_worker_"))
-        self.by_hash = {}
-        self.baselines = {}
-        self.compiled_baselines = {}
+        self.by_hash: dict[str, types.ModuleType] = {}
+        self.baselines: dict[tuple[str, int], types.ModuleType] = {}
+        self.compiled_baselines: dict[tuple[tuple[str, int], str], Callable[..., Any]] = {}
 
-    def close(self):
+    def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def get(self, spec):
+    def get(self, spec: object) -> tuple[types.ModuleType, float]:
         """(module, import seconds, 0 when cached) for a request's `module` object."""
         if not isinstance(spec, dict):
             raise Failure("runtime_error", "`module` must be an object with `source` and `sha256`")
@@ -343,11 +360,12 @@ class Modules:
         start = time.perf_counter()
         module = import_path(name, path, "the module does not import")
         seconds = time.perf_counter() - start
-        module.__dtx_inputs_key__ = inputs_key(source)
+        setattr(module, "__dtx_inputs_key__", inputs_key(source))
         self.by_hash[actual] = module
         return module, seconds
 
-    def baseline(self, spec, module, python):
+    def baseline(self, spec: object, module: types.ModuleType,
+                 python: str) -> tuple[Callable[..., Any], bool]:
         """The callable a `baseline` object names, taking the positional inputs (`python`: the
         Python name of the compiled Func)."""
         if not isinstance(spec, dict):
@@ -387,12 +405,13 @@ class Modules:
         return fn, False
 
 
-def import_path(name, path, what):
-    spec = importlib.util.spec_from_file_location(name, path)
+def import_path(name: str, path: pathlib.Path, what: str) -> types.ModuleType:
+    # None for a file without a Python suffix: module_from_spec raises AttributeError then.
+    spec = cast("ModuleSpec", importlib.util.spec_from_file_location(name, path))
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        cast("Loader", spec.loader).exec_module(module)
     except (Exception, SystemExit) as e:  # noqa: BLE001  (any failure to import)
         sys.modules.pop(name, None)
         log(f"{what}:\n{traceback.format_exc()}")
@@ -400,7 +419,7 @@ def import_path(name, path, what):
     return module
 
 
-def python_names(module):
+def python_names(module: types.ModuleType) -> dict[str, str]:
     """The module's compiled Funcs, DT name -> the Python name of the wrapper (whose reference
     is `reference_<python name>`, and so on): its PYTHON_NAMES table, or, in a module printed
     before there was one, its COMPILED names as they are."""
@@ -414,7 +433,7 @@ def python_names(module):
             if isinstance(f, str) and isinstance(names.get(f), str)}
 
 
-def lookup(module, name):
+def lookup(module: types.ModuleType, name: str) -> Any:
     value = getattr(module, name, None)
     if value is None:
         raise Failure("runtime_error", f"the module has no `{name}`")
@@ -425,13 +444,14 @@ def lookup(module, name):
 # The check
 
 
-def tolerances(dtype_name, dot_precision):
+# dot_precision: the module's DOT_PRECISION, unchecked (None when it has none).
+def tolerances(dtype_name: str, dot_precision: Any) -> tuple[float, float]:
     if dtype_name == "float32" and dot_precision in DOT_TOLERANCES:
         return DOT_TOLERANCES[dot_precision]
     return TOLERANCES[dtype_name]
 
 
-def l2_tolerance(dtype_name, dot_precision):
+def l2_tolerance(dtype_name: str, dot_precision: Any) -> float:
     if dtype_name == "float32" and dot_precision in DOT_L2_TOLERANCES:
         return DOT_L2_TOLERANCES[dot_precision]
     return L2_TOLERANCES[dtype_name]
@@ -441,7 +461,7 @@ class Reference:
     """What comparing with one reference result needs of it alone, computed once for every
     module checked against it (in float64, on its device)."""
 
-    def __init__(self, want):
+    def __init__(self, want: torch.Tensor) -> None:
         self.want = want
         self.w = want.detach().to(torch.float64)
         self.w_nan, self.w_inf = torch.isnan(self.w), torch.isinf(self.w)
@@ -449,22 +469,23 @@ class Reference:
         self.w_abs = self.w.abs()
         finite_abs = torch.where(self.w_finite, self.w_abs, 0.0)
         self.scale = max(1.0, finite_abs.max().item()) if want.numel() else 1.0
-        self.tolerance = {}
+        self.tolerance: dict[tuple[float, float], torch.Tensor] = {}
 
-    def allowed(self, rtol, atol):
+    def allowed(self, rtol: float, atol: float) -> torch.Tensor:
         """|got - want| allowed at each element."""
         if (rtol, atol) not in self.tolerance:
             self.tolerance[(rtol, atol)] = atol * self.scale + rtol * self.w_abs
         return self.tolerance[(rtol, atol)]
 
 
-def compare(got, want, rtol, atol, reference=None):
+def compare(got: object, want: torch.Tensor, rtol: float, atol: float,
+            reference: Reference | None = None) -> tuple[dict[str, Any], str]:
     """The check object for `got` against the reference `want`, and a one-line message for the
     first bad element ('' when none). `unwritten` counts NaN where the reference is not NaN;
     `mismatched` counts the other elements that fail, so an element is in at most one. One
     device synchronization when all is well (a screening measurement's check must be cheap)."""
-    check = {"max_abs": 0.0, "max_rel": 0.0, "rel_l2": 0.0, "mismatched": 0, "unwritten": 0,
-             "rtol": rtol, "atol": atol}
+    check: dict[str, Any] = {"max_abs": 0.0, "max_rel": 0.0, "rel_l2": 0.0, "mismatched": 0,
+                             "unwritten": 0, "rtol": rtol, "atol": atol}
     if not isinstance(got, torch.Tensor):
         check["mismatched"] = want.numel()
         return check, f"the result is a {type(got).__name__}, not a tensor"
@@ -496,6 +517,7 @@ def compare(got, want, rtol, atol, reference=None):
     if check["unwritten"] or check["mismatched"]:
         bad = ~good
         flat = int(bad.flatten().nonzero()[0].item())
+        index: list[int] | tuple[int, ...]
         index = []
         for size in reversed(want.shape):
             index.append(flat % size)
@@ -509,15 +531,17 @@ def compare(got, want, rtol, atol, reference=None):
     return check, message
 
 
-def compare_results(got, want, rtol, atol, references):
+def compare_results(got: object, want: torch.Tensor | tuple[torch.Tensor, ...], rtol: float,
+                    atol: float, references: list[Reference],
+                    ) -> tuple[dict[str, Any] | None, str]:
     """compare() of each result of a wrapper that returns one or several (a tuple as its
     reference returns): the counts added, the largest errors, the first message."""
     if not isinstance(want, tuple):
         return compare(got, want, rtol, atol, references[0])
     if not isinstance(got, (tuple, list)) or len(got) != len(want):
-        check = {"max_abs": 0.0, "max_rel": 0.0, "rel_l2": 0.0,
-                 "mismatched": sum(w.numel() for w in want), "unwritten": 0, "rtol": rtol,
-                 "atol": atol}
+        check: dict[str, Any] = {"max_abs": 0.0, "max_rel": 0.0, "rel_l2": 0.0,
+                                 "mismatched": sum(w.numel() for w in want), "unwritten": 0,
+                                 "rtol": rtol, "atol": atol}
         what = f"{len(got)} results" if isinstance(got, (tuple, list)) else \
             f"a {type(got).__name__}"
         return check, f"the reference returns {len(want)} results, this returned {what}"
@@ -540,17 +564,17 @@ def compare_results(got, want, rtol, atol, references):
 # Times
 
 
-def summary(times_ms):
+def summary(times_ms: list[float]) -> dict[str, float]:
     q20, median, q80 = quantiles(times_ms, QUANTILES)
     return {"median_ms": median, "q20_ms": q20, "q80_ms": q80, "min_ms": min(times_ms),
             "max_ms": max(times_ms), "samples": len(times_ms)}
 
 
-def quantiles(values, qs):
+def quantiles(values: Iterable[float], qs: Iterable[float]) -> list[float]:
     """Linear-interpolation quantiles, as triton.testing computes them."""
     values = sorted(values)
     n = len(values)
-    result = []
+    result: list[float] = []
     for q in qs:
         point = q * (n - 1)
         lower, upper = math.floor(point), math.ceil(point)
@@ -559,7 +583,9 @@ def quantiles(values, qs):
     return result
 
 
-def bench_cuda(fn, warmup_ms, rep_ms, while_waiting=None):
+def bench_cuda(fn: Callable[[], object], warmup_ms: float, rep_ms: float,
+               while_waiting: Callable[[], object] | None = None,
+               ) -> tuple[list[float], float]:
     """`triton.testing.do_bench(fn, warmup_ms, rep_ms, return_mode="all")`, step for step as
     Triton 3.6 writes it (one call; five calls with L2 flushes to estimate; warm-up and
     repetitions by time, each repetition after an L2 flush between two events), except that
@@ -612,7 +638,9 @@ def bench_cuda(fn, warmup_ms, rep_ms, while_waiting=None):
     return [s.elapsed_time(e) for s, e in zip(starts, ends)], busy_s
 
 
-def bench_interpreter(fn, warmup_ms, rep_ms, while_waiting=None):
+def bench_interpreter(fn: Callable[[], object], warmup_ms: float, rep_ms: float,
+                      while_waiting: Callable[[], object] | None = None,
+                      ) -> tuple[list[float], float]:
     """do_bench's procedure timed with the host clock: the interpreter has no device events.
     `while_waiting` runs after the last timed call, outside `busy_s` (the wall time before)."""
     begin = time.perf_counter()
@@ -625,7 +653,7 @@ def bench_interpreter(fn, warmup_ms, rep_ms, while_waiting=None):
     n_repeat = max(1, int(rep_ms / estimate_ms)) if estimate_ms > 0 else 1000
     for _ in range(n_warmup):
         fn()
-    samples = []
+    samples: list[float] = []
     for _ in range(n_repeat):
         start = time.perf_counter()
         fn()
@@ -636,7 +664,8 @@ def bench_interpreter(fn, warmup_ms, rep_ms, while_waiting=None):
     return samples, busy_s
 
 
-def number(options, key, default, kind, zero=False):
+def number(options: dict[str, Any], key: str, default: float, kind: str,
+           zero: bool = False) -> float:
     """`zero`: 0 is allowed too (a warm-up of 0 ms is one call, as do_bench makes it)."""
     value = options.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -646,12 +675,12 @@ def number(options, key, default, kind, zero=False):
     return value
 
 
-def parse_times(spec):
+def parse_times(spec: object) -> dict[str, tuple[float, ...]]:
     if spec is None:
         return {}
     if not isinstance(spec, dict):
         raise Failure("runtime_error", "`times` must be an object")
-    parsed = {}
+    parsed: dict[str, tuple[float, ...]] = {}
     for kind, options in spec.items():
         if options is None:
             options = {}
@@ -672,10 +701,12 @@ def parse_times(spec):
     return parsed
 
 
-def measure_times(fn, wanted, notes, while_waiting=None):
+def measure_times(fn: Callable[[], object], wanted: dict[str, tuple[float, ...]],
+                  notes: list[str], while_waiting: Callable[[], object] | None = None,
+                  ) -> tuple[dict[str, dict[str, float]], float]:
     """The times `wanted` of `fn`, and the seconds the device spent taking them (`timed_s`).
     `while_waiting` runs inside `bench`; not at all when `bench` is not wanted."""
-    times = {}
+    times: dict[str, dict[str, float]] = {}
     busy_s = 0.0
     if "bench" in wanted:
         warmup_ms, rep_ms = wanted["bench"]
@@ -691,7 +722,7 @@ def measure_times(fn, wanted, notes, while_waiting=None):
         else:
             notes.append("gpu not measured on the interpreter")
     if "host" in wanted:
-        (calls,) = wanted["host"]
+        (calls,) = cast("tuple[int]", wanted["host"])  # parse_times made it an int
         fn()
         synchronize()
         begin = time.perf_counter()
@@ -709,7 +740,7 @@ def measure_times(fn, wanted, notes, while_waiting=None):
 class CompileClock:
     """Seconds Triton spends in `compile` (cache hits included), through its listener hook."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.micros = 0       # in compiles that missed the cache
         self.misses = 0
         self.hits = 0
@@ -719,17 +750,17 @@ class CompileClock:
         except (ImportError, AttributeError):  # pragma: no cover  (older triton)
             pass
 
-    def __call__(self, *, times, cache_hit=False, **_):
+    def __call__(self, *, times: Any, cache_hit: bool = False, **_: Any) -> None:
         if cache_hit:
             self.hits += 1
         else:
             self.misses += 1
             self.micros += times.total
 
-    def mark(self):
+    def mark(self) -> tuple[int, int, int]:
         return (self.micros, self.misses, self.hits)
 
-    def since(self, mark):
+    def since(self, mark: tuple[int, int, int]) -> dict[str, float]:
         """compile_s (seconds compiling kernels the cache lacked), compiled (their number) and
         cache_hits (kernels loaded from TRITON_CACHE_DIR) since `mark`."""
         micros, misses, hits = mark
@@ -748,7 +779,7 @@ class Profile:
     after every 16th (the pool kills its workers at the end, so there is no last word): where a
     request's time goes outside the timed part."""
 
-    def __init__(self, path):
+    def __init__(self, path: pathlib.Path) -> None:
         import cProfile
         self.path = path
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -756,7 +787,7 @@ class Profile:
         self.served = 0
         self.profiler.enable()
 
-    def save(self):
+    def save(self) -> None:
         self.served += 1
         if self.served % 16 == 0:
             self.profiler.disable()
@@ -767,16 +798,17 @@ class Profile:
 
 
 class Worker:
-    profile = None
+    profile: Profile | None = None
 
-    def __init__(self, role):
+    def __init__(self, role: str) -> None:
         self.role = role
         self.modules = Modules()
         self.prepared = Prepared()
         self.compile_clock = CompileClock()
-        self.prefetched = {}  # module SHA-256 -> what prefetch() spent on it
+        # module SHA-256 -> what prefetch() spent on it
+        self.prefetched: dict[str, dict[str, float]] = {}
 
-    def resolve(self, request):
+    def resolve(self, request: dict[str, Any]) -> types.SimpleNamespace:
         """What a measure, baseline or compile request names: its module (imported), wrapper,
         reference and inputs, checked."""
         call = types.SimpleNamespace()
@@ -810,7 +842,7 @@ class Worker:
         key = None if module_key is None else \
             (module_key, func, json.dumps(sizes, sort_keys=True), dtype_name, seed)
 
-        def make():
+        def make() -> dict[str, Any]:
             try:
                 torch.manual_seed(seed)
                 made = make_inputs(sizes, dtype=dtype, device=DEVICE, seed=seed)
@@ -821,7 +853,7 @@ class Worker:
         call.prepared = self.prepared.get(key, make)
         return call
 
-    def prefetch(self, request):
+    def prefetch(self, request: object) -> None:
         """Readies the measure request that the pool will send next, while this one's times are
         taken (bench_cuda's `while_waiting`): imports its module, makes its inputs and, on a
         GPU, loads its kernels from the Triton cache, without launching any. What it spent is
@@ -851,7 +883,7 @@ class Worker:
         while len(self.prefetched) > 8:  # readied for a request another worker took
             self.prefetched.pop(next(iter(self.prefetched)))
 
-    def handle(self, request):
+    def handle(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """The result for one parsed request (a dict), or None for shutdown."""
         kind = request.get("type")
         if kind == "shutdown":
@@ -859,7 +891,7 @@ class Worker:
         if kind not in ("measure", "baseline", "compile"):
             raise Failure("runtime_error", f"unknown request type {kind!r} "
                                            "(measure, baseline, compile or shutdown)")
-        result = {"compile_s": 0.0, "import_s": 0.0}
+        result: dict[str, Any] = {"compile_s": 0.0, "import_s": 0.0}
         spec = request.get("module")
         early = self.prefetched.pop(spec.get("sha256", "").lower(), None) \
             if isinstance(spec, dict) and isinstance(spec.get("sha256"), str) else None
@@ -901,7 +933,8 @@ class Worker:
         l2_tol = l2_tolerance(dtype_name, getattr(module, "DOT_PRECISION", None))
         if kind == "baseline":
             what = "the reference" if is_reference else "the baseline"
-            fn = (lambda: baseline(*inputs, **kwargs)) if is_reference else \
+            assert baseline is not None  # set above for a baseline request
+            fn: Callable[[], Any] = (lambda: baseline(*inputs, **kwargs)) if is_reference else \
                 (lambda: baseline(*inputs))
         else:
             what = f"wrapper {func}"
@@ -957,7 +990,7 @@ class Worker:
         if kind == "compile":
             result["compile_s"] = first_run_s
 
-        notes = []
+        notes: list[str] = []
         if wanted:
             try:
                 ahead = request.get("prefetch")
@@ -970,10 +1003,10 @@ class Worker:
         return result
 
 
-def serve(worker, protocol):
+def serve(worker: Worker, protocol: Protocol) -> int:
     for raw in protocol.lines():
         start = time.perf_counter()
-        request_id = None
+        request_id: str | int | None = None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -1025,23 +1058,24 @@ def serve(worker, protocol):
     return 0
 
 
-def salvage_id(text):
+def salvage_id(text: str) -> str | int | None:
     match = re.search(r'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)', text)
     if not match:
         return None
     try:
-        return json.loads(match.group(1))
+        return cast("str | int", json.loads(match.group(1)))  # a string or an integer
     except ValueError:
         return None
 
 
-def error_result(request_id, message, start):
+def error_result(request_id: str | int | None, message: str, start: float) -> dict[str, Any]:
     return finish(request_id, {"status": "runtime_error", "message": one_line(message)}, start)
 
 
-def finish(request_id, result, start):
-    message = {"type": "result", "id": request_id, "status": result["status"],
-               "message": one_line(result.get("message", ""))}
+def finish(request_id: str | int | None, result: dict[str, Any],
+           start: float) -> dict[str, Any]:
+    message: dict[str, Any] = {"type": "result", "id": request_id, "status": result["status"],
+                               "message": one_line(result.get("message", ""))}
     for key in ("check", "times", "prefetched"):
         if key in result:
             message[key] = result[key]
@@ -1054,7 +1088,7 @@ def finish(request_id, result, start):
     return message
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     global torch, triton, CUDA, DEVICE
     parser = argparse.ArgumentParser(description="dtx measurement worker (protocol version 1, "
                                                  "docs/worker-protocol.md)")

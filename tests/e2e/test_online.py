@@ -99,6 +99,9 @@ def test_causal_mask_skips_the_keys_after_the_block(tmp_path):
     before, diagonal = causal.split("for l_iter in range(0, l_diagonal, 16):")[1].split(
         "for r2_l_iter in range(l_diagonal, l_stop, 16):")
     assert "<= m_idx" not in before and "<= m_idx" in diagonal.split("\n\n")[0]
+    # The query tile both loops multiply is loaded once, before them.
+    assert causal.count("tl.load(Q_ptr") + causal.count("Q_tile = tl.load(") == 1, causal
+    assert "Q_tile_2" not in causal
     _, plain = compile_source(tmp_path, ATTENTION, schedule + "; out.compile()", name="plain")
     assert "l_stop" not in plain and "for l_iter in range(0, l_size, 16)" in plain
     module, soft = compile_source(tmp_path, CAUSAL.replace("-inf);", "-1e4);"),

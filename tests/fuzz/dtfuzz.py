@@ -1551,7 +1551,8 @@ def gen_schedule(rng, prog, sizes, budget=96):
             if rng.random() < 0.5:
                 statements.append(f"{f}.map({', '.join(random_map(rng, list(block)))})")
             if any(l in dims for l in block) and rng.random() < 0.25:
-                statements.append(f"{f}.persistent({rng.choice(['interleaved', 'blocked'])})")
+                flatten = ", flatten" if rng.random() < 0.3 else ""
+                statements.append(f"{f}.persistent({rng.choice(['interleaved', 'blocked'])}{flatten})")
         tensor = {l: t for l, t in tensor.items() if t != 1 or rng.random() < 0.2}
         if tensor:
             statements += _grouped(rng, f, "tensorize", tensor)
@@ -1705,7 +1706,7 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
-            "tma": "tl.make_tensor_descriptor(", "warp_specialize": "warp_specialize="}
+            "tma": "tl.make_tensor_descriptor(", "warp_specialize": "warp_specialize=", "flatten": "flatten=True"}
 
 
 def module_coverage(text):

@@ -120,10 +120,11 @@ public:
     bound_names(k.body, names_, stores);
   }
 
-  void run() {
+  /// Whether copies were forwarded: values that differed only by those names may be equal now.
+  bool run() {
     std::vector<Entry> table;
     block(k_.body, table);
-    forward_copies();
+    return forward_copies();
   }
 
 private:
@@ -310,10 +311,11 @@ private:
     return false;
   }
 
-  void forward_copies() {
-    while (true) {
-      if (!forward_copy(k_.body, kir::binding_counts(k_.body))) return;
-    }
+  bool forward_copies() {
+    bool any = false;
+    while (forward_copy(k_.body, kir::binding_counts(k_.body)))
+      any = true;
+    return any;
   }
 
   kir::Kernel& k_;
@@ -325,7 +327,10 @@ private:
 } // namespace
 
 void eliminate_common_subexpressions(kir::Kernel& kernel) {
-  Cse(kernel).run();
+  // Again while copies were forwarded (`r2_k_mask = k_mask` made the loads that read them
+  // equal), a few rounds at most.
+  for (int round = 0; round < 4 && Cse(kernel).run(); ++round) {
+  }
 }
 
 } // namespace dtc

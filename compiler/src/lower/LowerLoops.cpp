@@ -120,8 +120,10 @@ Body* emit_dim(LowerState& s, Label l, Body& body, const std::string& prefix, bo
     b.origin = origin;
     if (loop_only || (s.layout.axes.size() > 1 && s.layout.dot_labels.count(l))) {
       // 1-D twins for tl.dot operand tiles (dead-code elimination drops them if unused).
+      // A whole tile's vector is the range itself: loads of the same tile at two places (the
+      // two loops of a causal online kernel) are then one expression, which CSE merges.
       Value range = s.ref(s.py(l) + "_range");
-      b.vec = s.let(*inner, base + "_vec", origin ? kir::add(origin, range) : range);
+      b.vec = origin ? s.let(*inner, base + "_vec", kir::add(origin, range)) : range;
       Value in_range = kir::lt(b.vec, end);
       if (modulus >= 0) in_range = s.even_mask(l, in_range, modulus);
       b.vec_mask = s.let(*inner, base + "_vec_mask", in_range);
