@@ -64,6 +64,7 @@ class WorkerProcess:
         self._tail = collections.deque()
         self._tail_size = 0
         self._tail_lock = threading.Lock()
+        self._appended = 0  # lines the drain thread has appended, ever
 
     # --- the process
 
@@ -197,8 +198,17 @@ class WorkerProcess:
         try:
             with selectors.DefaultSelector() as sel:
                 sel.register(self.proc.stderr, selectors.EVENT_READ)
-                while sel.select(0) and time.monotonic() < deadline:
-                    time.sleep(0.005)  # the drain thread has not read it all yet
+                # An empty pipe is not enough: the drain thread may have read a line and not yet
+                # appended it (seen on a loaded machine: the start-up line in the next request's
+                # tail). Done once the pipe is empty and nothing was appended for 5 ms.
+                seen = -1
+                while time.monotonic() < deadline:
+                    with self._tail_lock:
+                        appended = self._appended
+                    if not sel.select(0) and appended == seen:
+                        break
+                    seen = appended
+                    time.sleep(0.005)
         except (ValueError, OSError):
             pass  # the pipe is closed: nothing is left to read
         self._clear_tail()
@@ -228,6 +238,7 @@ class WorkerProcess:
             with self._tail_lock:
                 self._tail.append(raw)
                 self._tail_size += len(raw)
+                self._appended += 1
                 while self._tail_size > self.tail_bytes and len(self._tail) > 1:
                     self._tail_size -= len(self._tail.popleft())
         try:
