@@ -7,7 +7,10 @@ candidate correct.
 
     python3 tests/gpu/explore_set.py TEMPLATE[:SHAPE_INDEX,...] ... [--budget 24] [--dtype bfloat16]
 
-`rmsnorm:0,2` explores the template's first and third shapes (default: the first). For the
+`rmsnorm:0,2` explores the template's first and third shapes (default: the first);
+`matmul@m=8192,n=8192,k=8192` a shape of one's own. `--baseline FILE.py:FUNCTION` adds a peer
+of the templates directory to every exploration (`--baseline-for KERNEL=FILE.py:FUNCTION` to one
+kernel's). For the
 FlashAttention templates the TFLOP/s of the best schedule and of every baseline are printed too:
 
     python3 tests/gpu/explore_set.py flash_attention:0,1,2,3,4,5 \
@@ -51,28 +54,45 @@ def main():
     parser.add_argument("--strategy", default="random")
     parser.add_argument("--deadline-s", type=float, default=540)
     parser.add_argument("--data-dir", default="/tmp/dtxd-set")
+    parser.add_argument("--compile-workers", type=int, default=8)
+    parser.add_argument("--timeout-s", type=float, default=None,
+                        help="seconds a measurement may take (max-autotune baselines need more)")
+    parser.add_argument("--baseline-for", action="append", default=[],
+                        help="KERNEL=FILE.py:FUNCTION: one more baseline for that kernel")
     args = parser.parse_args()
 
-    with started_daemon(args.data_dir) as base:
+    extra = {}
+    for item in args.baseline_for:
+        kernel, _, entry = item.partition("=")
+        extra.setdefault(kernel, []).append(entry)
+    with started_daemon(args.data_dir, args.compile_workers) as base:
         status, listed = call(base, "GET", "/v1/templates")
         by_name = {t["name"]: t for t in listed["templates"]}
         posted = []
         for item in args.templates:
-            name, _, which = item.partition(":")
+            if "@" in item:
+                name, _, given = item.partition("@")
+                shapes = [{k: int(v) for k, v in (p.split("=") for p in given.split(","))}]
+            else:
+                name, _, which = item.partition(":")
+                shapes = [by_name[name]["shapes"][int(i)] for i in which.split(",")] if which \
+                    else [by_name[name]["shapes"][0]]
             t = by_name[name]
-            indices = [int(i) for i in which.split(",")] if which else [0]
-            for i in indices:
+            for shape in shapes:
                 body = {k: t[k] for k in ("kernel", "algorithm", "schedule", "dtype", "compile",
                                           "baselines") if k in t}
+                body["baselines"] = list(body.get("baselines", [])) + extra.get(t["kernel"], [])
                 if args.dtype:
                     body["dtype"] = args.dtype
-                body.update(shapes=[t["shapes"][i]], strategy=args.strategy, budget=args.budget,
+                if args.timeout_s:
+                    body["timeout_s"] = args.timeout_s
+                body.update(shapes=[shape], strategy=args.strategy, budget=args.budget,
                             top=3, rounds=3, times=["bench", "gpu", "host"], seed=1)
                 status, created = call(base, "POST", "/v1/explorations", body)
                 if status != 202:
-                    print(f"{name} {t['shapes'][i]}: POST {status} {json.dumps(created)[:400]}")
+                    print(f"{name} {shape}: POST {status} {json.dumps(created)[:400]}")
                     continue
-                posted.append((name, t["shapes"][i], created["id"]))
+                posted.append((name, shape, created["id"]))
         start, bad = time.time(), 0
         pending = list(posted)
         results = {}
@@ -82,6 +102,8 @@ def main():
                 if x["state"] in ("done", "failed", "cancelled"):
                     results[entry[2]] = x
                     pending.remove(entry)
+                    print(f"{time.time() - start:6.0f} s: {entry[0]} {entry[1]} {x['state']}, "
+                          f"measured {x.get('measured')}, failed {x.get('failed')}", flush=True)
             time.sleep(5)
         print(f"{'kernel':16} {'shape':28} {'dtype':9} {'best dt ms':>10} {'gpu':>8} {'host us':>8}"
               f"  {'peer':14} {'peer ms':>9} {'gpu':>8} {'host us':>8} {'dt/peer':>8}")
