@@ -1,5 +1,5 @@
 """Peers for the matrix-product templates beyond `torch` and `torch.compile`: torch.compile's
-`max-autotune` mode (Inductor times its own Triton templates, persistent TMA ones included, against
+`max-autotune` mode (`max-autotune-no-cudagraphs`) (Inductor times its own Triton templates, persistent TMA ones included, against
 cuBLAS and keeps the fastest) and a persistent Triton kernel over tensor descriptors, the form of
 Triton's persistent-matmul tutorial (one program per multiprocessor walking output tiles in groups
 of 8 row blocks, operand tiles brought in by TMA, the tile loop flattened with the k loop, the
@@ -21,7 +21,9 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 @functools.cache
 def _max_autotune(fn):
-    return torch.compile(fn, mode="max-autotune", dynamic=False)
+    # Without CUDA graphs: the measurement captures its own graph to time the GPU alone, and
+    # Inductor's graph trees refuse to be captured inside another capture.
+    return torch.compile(fn, mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
 def _mm(A, B):
@@ -33,12 +35,12 @@ def _addmm_gelu(A, W, bias):
 
 
 def matmul_max_autotune(A, B):
-    """A @ B under torch.compile(mode="max-autotune")."""
+    """A @ B under torch.compile's max-autotune."""
     return _max_autotune(_mm)(A, B)
 
 
 def gemm_epilogue_max_autotune(A, W, bias):
-    """gelu(A @ W + bias) under torch.compile(mode="max-autotune")."""
+    """gelu(A @ W + bias) under torch.compile's max-autotune."""
     return _max_autotune(_addmm_gelu)(A, W, bias)
 
 

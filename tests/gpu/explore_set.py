@@ -57,6 +57,8 @@ def main():
     parser.add_argument("--compile-workers", type=int, default=8)
     parser.add_argument("--timeout-s", type=float, default=None,
                         help="seconds a measurement may take (max-autotune baselines need more)")
+    parser.add_argument("--schedule-for", action="append", default=[],
+                        help="KERNEL=FILE: that kernel's schedule space from FILE, not the template's")
     parser.add_argument("--baseline-for", action="append", default=[],
                         help="KERNEL=FILE.py:FUNCTION: one more baseline for that kernel")
     args = parser.parse_args()
@@ -65,6 +67,7 @@ def main():
     for item in args.baseline_for:
         kernel, _, entry = item.partition("=")
         extra.setdefault(kernel, []).append(entry)
+    spaces = {k: open(f).read() for k, _, f in (i.partition("=") for i in args.schedule_for)}
     with started_daemon(args.data_dir, args.compile_workers) as base:
         status, listed = call(base, "GET", "/v1/templates")
         by_name = {t["name"]: t for t in listed["templates"]}
@@ -81,6 +84,8 @@ def main():
             for shape in shapes:
                 body = {k: t[k] for k in ("kernel", "algorithm", "schedule", "dtype", "compile",
                                           "baselines") if k in t}
+                if t["kernel"] in spaces:
+                    body["schedule"] = spaces[t["kernel"]]
                 body["baselines"] = list(body.get("baselines", [])) + extra.get(t["kernel"], [])
                 if args.dtype:
                     body["dtype"] = args.dtype
@@ -140,6 +145,13 @@ def main():
             for text in failed_peers:
                 print(f"{'':46} baseline {text}")
             print(f"{'':46} best: {best.get('canonical')}")
+            if x.get("failed"):
+                status, failed = call(base, "GET",
+                                      f"/v1/explorations/{eid}/schedules?status=failed&limit=5")
+                for s in failed.get("schedules", []):
+                    m = s.get("screen") or s.get("full") or {}
+                    print(f"{'':46} failed: {s.get('canonical')}: {m.get('status')} "
+                          f"{(m.get('message') or '')[:300]}")
             if x["state"] != "done" or x.get("failed", 0) or not x.get("measured"):
                 bad += 1
                 print(f"{'':46} message: {x.get('message')}")
