@@ -8,16 +8,19 @@ candidate correct.
     python3 tests/gpu/explore_set.py TEMPLATE[:SHAPE_INDEX,...] ... [--budget 24] [--dtype bfloat16]
 
 `rmsnorm:0,2` explores the template's first and third shapes (default: the first);
-`matmul@m=8192,n=8192,k=8192` a shape of one's own. `--baseline FILE.py:FUNCTION` adds a peer
-of the templates directory to every exploration (`--baseline-for KERNEL=FILE.py:FUNCTION` to one
-kernel's). For the
-FlashAttention templates the TFLOP/s of the best schedule and of every baseline are printed too:
+`matmul@m=8192,n=8192,k=8192` a shape of one's own. `--baseline-for KERNEL=FILE.py:FUNCTION` adds
+a peer of the templates directory to that kernel's explorations, `--schedule-for KERNEL=FILE` gives
+them the schedule space in FILE instead of the template's. Failed schedules are printed with their
+status and message; with $OUT set (the device tool), every schedule's times are written there, one
+JSON file per exploration. For the FlashAttention templates the TFLOP/s of the best schedule and of every baseline are printed too:
 
     python3 tests/gpu/explore_set.py flash_attention:0,1,2,3,4,5 \
         flash_attention_causal:0,1,2,3,4,5 --dtype bfloat16
 """
 import argparse
 import json
+import os
+import pathlib
 import sys
 import time
 
@@ -145,10 +148,21 @@ def main():
             for text in failed_peers:
                 print(f"{'':46} baseline {text}")
             print(f"{'':46} best: {best.get('canonical')}")
+            # Every schedule's times, where the device tool brings files back: what a later
+            # look at the space (which choices won, what failed and why) reads.
+            if os.environ.get("OUT"):
+                status, columns = call(base, "GET", f"/v1/explorations/{eid}/columns")
+                pathlib.Path(os.environ["OUT"], f"{name}_{eid}.json").write_text(
+                    json.dumps({"shape": shape, "dtype": x["dtype"], "columns": columns,
+                                "baselines": ranked.get("baselines", [])}))
             if x.get("failed"):
-                status, failed = call(base, "GET",
-                                      f"/v1/explorations/{eid}/schedules?status=failed&limit=5")
-                for s in failed.get("schedules", []):
+                failed = []
+                for bad_status in ("compile_error", "out_of_resources", "runtime_error",
+                                   "wrong_result", "timeout", "crashed"):
+                    status, some = call(base, "GET", f"/v1/explorations/{eid}/schedules"
+                                        f"?status={bad_status}&limit=3")
+                    failed += some.get("schedules", [])
+                for s in failed:
                     m = s.get("screen") or s.get("full") or {}
                     print(f"{'':46} failed: {s.get('canonical')}: {m.get('status')} "
                           f"{(m.get('message') or '')[:300]}")
