@@ -94,3 +94,124 @@ def test_descriptor_loads_compile_to_tma_copies_for_hopper(tmp_path):
     ptx = compile_for_hopper(out, "c_kernel", "bf16", num_warps=8, num_stages=3)["ptx"]
     assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+# ---- the Func's own store through a descriptor: tma(A, B, c) ---------------------------------
+
+STORE_SCHEDULE = SCHEDULE.replace("c.tma(A, B)", "c.tma(A, B, c)")
+
+
+@pytest.fixture
+def descriptor_stores(monkeypatch):
+    """How many descriptor stores the interpreter runs (one per tile stored)."""
+    from triton.runtime import interpreter
+    stored = []
+    original = interpreter.InterpreterBuilder.create_descriptor_store
+
+    def counting(self, *args, **kwargs):
+        stored.append(1)
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_descriptor_store", counting)
+    return stored
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_result_tiles_stored_through_a_descriptor(tmp_path, dtype, descriptor_stores):
+    module, text = compile_source(tmp_path, MATMUL, STORE_SCHEDULE)
+    assert "c_desc = tl.make_tensor_descriptor(c_ptr, [m_size, n_size], [c_stride0, 1], [32, 64])" \
+        in text
+    assert ("if c_TMA:\n" in text and "c_desc.store([tl.cast(m_start, tl.int32), "
+            "tl.cast(n_start, tl.int32)], c.to(c_ptr.dtype.element_ty))" in text)
+    # 70 rows and 72 columns end inside tiles: the descriptor writes nothing past the edges
+    # (the output is a view into a larger, poisoned buffer whose other elements must survive).
+    for m, n, k in [(70, 72, 48), (64, 128, 64)]:
+        A, B = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+        buffer = torch.full((m + 3, n + 8), 7.0, dtype=dtype)
+        out = buffer[:m, :n]
+        stores = len(descriptor_stores)
+        got = module.c(A, B, out=out)
+        assert got.data_ptr() == out.data_ptr()
+        assert len(descriptor_stores) - stores == -(-m // 32) * -(-n // 64)
+        torch.testing.assert_close(got.double(), (A.double() @ B.double()).to(dtype).double(),
+                                   rtol=2e-2, atol=2e-2)
+        assert (buffer[m:] == 7).all() and (buffer[:, n:] == 7).all()
+
+
+def test_an_output_that_does_not_qualify_is_stored_through_pointers(tmp_path, descriptor_stores):
+    module, _ = compile_source(tmp_path, MATMUL, STORE_SCHEDULE)
+    A, B = torch.randn(33, 16).half(), torch.randn(16, 7).half()  # rows of 14 bytes
+    got = module.c(A, B)
+    torch.testing.assert_close(got.double(), (A.double() @ B.double()).half().double(),
+                               rtol=2e-2, atol=2e-2)
+    B = torch.randn(16, 40).half()
+    transposed = torch.empty(40, 33, dtype=torch.float16).t()  # last stride 33
+    got = module.c(A, B, out=transposed)
+    torch.testing.assert_close(got.double(), (A.double() @ B.double()).half().double(),
+                               rtol=2e-2, atol=2e-2)
+    assert not descriptor_stores
+
+
+@pytest.mark.parametrize("persistent", ["none", "interleaved"])
+def test_the_gemm_epilogue_stored_through_a_descriptor(tmp_path, persistent, descriptor_stores):
+    from conftest import ROOT
+    source = (ROOT / "templates" / "gemm_epilogue.dt").read_text()
+    module, _ = compile_source(tmp_path, source, "out.block(m:64, n:32); "
+                               "out.tensorize(m:0, n:0, k:16); mm.fuse_at(out, n); "
+                               f"out.tma(A, W, out); out.persistent({persistent}); out.compile()")
+    A, W, bias = torch.randn(90, 64).half(), torch.randn(64, 72).half(), torch.randn(72).half()
+    got = module.out(A, W, bias)
+    want = torch.nn.functional.gelu(A.double() @ W.double() + bias.double())
+    torch.testing.assert_close(got.double(), want.half().double(), rtol=2e-2, atol=2e-2)
+    assert len(descriptor_stores) == 2 * 3
+
+
+SCALE = """Func c;
+In A;
+Var m, n;
+c[m, n] = A[m, n] * 2;
+c.compile();
+"""
+
+
+def test_an_element_wise_func_stores_through_a_descriptor(tmp_path, descriptor_stores):
+    module, _ = compile_source(tmp_path, SCALE, "c.block(m:16, n:32); c.tensorize(m:0, n:0); "
+                               "c.tma(c); c.compile()")
+    A = torch.randn(40, 72)
+    torch.testing.assert_close(module.c(A), A * 2)
+    assert len(descriptor_stores) == 3 * 3
+
+
+def test_a_store_no_descriptor_can_make_is_refused_with_the_reason(tmp_path):
+    for source, schedule, reason in [
+            (MATMUL, "c.block(m:32, n:64); c.tensorize(m:0, n:0, k:16); c.tma(A, B, c); "
+             "c.block(k:32); c.atomic(k)", "`k` is blocked"),
+            (SCALE, "c.block(m:32, n:8); c.tensorize(m:0, n:0); c.tma(c)",
+             "cannot store its tiles through a tensor descriptor: the tile of `n` is 8 wide, "
+             "where a descriptor's block is 16 to 256; drop `c` from `tma`"),
+            (SCALE, "c.block(m:32); c.tensorize(m:0); c.tma(c)",
+             "its values are not [m, n] tiles (tensor axes m:32)")]:
+        src = tmp_path / "c.dt"
+        src.write_text(source)
+        r = run_dtc(src, "--check", "--schedule", schedule + "; c.compile()")
+        assert r.returncode != 0 and reason in r.stderr, schedule + "\n" + r.stderr
+
+
+def test_canonical_text_names_the_func_last(tmp_path):
+    src = tmp_path / "c.dt"
+    src.write_text(MATMUL)
+    r = run_dtc(src, "--canonical", "--schedule", STORE_SCHEDULE.replace("c.tma(A, B, c)",
+                                                                          "c.tma(c, B, A)"))
+    assert r.returncode == 0 and "c.tma(A,B,c)" in r.stdout, r.stdout + r.stderr
+
+
+def test_descriptor_stores_compile_to_tma_stores_for_hopper(tmp_path):
+    src, out = tmp_path / "c.dt", tmp_path / "c.py"
+    src.write_text(MATMUL)
+    r = run_dtc(src, "-o", out, "--schedule", "c.block(m:128, n:128); "
+                "c.tensorize(m:0, n:0, k:64); c.tma(A, B, c); c.persistent(interleaved); "
+                "c.num_warps(4); c.warp_specialize(k); c.compile()")
+    assert r.returncode == 0, r.stderr
+    ptx = compile_for_hopper(out, "c_kernel", "bf16", num_warps=4, num_stages=3)["ptx"]
+    # The result tile leaves shared memory by a bulk tensor store; the loop is specialized.
+    assert "cp.async.bulk.tensor.2d.global.shared" in ptx and "setmaxnreg" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx

@@ -205,8 +205,20 @@ void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out)
                ", " + (s->mask ? print_expr(*s->mask).text : "True") + ")\n";
         break;
       }
-      out += indent + (s->atomic == Atomic::None ? "tl.store(" : "tl.atomic_add(") + args +
-             (s->mask ? ", mask=" + print_expr(*s->mask).text : "") + ")\n";
+      std::string store = (s->atomic == Atomic::None ? "tl.store(" : "tl.atomic_add(") + args +
+                          (s->mask ? ", mask=" + print_expr(*s->mask).text : "") + ")\n";
+      if (s->desc) {
+        // Through the descriptor where the wrapper found the tensor qualifies (a constexpr:
+        // Triton compiles one branch).
+        std::string offsets;
+        for (const ExprPtr& o : s->desc_offsets)
+          offsets += (offsets.empty() ? "" : ", ") + print_expr(*o).text;
+        out += indent + "if " + s->desc_flag + ":\n" + indent + "    " + print_expr(*s->desc).text +
+               ".store([" + offsets + "], " + print_expr(*s->desc_value).text + ")\n" + indent +
+               "else:\n" + indent + "    " + store;
+        break;
+      }
+      out += indent + store;
       break;
     }
     case StmtKind::For:

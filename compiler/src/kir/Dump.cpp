@@ -128,7 +128,14 @@ std::string dump(const std::vector<StmtPtr>& stmts, int depth) {
       break;
     case StmtKind::Store:
       out += indent + atomic_name(s->atomic) + "(" + dump(*s->ptr) + ", " + dump(*s->value) +
-             (s->mask ? ", mask=" + dump(*s->mask) : std::string()) + ")\n";
+             (s->mask ? ", mask=" + dump(*s->mask) : std::string()) + ")";
+      if (s->desc) {
+        out += " or desc_store(" + dump(*s->desc) + ", [";
+        for (size_t i = 0; i < s->desc_offsets.size(); ++i)
+          out += (i ? ", " : "") + dump(*s->desc_offsets[i]);
+        out += "], " + dump(*s->desc_value) + ") if " + s->desc_flag;
+      }
+      out += "\n";
       break;
     case StmtKind::For:
       out += indent + "for " + s->name + " in range(" + dump(*s->lo) + ", " + dump(*s->hi) + ", " +

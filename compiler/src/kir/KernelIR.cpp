@@ -508,6 +508,27 @@ StmtPtr Stmt::store(ExprPtr ptr, ExprPtr value, ExprPtr mask) {
   return s;
 }
 
+StmtPtr Stmt::store(ExprPtr ptr, ExprPtr value, ExprPtr mask, ExprPtr desc,
+                    std::vector<ExprPtr> offsets, ExprPtr desc_value, std::string flag) {
+  StmtPtr s = store(std::move(ptr), std::move(value), std::move(mask));
+  if (desc->type.scalar != Scalar::Desc)
+    ill_typed("descriptor store through a " + to_string(desc->type));
+  if (offsets.size() != desc->type.shape.size())
+    ill_typed("descriptor store with " + std::to_string(offsets.size()) + " offsets into " +
+              to_string(desc->type));
+  for (const ExprPtr& o : offsets)
+    if (!o->type.is_int() || !o->type.shape.empty())
+      ill_typed("descriptor store offset of type " + to_string(o->type));
+  if (desc_value->type.shape != desc->type.shape)
+    ill_typed("descriptor store of a " + to_string(desc_value->type) + " through " +
+              to_string(desc->type));
+  s->desc = std::move(desc);
+  s->desc_offsets = std::move(offsets);
+  s->desc_value = std::move(desc_value);
+  s->desc_flag = std::move(flag);
+  return s;
+}
+
 StmtPtr Stmt::loop(std::string var, ExprPtr lo, ExprPtr hi, ExprPtr step) {
   for (const ExprPtr* e : {&lo, &hi, &step})
     if (!(*e)->type.is_int() || !(*e)->type.shape.empty())
@@ -532,8 +553,15 @@ std::vector<ExprPtr*> Stmt::operands() {
   switch (kind) {
   case StmtKind::Assign:
     return {&value};
-  case StmtKind::Store:
-    return {&ptr, &value, &mask};
+  case StmtKind::Store: {
+    std::vector<ExprPtr*> out{&ptr, &value, &mask};
+    if (!desc) return out;
+    out.push_back(&desc);
+    for (ExprPtr& o : desc_offsets)
+      out.push_back(&o);
+    out.push_back(&desc_value);
+    return out;
+  }
   case StmtKind::For:
     return {&lo, &hi, &step};
   case StmtKind::Comment:

@@ -173,7 +173,8 @@ using StmtPtr = std::unique_ptr<Stmt>;
 
 /// One kind per statement, with the fields of that kind:
 ///   Assign   name = value
-///   Store    tl.store(ptr, value, mask) (mask may be null), or an atomic combination
+///   Store    tl.store(ptr, value, mask) (mask may be null), or an atomic combination; with a
+///            descriptor, `desc.store(offsets, desc_value)` where the constexpr flag is true
 ///   For      for name in range(lo, hi, step): body (tl.range under warp_specialize)
 ///   Comment  # text
 ///   Barrier  tl.debug_barrier()
@@ -191,15 +192,27 @@ struct Stmt {
   /// For: Triton fuses this loop with the loop nested in it (`tl.range(..., flatten=True)`).
   bool flatten = false;
   Atomic atomic = Atomic::None; // Store
-  std::vector<StmtPtr> body;    // For
+  /// Store: the tile stored through tensor descriptor `desc` (a MakeDesc's name) at
+  /// `desc_offsets` instead, as `desc_value` (the value in the tensor's dtype), where the
+  /// constexpr parameter `desc_flag` is true; the pointer store where it is false. Null `desc`
+  /// for a pointer store alone.
+  ExprPtr desc, desc_value;
+  std::vector<ExprPtr> desc_offsets;
+  std::string desc_flag;
+  std::vector<StmtPtr> body; // For
 
   /// The statement's expressions in evaluation (and printing) order: Assign's value; Store's
-  /// ptr, value and mask (null when there is none); For's lo, hi and step.
+  /// ptr, value and mask (null when there is none), then desc, its offsets and desc_value (null
+  /// desc and desc_value, no offsets, when there is no descriptor); For's lo, hi and step.
   std::vector<ExprPtr*> operands();
   std::vector<const ExprPtr*> operands() const;
 
   static StmtPtr assign(std::string name, ExprPtr value);
   static StmtPtr store(ExprPtr ptr, ExprPtr value, ExprPtr mask);
+  /// A pointer store that goes through descriptor `desc` at `offsets` (int32 scalars) where
+  /// constexpr `flag` is true, storing `desc_value`, which must have the descriptor's block shape.
+  static StmtPtr store(ExprPtr ptr, ExprPtr value, ExprPtr mask, ExprPtr desc,
+                       std::vector<ExprPtr> offsets, ExprPtr desc_value, std::string flag);
   static StmtPtr loop(std::string var, ExprPtr lo, ExprPtr hi, ExprPtr step);
   static StmtPtr comment(std::string text);
   static StmtPtr barrier();

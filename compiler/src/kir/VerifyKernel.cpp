@@ -72,6 +72,17 @@ private:
         if (s->value->type.shape.size() > s->ptr->type.shape.size())
           fail("stores a " + kir::to_string(s->value->type) + " to " +
                kir::to_string(s->ptr->type));
+        if (s->desc) {
+          visit(*s->desc);
+          for (const kir::ExprPtr& o : s->desc_offsets)
+            visit(*o);
+          visit(*s->desc_value);
+          if (!constexprs_.count(s->desc_flag))
+            fail("descriptor store under " + s->desc_flag + ", not a constexpr parameter");
+          if (s->desc->type.shape != s->ptr->type.shape)
+            fail("descriptor store of " + kir::to_string(s->desc->type) +
+                 " blocks where the pointer store writes " + kir::to_string(s->ptr->type));
+        }
         break;
       case kir::StmtKind::For: {
         visit(*s->lo);

@@ -46,8 +46,41 @@ long long index_slack(const LowerState& s) {
   return width * factor;
 }
 
+// Under `tma(F)` for the Func F itself: the block a descriptor stores its tile as, or empty
+// where it cannot (the reason in `why`): the output 2-D, the kernel's values [i, j] tiles of its
+// two dimensions in order, each a literal width of 16 to 256 (a TMA box), no atomic combination.
+kir::Shape store_block(const LowerState& s, std::string& why) {
+  const ir::Labels& dims = s.def.dims;
+  if (s.split && !s.split->part) {
+    why = "its blocks combine atomically into the output";
+    return {};
+  }
+  if (dims.size() != 2) {
+    why = "its output has " + std::to_string(dims.size()) + " dimensions, not 2";
+    return {};
+  }
+  const std::vector<Axis>& axes = s.layout.axes;
+  if (axes.size() != 2 || axes[0].label != dims[0] || axes[1].label != dims[1]) {
+    why = "its values are not [" + dims[0]->name + ", " + dims[1]->name + "] tiles (tensor axes " +
+          s.layout.text() + ")";
+    return {};
+  }
+  kir::Shape block;
+  for (const Axis& a : axes) {
+    if (!a.width.param.empty() || a.width.n < 16 || a.width.n > 256) {
+      why = "the tile of `" + a.label->name + "` is " +
+            (a.width.param.empty() ? std::to_string(a.width.n) + " wide"
+                                   : "a whole dimension of any width") +
+            ", where a descriptor's block is 16 to 256";
+      return {};
+    }
+    block.push_back(a.width);
+  }
+  return block;
+}
+
 // The last stage: the definition's value at the innermost output loop, stored to the output
-// (atomically under atomic(k)).
+// (atomically under atomic(k); through a descriptor as well under tma(F)).
 void emit_store(LowerState& s, Body& body) {
   const ir::FuncDef& def = s.def;
   Value v = number(s, *def.value, body);
@@ -61,8 +94,25 @@ void emit_store(LowerState& s, Body& body) {
                     : v;
   if (!scalar_store) value = broadcast(s, value, *def.value, def.dims);
   Value stored = s.let(body, s.py(s.func), value);
-  kir::StmtPtr store = kir::Stmt::store(
-      kir::add(s.ptr_var(s.func), s.offset_expr(s.func, def.dims)), stored, s.mask_of(def.dims));
+  Value ptr = kir::add(s.ptr_var(s.func), s.offset_expr(s.func, def.dims));
+  kir::StmtPtr store = kir::Stmt::store(ptr, stored, s.mask_of(def.dims));
+  const std::vector<const ir::Symbol*>& tma = s.fs.tma;
+  if (std::find(tma.begin(), tma.end(), s.func) != tma.end()) {
+    kir::Shape block = store_block(s, s.tma_store_refused);
+    if (!block.empty()) {
+      std::vector<Value> offsets;
+      for (Label l : def.dims) {
+        const Value& origin = s.bind[l].back().origin;
+        offsets.push_back(origin ? kir::cast(origin, kir::Scalar::I32) : kir::int_imm(0));
+      }
+      // In the output's dtype: a descriptor stores its element type only.
+      Value in_dtype = kir::cast(stored, kir::Scalar::Elem, s.ptr_var(s.func)->name);
+      store =
+          kir::Stmt::store(ptr, stored, s.mask_of(def.dims), s.descriptor(s.func, def.dims, block),
+                           std::move(offsets), std::move(in_dtype), s.tma_flag(s.func));
+      s.tma_used.insert(s.func);
+    }
+  }
   if (s.split && !s.split->part) {
     // atomic(k): combine this block's partial result into the output.
     ir::ReduceOp op = s.split->op;
@@ -107,7 +157,12 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
                     "; drop `warp_specialize`");
   }
   for (const ir::Symbol* t : s.fs.tma)
-    if (!s.tma_used.count(t))
+    if (t == func && !s.tma_used.count(t) && !diags.has_errors())
+      diags.error("tma-unused", s.fs.where.at("tma"),
+                  "in `" + func->name + ".tma(...)`: " + func->name +
+                      "'s kernel cannot store its tiles through a tensor descriptor: " +
+                      s.tma_store_refused + "; drop `" + func->name + "` from `tma`");
+    else if (t != func && !s.tma_used.count(t))
       diags.error("tma-unused", s.fs.where.at("tma"),
                   "in `" + func->name + ".tma(...)`: " + func->name +
                       "'s kernel loads no tile of `" + t->name +

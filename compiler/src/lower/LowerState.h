@@ -149,7 +149,9 @@ struct LowerState {
   /// The constexpr parameter (`A_TMA`) by which the wrapper says `t` qualifies.
   std::string tma_flag(const ir::Symbol* t);
   std::map<std::pair<const ir::Symbol*, std::string>, Value> descriptors; // (t, block) -> desc
-  std::set<const ir::Symbol*> tma_used; // inputs some tile is loaded of through a descriptor
+  std::set<const ir::Symbol*> tma_used; // inputs some tile is loaded of through a descriptor,
+                                        // and the Func where its store goes through one
+  std::string tma_store_refused;        // why the Func's store cannot, under tma(F)
   /// The constexpr parameter (`A_HALF`) by which the wrapper says `t` holds 16-bit floats.
   std::string half_flag(const ir::Symbol* t);
   /// warp_specialize(k): whether a loop over k is specialized, else why the last product over

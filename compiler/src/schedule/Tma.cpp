@@ -6,7 +6,10 @@
 // and passes a constexpr flag; a tensor that does not is read through pointers, as without
 // `tma`. Only 2-D inputs read as a product's operand qualify (lowering reports `tma-unused`
 // for another); a reduction split into blocks (whose tiles must stop at the block's end) and
-// `online` are refused.
+// `online` are refused. The Func itself, named among them, stores its result tiles through a
+// descriptor (`desc.store`, whose writes stop at the tensor's edges), where the output
+// qualifies: 2-D, each dimension one tile of 16 to 256 a program instance, no atomic
+// combination.
 #include "schedule/Primitive.h"
 
 namespace dtc {
@@ -26,12 +29,14 @@ Primitive tma_primitive() {
     std::vector<const ir::Symbol*> named;
     for (const ast::ScheduleArg& a : args) {
       const ir::Symbol* t = a.name.empty() || a.has_value ? nullptr : ctx.program.find(a.name);
-      if (!t || t->kind != ir::SymbolKind::In || t->is_int) {
+      if (!t || (t != ctx.func && (t->kind != ir::SymbolKind::In || t->is_int))) {
         ctx.diags.error("tma-bad-argument", a.loc,
                         "in " + stmt_text(ctx.stmt) + ": `" +
                             (a.name.empty() ? std::string("?") : a.name) +
-                            "` is not a floating-point input (`In`); `tma` takes inputs, as in `" +
-                            ctx.func->name + ".tma(A, B)`");
+                            "` is neither a floating-point input (`In`) nor `" + ctx.func->name +
+                            "` itself; `tma` takes inputs, and the Func for its own store, as "
+                            "in `" +
+                            ctx.func->name + ".tma(A, B, " + ctx.func->name + ")`");
         return false;
       }
       if (std::find(named.begin(), named.end(), t) == named.end()) named.push_back(t);
@@ -62,10 +67,11 @@ Primitive tma_primitive() {
   };
   p.print = [](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
     if (fs.tma.empty()) return std::nullopt;
-    // In declaration order, whatever the order written.
+    // The inputs in declaration order, whatever the order written, then the Func itself.
     std::vector<const ir::Symbol*> sorted = fs.tma;
-    std::sort(sorted.begin(), sorted.end(),
-              [](const ir::Symbol* a, const ir::Symbol* b) { return a->order < b->order; });
+    std::sort(sorted.begin(), sorted.end(), [&](const ir::Symbol* a, const ir::Symbol* b) {
+      return std::make_pair(a == fs.func, a->order) < std::make_pair(b == fs.func, b->order);
+    });
     std::string text;
     for (const ir::Symbol* t : sorted)
       text += (text.empty() ? "" : ",") + t->name;
