@@ -215,3 +215,107 @@ def test_descriptor_stores_compile_to_tma_stores_for_hopper(tmp_path):
     # The result tile leaves shared memory by a bulk tensor store; the loop is specialized.
     assert "cp.async.bulk.tensor.2d.global.shared" in ptx and "setmaxnreg" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+# ---- subtile(n:P): the result tile stored in parts ---------------------------------------------
+
+@pytest.mark.parametrize("parts", [2, 4])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_the_tile_stored_in_parts(tmp_path, parts, dtype, descriptor_stores):
+    module, text = compile_source(
+        tmp_path, MATMUL, "c.block(m:32, n:64); c.tensorize(m:0, n:0, k:16); "
+        f"c.tma(A, B, c); c.subtile(n:{parts}); c.compile()")
+    width = 64 // parts
+    assert f"[c_stride0, 1], [32, {width}])" in text
+    assert text.count("c_desc.store([") == parts
+    # Partial tiles at both edges, the parts past the last column included.
+    for m, n, k in [(70, 72, 48), (32, 64, 16), (5, 8, 16)]:
+        A, B = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+        buffer = torch.full((m + 2, n + 8), 7.0, dtype=dtype)
+        stores = len(descriptor_stores)
+        got = module.c(A, B, out=buffer[:m, :n])
+        assert len(descriptor_stores) - stores == -(-m // 32) * -(-n // 64) * parts
+        torch.testing.assert_close(got.double(), (A.double() @ B.double()).to(dtype).double(),
+                                   rtol=2e-2, atol=2e-2)
+        assert (buffer[m:] == 7).all() and (buffer[:, n:] == 7).all()
+
+
+def test_the_epilogue_stored_in_halves_and_its_fallback(tmp_path, descriptor_stores):
+    from conftest import ROOT
+    source = (ROOT / "templates" / "gemm_epilogue.dt").read_text()
+    module, _ = compile_source(tmp_path, source, "out.block(m:64, n:32); "
+                               "out.tensorize(m:0, n:0, k:16); mm.fuse_at(out, n); "
+                               "out.tma(A, W, out); out.subtile(n:2); "
+                               "out.persistent(interleaved); out.compile()")
+    A, W, bias = torch.randn(90, 64).half(), torch.randn(64, 72).half(), torch.randn(72).half()
+    want = torch.nn.functional.gelu(A.double() @ W.double() + bias.double()).half().double()
+    torch.testing.assert_close(module.out(A, W, bias).double(), want, rtol=2e-2, atol=2e-2)
+    assert len(descriptor_stores) == 2 * 3 * 2
+    # An output with a last stride other than 1: the whole tile through pointers.
+    out = torch.empty(72, 90, dtype=torch.float16).t()
+    torch.testing.assert_close(module.out(A, W, bias, out=out).double(), want, rtol=2e-2,
+                               atol=2e-2)
+    assert len(descriptor_stores) == 2 * 3 * 2
+
+
+def test_subtile_canonical_text(tmp_path):
+    src = tmp_path / "c.dt"
+    src.write_text(MATMUL)
+    r = run_dtc(src, "--canonical", "--schedule", "c.subtile(n:2); c.block(m:32, n:64); "
+                "c.tensorize(m:0, n:0, k:16); c.tma(c, A, B); c.compile()")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ("c.block(m:32,n:64);c.tensorize(m:0,n:0,k:16);c.tma(A,B,c);"
+                                "c.subtile(n:2)")
+
+
+def test_parts_compile_to_tma_stores_for_hopper(tmp_path):
+    src, out = tmp_path / "c.dt", tmp_path / "c.py"
+    src.write_text(MATMUL)
+    shared = {}
+    for parts in ("", "c.subtile(n:2); "):
+        r = run_dtc(src, "-o", out, "--schedule", "c.block(m:128, n:256); "
+                    "c.tensorize(m:0, n:0, k:64); c.tma(A, B, c); " + parts +
+                    "c.persistent(interleaved); c.num_warps(8); c.compile()")
+        assert r.returncode == 0, r.stderr
+        compiled = compile_for_hopper(out, "c_kernel", "bf16", num_warps=8, num_stages=3)
+        stores = compiled["ptx"].count("cp.async.bulk.tensor.2d.global.shared")
+        assert stores == (2 if parts else 1), (parts, stores)
+        shared[parts] = compiled["shared"]
+    # The store's buffer is a half's (128 x 128 bf16, 32 KiB), not the tile's 64 KiB.
+    assert shared[""] - shared["c.subtile(n:2); "] >= 128 * 128 * 2, shared
+    # Triton 3.6 fails to warp-specialize a split tile: refused.
+    r = run_dtc(src, "--check", "--schedule", "c.block(m:128, n:128); c.tensorize(m:0, n:0, "
+                "k:64); c.tma(A, B, c); c.subtile(n:2); c.num_warps(4); c.warp_specialize(k); "
+                "c.compile()")
+    assert r.returncode == 1 and "does not warp-specialize a loop whose result" in r.stderr
+
+
+def test_a_tile_past_its_blocks_end_is_not_stored_through_a_descriptor(tmp_path):
+    # A block of 24 rows holds a 32-row tile: the pointer store masks rows 24-31, a descriptor
+    # would write them into the next block's rows (zeros, under persistent programs that run the
+    # blocks out of order). Refused with the reason; a block that is a multiple of its tiles runs.
+    src = tmp_path / "c.dt"
+    src.write_text(SCALE)
+    r = run_dtc(src, "--check", "--schedule", "c.block(m:24, n:32); c.tensorize(m:0, n:0); "
+                "c.persistent(interleaved); c.tma(c); c.compile()")
+    assert r.returncode == 1 and "the block of `m` (24) is not a multiple of its tile (32)" \
+        in r.stderr, r.stderr
+    module, _ = compile_source(tmp_path, MATMUL, "c.block(m:48, n:32); "
+                               "c.tensorize(m:16, n:0, k:16); c.persistent(interleaved); "
+                               "c.tma(B, c); c.compile()")
+    A, B = torch.randn(192, 16), torch.randn(16, 32)
+    torch.testing.assert_close(module.c(A, B), A @ B, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("declaration, call", [
+    ("In A; SIn c_TMA;", lambda m, A: m.c(A, 3.0)),
+    ("In A, c_TMA;", lambda m, A: m.c(A, torch.full_like(A, 3.0))),
+    ("In A; SIn A_TMA, c_HALF;", lambda m, A: m.c(A, 3.0, 1.0))])
+def test_flags_never_take_a_users_name(tmp_path, declaration, call):
+    value = {"In A; SIn c_TMA;": "A[m, n] * c_TMA", "In A, c_TMA;": "A[m, n] * c_TMA[m, n]",
+             "In A; SIn A_TMA, c_HALF;": "A[m, n] * A_TMA * c_HALF"}[declaration]
+    source = f"Func c;\n{declaration}\nVar m, n;\nc[m, n] = {value};\nc.compile();\n"
+    module, _ = compile_source(tmp_path, source, "c.block(m:16, n:32); c.tensorize(m:0, n:0); "
+                               "c.tma(c); c.compile()")
+    A = torch.randn(40, 64)
+    torch.testing.assert_close(call(module, A), A * 3.0)

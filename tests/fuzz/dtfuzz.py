@@ -1561,8 +1561,10 @@ def gen_schedule(rng, prog, sizes, budget=96):
         operands = dot_input_operands(prog, e)
         if operands and rng.random() < 0.3:
             # Mostly the product's 2-D input operands; `tma-unused` or `tma-split` where the
-            # schedule keeps them from descriptors (rejections, counted as such).
-            statements.append(f"{f}.tma({', '.join(rng.sample(operands, rng.randint(1, len(operands))))})")
+            # schedule keeps them from descriptors (rejections, counted as such). The Func
+            # itself too, sometimes: its result tiles stored through a descriptor.
+            named = rng.sample(operands, rng.randint(1, len(operands)))
+            statements.append(f"{f}.tma({', '.join(named + ([f] if rng.random() < 0.4 else []))})")
             if rng.random() < 0.5:
                 # The loop of a product over its label: at 4 warps mostly (the only count it
                 # takes); rejected with a reason where its operands or its loop do not qualify.
@@ -1570,6 +1572,10 @@ def gen_schedule(rng, prog, sizes, budget=96):
                 statements.append(f"{f}.warp_specialize({rng.choice(ks)})")
                 if rng.random() < 0.8:
                     statements.append(f"{f}.num_warps(4)")
+        elif len(dims) == 2 and rng.random() < 0.1:
+            # Any Func of two dimensions may store its tiles through a descriptor; refused with
+            # the reason where its tiles do not make a descriptor's block.
+            statements.append(f"{f}.tma({f})")
         if rng.random() < 0.2 and not any(st.startswith(f"{f}.num_warps(") for st in statements):
             statements.append(f"{f}.num_warps({rng.choice([1, 2, 4, 8, 16, 32])})")
         if rng.random() < 0.2:
@@ -1706,7 +1712,7 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
-            "tma": "tl.make_tensor_descriptor(", "warp_specialize": "warp_specialize=", "flatten": "flatten=True"}
+            "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "warp_specialize": "warp_specialize=", "flatten": "flatten=True"}
 
 
 def module_coverage(text):

@@ -16,11 +16,17 @@ from test_template_baselines import load_template
 from test_kernel_set import DTX
 
 TEMPLATES = ROOT / "templates"
-PER_TEMPLATE = 6
+PER_TEMPLATE = 8
 ELEM = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 HOPPER = (".persistent(", ".tma(")
 HOPPER_TEMPLATES = sorted(p.stem for p in TEMPLATES.glob("*.yaml")
                           if any(h in load_template(p)["schedule"] for h in HOPPER))
+
+
+def stores_through_a_descriptor(schedule):
+    """Whether `F.tma(...)` names F itself: its result tiles are stored through a descriptor."""
+    m = re.search(r"(\w+)\.tma\(([^)]*)\)", schedule)
+    return bool(m) and m.group(1) in m.group(2).split(",")
 
 
 @functools.lru_cache(maxsize=None)
@@ -32,13 +38,17 @@ def persistent_schedules(name):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     chosen = []
-    # Spread over each choice's schedules (warp_specialize, tma without it, persistent alone),
-    # a third each.
+    # Spread over each choice's schedules (warp_specialize; tma without it, storing through a
+    # descriptor or not; persistent alone), a quarter each.
     listed = r.stdout.split()
-    for group in ([s for s in listed if ".warp_specialize(" in s],
-                  [s for s in listed if ".tma(" in s and ".warp_specialize(" not in s],
-                  [s for s in listed if ".persistent(" in s and ".tma(" not in s]):
-        n = PER_TEMPLATE // 3
+    groups = ([s for s in listed if ".warp_specialize(" in s],
+              [s for s in listed if ".tma(" in s and ".warp_specialize(" not in s
+               and stores_through_a_descriptor(s)],
+              [s for s in listed if ".tma(" in s and ".warp_specialize(" not in s
+               and not stores_through_a_descriptor(s)],
+              [s for s in listed if ".persistent(" in s and ".tma(" not in s])
+    for group in groups:
+        n = PER_TEMPLATE // len(groups)
         picks = sorted({round(i * (len(group) - 1) / max(1, n - 1)) for i in range(n)})
         chosen += [group[i] for i in picks] if group else []
     assert chosen, f"{name}: no schedule using {HOPPER} at {shape}"
@@ -84,6 +94,9 @@ def test_hopper_schedules_compile_for_hopper(name, index, tmp_path, dtc_binary):
             assert "nctaid.x" in ptx, f"{kernel} of {schedule}: no loop over the grid"
         if ".tma(" in schedule:
             assert "cp.async.bulk.tensor" in ptx, f"{kernel} of {schedule}: no TMA copy"
+        if stores_through_a_descriptor(schedule):
+            assert "cp.async.bulk.tensor.2d.global.shared" in ptx, \
+                f"{kernel} of {schedule}: no TMA store"
         if ".warp_specialize(" in schedule:  # the templates offer it in 16-bit dtypes only
             assert "setmaxnreg" in ptx, f"{kernel} of {schedule}: not warp-specialized"
         if "tl.dot(" in text:  # on the tensor cores: wgmma, or mma.sync for small tiles

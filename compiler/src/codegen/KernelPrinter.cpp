@@ -171,6 +171,14 @@ Printed print_expr(const Expr& e) {
                 "]) if " + e.name + " else None",
             kCond};
   }
+  case ExprKind::Half: {
+    // Columns [0, c/2) or [c/2, c): the tile reshaped to [r, 2, c/2], the pair axis moved last
+    // and split (Triton's epilogue subtiling).
+    const Shape& shape = e.args[0]->type.shape;
+    return {"tl.split(tl.permute(tl.reshape(" + print_expr(*e.args[0]).text + ", [" +
+            std::to_string(shape[0].n) + ", 2, " + std::to_string(shape[1].n / 2) +
+            "]), (0, 2, 1)))[" + std::to_string(e.value_int) + "]"};
+  }
   case ExprKind::DescLoad: {
     std::string offsets;
     for (size_t i = 1; i + 1 < e.args.size(); ++i)
@@ -210,12 +218,15 @@ void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out)
       if (s->desc) {
         // Through the descriptor where the wrapper found the tensor qualifies (a constexpr:
         // Triton compiles one branch).
-        std::string offsets;
-        for (const ExprPtr& o : s->desc_offsets)
-          offsets += (offsets.empty() ? "" : ", ") + print_expr(*o).text;
-        out += indent + "if " + s->desc_flag + ":\n" + indent + "    " + print_expr(*s->desc).text +
-               ".store([" + offsets + "], " + print_expr(*s->desc_value).text + ")\n" + indent +
-               "else:\n" + indent + "    " + store;
+        out += indent + "if " + s->desc_flag + ":\n";
+        for (const Stmt::DescPart& part : s->desc_parts) {
+          std::string offsets;
+          for (const ExprPtr& o : part.offsets)
+            offsets += (offsets.empty() ? "" : ", ") + print_expr(*o).text;
+          out += indent + "    " + print_expr(*s->desc).text + ".store([" + offsets + "], " +
+                 print_expr(*part.value).text + ")\n";
+        }
+        out += indent + "else:\n" + indent + "    " + store;
         break;
       }
       out += indent + store;

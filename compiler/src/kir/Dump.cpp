@@ -104,6 +104,8 @@ std::string dump(const Expr& e) {
     return "reshape(" + dump(*e.args[0]) + ", " + to_string(e.type.shape) + ")";
   case ExprKind::Trans:
     return "trans(" + dump(*e.args[0]) + ")";
+  case ExprKind::Half:
+    return "half" + std::to_string(e.value_int) + "(" + dump(*e.args[0]) + ")";
   case ExprKind::ProgramId:
     return "program_id(" + std::to_string(e.value_int) + ")";
   case ExprKind::NumPrograms:
@@ -130,10 +132,14 @@ std::string dump(const std::vector<StmtPtr>& stmts, int depth) {
       out += indent + atomic_name(s->atomic) + "(" + dump(*s->ptr) + ", " + dump(*s->value) +
              (s->mask ? ", mask=" + dump(*s->mask) : std::string()) + ")";
       if (s->desc) {
-        out += " or desc_store(" + dump(*s->desc) + ", [";
-        for (size_t i = 0; i < s->desc_offsets.size(); ++i)
-          out += (i ? ", " : "") + dump(*s->desc_offsets[i]);
-        out += "], " + dump(*s->desc_value) + ") if " + s->desc_flag;
+        out += " or desc_store(" + dump(*s->desc);
+        for (const Stmt::DescPart& part : s->desc_parts) {
+          out += ", [";
+          for (size_t i = 0; i < part.offsets.size(); ++i)
+            out += (i ? ", " : "") + dump(*part.offsets[i]);
+          out += "]: " + dump(*part.value);
+        }
+        out += ") if " + s->desc_flag;
       }
       out += "\n";
       break;

@@ -397,6 +397,17 @@ ExprPtr trans(ExprPtr a) {
   return e;
 }
 
+ExprPtr half(ExprPtr a, int which) {
+  const Shape& s = a->type.shape;
+  if (s.size() != 2 || !s[1].param.empty() || s[1].n % 2 || (which != 0 && which != 1))
+    ill_typed("half " + std::to_string(which) + " of " + to_string(a->type));
+  auto e = node(ExprKind::Half, {a});
+  e->type = a->type;
+  e->type.shape[1].n /= 2;
+  e->value_int = which;
+  return e;
+}
+
 ExprPtr program_id(int axis) {
   auto e = node(ExprKind::ProgramId);
   e->value_int = axis;
@@ -509,22 +520,24 @@ StmtPtr Stmt::store(ExprPtr ptr, ExprPtr value, ExprPtr mask) {
 }
 
 StmtPtr Stmt::store(ExprPtr ptr, ExprPtr value, ExprPtr mask, ExprPtr desc,
-                    std::vector<ExprPtr> offsets, ExprPtr desc_value, std::string flag) {
+                    std::vector<DescPart> parts, std::string flag) {
   StmtPtr s = store(std::move(ptr), std::move(value), std::move(mask));
   if (desc->type.scalar != Scalar::Desc)
     ill_typed("descriptor store through a " + to_string(desc->type));
-  if (offsets.size() != desc->type.shape.size())
-    ill_typed("descriptor store with " + std::to_string(offsets.size()) + " offsets into " +
-              to_string(desc->type));
-  for (const ExprPtr& o : offsets)
-    if (!o->type.is_int() || !o->type.shape.empty())
-      ill_typed("descriptor store offset of type " + to_string(o->type));
-  if (desc_value->type.shape != desc->type.shape)
-    ill_typed("descriptor store of a " + to_string(desc_value->type) + " through " +
-              to_string(desc->type));
+  if (parts.empty()) ill_typed("descriptor store of no part");
+  for (const DescPart& part : parts) {
+    if (part.offsets.size() != desc->type.shape.size())
+      ill_typed("descriptor store with " + std::to_string(part.offsets.size()) + " offsets into " +
+                to_string(desc->type));
+    for (const ExprPtr& o : part.offsets)
+      if (!o->type.is_int() || !o->type.shape.empty())
+        ill_typed("descriptor store offset of type " + to_string(o->type));
+    if (part.value->type.shape != desc->type.shape)
+      ill_typed("descriptor store of a " + to_string(part.value->type) + " through " +
+                to_string(desc->type));
+  }
   s->desc = std::move(desc);
-  s->desc_offsets = std::move(offsets);
-  s->desc_value = std::move(desc_value);
+  s->desc_parts = std::move(parts);
   s->desc_flag = std::move(flag);
   return s;
 }
@@ -557,9 +570,11 @@ std::vector<ExprPtr*> Stmt::operands() {
     std::vector<ExprPtr*> out{&ptr, &value, &mask};
     if (!desc) return out;
     out.push_back(&desc);
-    for (ExprPtr& o : desc_offsets)
-      out.push_back(&o);
-    out.push_back(&desc_value);
+    for (DescPart& part : desc_parts) {
+      for (ExprPtr& o : part.offsets)
+        out.push_back(&o);
+      out.push_back(&part.value);
+    }
     return out;
   }
   case StmtKind::For:

@@ -82,6 +82,7 @@ enum class ExprKind {
   NumPrograms, // tl.num_programs(axis): the launch grid's extent
   MakeDesc,    // tl.make_tensor_descriptor(ptr, [sizes], [stride0, 1], [block]) if FLAG else None
   DescLoad,    // desc.load([offsets]) (tl.trans'ed where `value_int` is 1) if FLAG else fallback
+  Half,        // half `value_int` (0: first) of a 2-D tile's columns: tl.split of its reshape
 };
 
 /// Max and Min are torch.maximum and torch.minimum: on floats, NaN when either operand is NaN.
@@ -152,6 +153,10 @@ ExprPtr make_desc(ExprPtr ptr, std::vector<ExprPtr> sizes, ExprPtr stride0, Shap
 ExprPtr desc_load(ExprPtr desc, std::vector<ExprPtr> offsets, bool transposed, ExprPtr fallback,
                   std::string flag);
 
+/// The first (`which` 0) or second half of the columns of 2-D tile `a`, whose column count must
+/// be even: `tl.split(tl.permute(tl.reshape(a, [r, 2, c / 2]), (0, 2, 1)))[which]`.
+ExprPtr half(ExprPtr a, int which);
+
 /// The type of a loop variable `for v in range(lo, hi, step)`: the widest of its bounds'.
 Type loop_var_type(const Expr& lo, const Expr& hi, const Expr& step);
 
@@ -174,7 +179,8 @@ using StmtPtr = std::unique_ptr<Stmt>;
 /// One kind per statement, with the fields of that kind:
 ///   Assign   name = value
 ///   Store    tl.store(ptr, value, mask) (mask may be null), or an atomic combination; with a
-///            descriptor, `desc.store(offsets, desc_value)` where the constexpr flag is true
+///            descriptor, `desc.store(offsets, value)` for each part where the constexpr flag
+///            is true
 ///   For      for name in range(lo, hi, step): body (tl.range under warp_specialize)
 ///   Comment  # text
 ///   Barrier  tl.debug_barrier()
@@ -192,27 +198,31 @@ struct Stmt {
   /// For: Triton fuses this loop with the loop nested in it (`tl.range(..., flatten=True)`).
   bool flatten = false;
   Atomic atomic = Atomic::None; // Store
-  /// Store: the tile stored through tensor descriptor `desc` (a MakeDesc's name) at
-  /// `desc_offsets` instead, as `desc_value` (the value in the tensor's dtype), where the
-  /// constexpr parameter `desc_flag` is true; the pointer store where it is false. Null `desc`
-  /// for a pointer store alone.
-  ExprPtr desc, desc_value;
-  std::vector<ExprPtr> desc_offsets;
+  /// Store: the tile stored through tensor descriptor `desc` (a MakeDesc's name) instead, in
+  /// one or more parts (`desc.store(offsets, value)` each, the value in the tensor's dtype),
+  /// where the constexpr parameter `desc_flag` is true; the pointer store where it is false.
+  /// Null `desc` for a pointer store alone.
+  struct DescPart {
+    std::vector<ExprPtr> offsets;
+    ExprPtr value;
+  };
+  ExprPtr desc;
+  std::vector<DescPart> desc_parts;
   std::string desc_flag;
   std::vector<StmtPtr> body; // For
 
   /// The statement's expressions in evaluation (and printing) order: Assign's value; Store's
-  /// ptr, value and mask (null when there is none), then desc, its offsets and desc_value (null
-  /// desc and desc_value, no offsets, when there is no descriptor); For's lo, hi and step.
+  /// ptr, value and mask (null when there is none), then desc and each part's offsets and value
+  /// (null desc, no parts, when there is no descriptor); For's lo, hi and step.
   std::vector<ExprPtr*> operands();
   std::vector<const ExprPtr*> operands() const;
 
   static StmtPtr assign(std::string name, ExprPtr value);
   static StmtPtr store(ExprPtr ptr, ExprPtr value, ExprPtr mask);
-  /// A pointer store that goes through descriptor `desc` at `offsets` (int32 scalars) where
-  /// constexpr `flag` is true, storing `desc_value`, which must have the descriptor's block shape.
+  /// A pointer store that goes through descriptor `desc` where constexpr `flag` is true, in
+  /// `parts`: each at its offsets (int32 scalars), its value of the descriptor's block shape.
   static StmtPtr store(ExprPtr ptr, ExprPtr value, ExprPtr mask, ExprPtr desc,
-                       std::vector<ExprPtr> offsets, ExprPtr desc_value, std::string flag);
+                       std::vector<DescPart> parts, std::string flag);
   static StmtPtr loop(std::string var, ExprPtr lo, ExprPtr hi, ExprPtr step);
   static StmtPtr comment(std::string text);
   static StmtPtr barrier();

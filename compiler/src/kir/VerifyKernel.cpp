@@ -74,14 +74,21 @@ private:
                kir::to_string(s->ptr->type));
         if (s->desc) {
           visit(*s->desc);
-          for (const kir::ExprPtr& o : s->desc_offsets)
-            visit(*o);
-          visit(*s->desc_value);
+          for (const kir::Stmt::DescPart& part : s->desc_parts) {
+            for (const kir::ExprPtr& o : part.offsets)
+              visit(*o);
+            visit(*part.value);
+          }
           if (!constexprs_.count(s->desc_flag))
             fail("descriptor store under " + s->desc_flag + ", not a constexpr parameter");
-          if (s->desc->type.shape != s->ptr->type.shape)
-            fail("descriptor store of " + kir::to_string(s->desc->type) +
-                 " blocks where the pointer store writes " + kir::to_string(s->ptr->type));
+          // The parts tile the pointer store's [r, c]: blocks of [r, c / parts].
+          const kir::Shape& block = s->desc->type.shape;
+          const kir::Shape& tile = s->ptr->type.shape;
+          if (block.size() != 2 || tile.size() != 2 || block[0] != tile[0] ||
+              block[1].n * static_cast<long long>(s->desc_parts.size()) != tile[1].n)
+            fail("descriptor store of " + std::to_string(s->desc_parts.size()) + " " +
+                 kir::to_string(s->desc->type) + " blocks where the pointer store writes " +
+                 kir::to_string(s->ptr->type));
         }
         break;
       case kir::StmtKind::For: {

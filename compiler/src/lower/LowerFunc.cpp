@@ -56,13 +56,16 @@ kir::Shape store_block(const LowerState& s, std::string& why) {
     return {};
   }
   if (dims.size() != 2) {
-    why = "its output has " + std::to_string(dims.size()) + " dimensions, not 2";
+    why = "its output has " + std::to_string(dims.size()) +
+          (dims.size() == 1 ? " dimension" : " dimensions") + ", not 2";
     return {};
   }
   const std::vector<Axis>& axes = s.layout.axes;
   if (axes.size() != 2 || axes[0].label != dims[0] || axes[1].label != dims[1]) {
-    why = "its values are not [" + dims[0]->name + ", " + dims[1]->name + "] tiles (tensor axes " +
-          s.layout.text() + ")";
+    why =
+        "its values are not [" + dims[0]->name + ", " + dims[1]->name + "] tiles (" +
+        (axes.empty() ? std::string("it tensorizes no label") : "tensor axes " + s.layout.text()) +
+        ")";
     return {};
   }
   kir::Shape block;
@@ -72,6 +75,15 @@ kir::Shape store_block(const LowerState& s, std::string& why) {
             (a.width.param.empty() ? std::to_string(a.width.n) + " wide"
                                    : "a whole dimension of any width") +
             ", where a descriptor's block is 16 to 256";
+      return {};
+    }
+    // A tile that reaches past its block's end (a block of 48 in tiles of 32 or 64) is masked
+    // there by a pointer store; a descriptor's store stops only at the tensor's edge, so it
+    // would write the next block's elements.
+    if (auto b = s.fs.block_of(a.label); b && *b % a.width.n) {
+      why = "the block of `" + a.label->name + "` (" + std::to_string(*b) +
+            ") is not a multiple of its tile (" + std::to_string(a.width.n) +
+            "), and a descriptor's store would write past the block's end into the next one's";
       return {};
     }
     block.push_back(a.width);
@@ -99,17 +111,45 @@ void emit_store(LowerState& s, Body& body) {
   const std::vector<const ir::Symbol*>& tma = s.fs.tma;
   if (std::find(tma.begin(), tma.end(), s.func) != tma.end()) {
     kir::Shape block = store_block(s, s.tma_store_refused);
+    int parts = s.fs.subtile ? s.fs.subtile->second : 1;
+    if (!block.empty() && block[1].n / parts < 16) {
+      s.diags.error("subtile-too-narrow", s.fs.where.at("subtile"),
+                    "in `" + s.func->name + ".subtile(" + def.dims[1]->name + ":" +
+                        std::to_string(parts) + ")`: the tile of `" + def.dims[1]->name + "` is " +
+                        std::to_string(block[1].n) + " wide, so its parts are " +
+                        std::to_string(block[1].n / parts) +
+                        ", narrower than a descriptor's block (16); store it in fewer parts or "
+                        "widen the tile");
+      s.tma_used.insert(s.func);
+      block.clear();
+    }
     if (!block.empty()) {
-      std::vector<Value> offsets;
-      for (Label l : def.dims) {
-        const Value& origin = s.bind[l].back().origin;
-        offsets.push_back(origin ? kir::cast(origin, kir::Scalar::I32) : kir::int_imm(0));
+      // The tile's column parts in order: halves, or halves of halves.
+      std::vector<Value> values{stored};
+      for (int n = 1; n < parts; n *= 2) {
+        std::vector<Value> split;
+        for (const Value& v : values)
+          for (int which : {0, 1})
+            split.push_back(kir::half(v, which));
+        values = std::move(split);
       }
-      // In the output's dtype: a descriptor stores its element type only.
-      Value in_dtype = kir::cast(stored, kir::Scalar::Elem, s.ptr_var(s.func)->name);
+      long long width = block[1].n / parts;
+      block[1].n = width;
+      std::vector<kir::Stmt::DescPart> desc_parts;
+      for (size_t i = 0; i < values.size(); ++i) {
+        std::vector<Value> offsets;
+        for (Label l : def.dims) {
+          const Value& origin = s.bind[l].back().origin;
+          offsets.push_back(origin ? kir::cast(origin, kir::Scalar::I32) : kir::int_imm(0));
+        }
+        if (i) offsets[1] = kir::add(offsets[1], kir::int_imm(static_cast<long long>(i) * width));
+        // In the output's dtype: a descriptor stores its element type only.
+        desc_parts.push_back(
+            {std::move(offsets), kir::cast(values[i], kir::Scalar::Elem, s.ptr_var(s.func)->name)});
+      }
       store =
           kir::Stmt::store(ptr, stored, s.mask_of(def.dims), s.descriptor(s.func, def.dims, block),
-                           std::move(offsets), std::move(in_dtype), s.tma_flag(s.func));
+                           std::move(desc_parts), s.tma_flag(s.func));
       s.tma_used.insert(s.func);
     }
   }

@@ -93,20 +93,25 @@ Value LowerState::even_mask(Label l, Value in_range, long long modulus) {
 
 // ---- tensor descriptors (tma) ------------------------------------------------------------------
 
+// Fresh names: a user's `A_TMA` (an input, a scalar, a Func's value) keeps its own.
 std::string LowerState::tma_flag(const ir::Symbol* t) {
-  std::string flag = py(t) + "_TMA";
-  if (!is_param(flag))
-    add_param(flag, launch_arg(kir::LaunchArg::Kind::Tma, py(t)), int_type(kir::Scalar::I1),
+  auto [it, added] = tma_flags.try_emplace(t);
+  if (added) {
+    it->second = fresh(py(t) + "_TMA");
+    add_param(it->second, launch_arg(kir::LaunchArg::Kind::Tma, py(t)), int_type(kir::Scalar::I1),
               /*constexpr_=*/true);
-  return flag;
+  }
+  return it->second;
 }
 
 std::string LowerState::half_flag(const ir::Symbol* t) {
-  std::string flag = py(t) + "_HALF";
-  if (!is_param(flag))
-    add_param(flag, launch_arg(kir::LaunchArg::Kind::Half, py(t)), int_type(kir::Scalar::I1),
+  auto [it, added] = half_flags.try_emplace(t);
+  if (added) {
+    it->second = fresh(py(t) + "_HALF");
+    add_param(it->second, launch_arg(kir::LaunchArg::Kind::Half, py(t)), int_type(kir::Scalar::I1),
               /*constexpr_=*/true);
-  return flag;
+  }
+  return it->second;
 }
 
 Value LowerState::descriptor(const ir::Symbol* t, const ir::Labels& dims, const kir::Shape& block) {

@@ -140,7 +140,8 @@ struct LowerState {
   /// width of the label's tile parameter. Under the flag Triton folds the mask, the selects it
   /// feeds and the loads' masks away. Unchanged when `modulus` is 1.
   Value even_mask(Label l, Value in_range, long long modulus);
-  std::map<std::pair<Label, long long>, std::string> evens; // (label, modulus) -> flag
+  std::map<std::pair<Label, long long>, std::string> evens;       // (label, modulus) -> flag
+  std::map<const ir::Symbol*, std::string> tma_flags, half_flags; // tensor -> its flag
 
   // ---- tensor descriptors (tma) ----
   /// The descriptor of 2-D input `t`, whose dimensions `index` labels, loading blocks of

@@ -37,6 +37,7 @@ Primitive atomic_primitive();
 Primitive precision_primitive();
 Primitive relayout_primitive();
 Primitive tma_primitive();
+Primitive subtile_primitive();
 Primitive index_primitive();
 Primitive persistent_primitive();
 Primitive warp_specialize_primitive();
@@ -45,7 +46,8 @@ Primitive num_stages_primitive();
 Primitive compile_primitive();
 
 /// All primitives in canonical order: block, tensorize, map, fuse_at, store_in, online, atomic,
-/// precision, relayout, tma, index, persistent, warp_specialize, num_warps, num_stages, compile.
+/// precision, relayout, tma, subtile, index, persistent, warp_specialize, num_warps, num_stages,
+/// compile.
 const std::vector<Primitive>& primitive_table();
 /// Their names, as a sentence lists them: `block, tensorize, ... and compile`.
 std::string primitive_names();

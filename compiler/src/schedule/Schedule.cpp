@@ -35,6 +35,7 @@ const std::vector<Primitive>& primitive_table() {
                                                precision_primitive(),
                                                relayout_primitive(),
                                                tma_primitive(),
+                                               subtile_primitive(),
                                                index_primitive(),
                                                persistent_primitive(),
                                                warp_specialize_primitive(),

@@ -45,16 +45,18 @@ struct FuncSchedule {
   std::optional<ir::Label> online;       // online(l): the reductions over l in one pass
   std::optional<int> num_warps;
   std::optional<int> num_stages;
-  std::optional<ir::Label> atomic;          // atomic(k): combine a blocked reduction atomically
-  std::optional<std::string> precision;     // precision(tf32|tf32x3|ieee) of float32 tl.dot
-  std::optional<std::string> relayout;      // relayout(auto|copy|none) of float32 tl.dot inputs
-  std::optional<std::string> index;         // index(auto|int64): the index arithmetic's width
-  std::optional<std::string> persistent;    // persistent(none|interleaved|blocked) programs
-  bool flatten = false;                     // persistent(..., flatten): blocks, k in one loop
-  std::vector<const ir::Symbol*> tma;       // inputs whose tl.dot tiles load via descriptors
-  std::optional<ir::Label> warp_specialize; // warp_specialize(k): k's product loop
-  std::map<std::string, Loc> where;         // primitive name -> location of its (last) statement
-  std::vector<const ir::Symbol*> fused;     // Funcs fused into this one (directly or not), in order
+  std::optional<ir::Label> atomic;       // atomic(k): combine a blocked reduction atomically
+  std::optional<std::string> precision;  // precision(tf32|tf32x3|ieee) of float32 tl.dot
+  std::optional<std::string> relayout;   // relayout(auto|copy|none) of float32 tl.dot inputs
+  std::optional<std::string> index;      // index(auto|int64): the index arithmetic's width
+  std::optional<std::string> persistent; // persistent(none|interleaved|blocked) programs
+  bool flatten = false;                  // persistent(..., flatten): blocks, k in one loop
+  std::vector<const ir::Symbol*> tma;    // inputs whose tl.dot tiles load via descriptors
+                                         // (and the Func, for its store through one)
+  std::optional<std::pair<ir::Label, int>> subtile; // subtile(n:P): the store in P parts
+  std::optional<ir::Label> warp_specialize;         // warp_specialize(k): k's product loop
+  std::map<std::string, Loc> where;     // primitive name -> location of its (last) statement
+  std::vector<const ir::Symbol*> fused; // Funcs fused into this one (directly or not), in order
 
   int warps() const { return num_warps.value_or(4); }
   int stages() const { return num_stages.value_or(3); }
