@@ -9,8 +9,8 @@ len; whole numbers: labels' values, `//` and `%` of either sign, integer inputs 
 -inf)`; computed positions: shifts `X[x, y + 2]`, gathers `P[x, T[x]]` with positions inside and
 outside the dimension, other whole numbers beside a plain read) and random schedules (block,
 tensorize, map with splits, fuse_at, split and atomic reductions, store_in, precision,
-num_warps, num_stages, persistent, tma, warp_specialize), compiles them with `dtc`, runs the compiled
-Funcs under the Triton interpreter at small random sizes, and compares the results with an
+num_warps, num_stages, persistent, tma (the Func's own store too), subtile, warp_specialize),
+compiles them with `dtc`, runs the compiled Funcs under the Triton interpreter at small random sizes, and compares the results with an
 evaluator of its own: the program's syntax tree evaluated with torch in float64, every value a
 tensor over named labels. The module's `reference` is not the oracle; it is checked against the
 evaluator separately ("reference bug").
@@ -1565,6 +1565,8 @@ def gen_schedule(rng, prog, sizes, budget=96):
             # itself too, sometimes: its result tiles stored through a descriptor.
             named = rng.sample(operands, rng.randint(1, len(operands)))
             statements.append(f"{f}.tma({', '.join(named + ([f] if rng.random() < 0.4 else []))})")
+            if f in statements[-1].split("(")[1] and rng.random() < 0.4:
+                statements.append(f"{f}.subtile({dims[-1]}:{rng.choice([2, 2, 4])})")
             if rng.random() < 0.5:
                 # The loop of a product over its label: at 4 warps mostly (the only count it
                 # takes); rejected with a reason where its operands or its loop do not qualify.
@@ -1576,6 +1578,8 @@ def gen_schedule(rng, prog, sizes, budget=96):
             # Any Func of two dimensions may store its tiles through a descriptor; refused with
             # the reason where its tiles do not make a descriptor's block.
             statements.append(f"{f}.tma({f})")
+            if rng.random() < 0.4:
+                statements.append(f"{f}.subtile({dims[-1]}:{rng.choice([2, 4])})")
         if rng.random() < 0.2 and not any(st.startswith(f"{f}.num_warps(") for st in statements):
             statements.append(f"{f}.num_warps({rng.choice([1, 2, 4, 8, 16, 32])})")
         if rng.random() < 0.2:
@@ -1712,7 +1716,7 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
-            "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "warp_specialize": "warp_specialize=", "flatten": "flatten=True"}
+            "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "subtile": "tl.split(tl.permute(", "warp_specialize": "warp_specialize=", "flatten": "flatten=True"}
 
 
 def module_coverage(text):
