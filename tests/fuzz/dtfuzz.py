@@ -10,10 +10,10 @@ len; whole numbers: labels' values, `//` and `%` of either sign, integer inputs 
 outside the dimension, other whole numbers beside a plain read) and random schedules (block,
 tensorize, map with splits, fuse_at, split and atomic reductions, store_in, precision,
 num_warps, num_stages, persistent, tma (the Func's own store too), subtile, warp_specialize),
-compiles them with `dtc`, runs the compiled Funcs under the Triton interpreter at small random sizes, and compares the results with an
-evaluator of its own: the program's syntax tree evaluated with torch in float64, every value a
-tensor over named labels. The module's `reference` is not the oracle; it is checked against the
-evaluator separately ("reference bug").
+compiles them with `dtc`, runs the compiled Funcs under the Triton interpreter at small random
+sizes, and compares the results with an evaluator of its own: the program's syntax tree
+evaluated with torch in float64, every value a tensor over named labels. The module's
+`reference` is not the oracle; it is checked against the evaluator separately ("reference bug").
 
 Each failure is reduced by greedy delta debugging (drop schedule statements, Funcs and inputs,
 replace subexpressions by their operands or literals, shrink sizes) to a small reproducer, written
