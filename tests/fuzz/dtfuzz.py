@@ -1526,6 +1526,13 @@ def gen_schedule(rng, prog, sizes, budget=96):
                 tensor[l] = 0
             elif r < 0.8:
                 tensor[l] = rng.choice([p for p in POW2 if b is None or p <= b])
+        # Now and then tiles a descriptor can store (16 or 32 wide, whole blocks), so that the
+        # Func's own store through one (`tma(f)`, below) runs rather than being refused.
+        store_tiles = len(dims) == 2 and rng.random() < 0.12
+        if store_tiles:
+            for d in dims:
+                block[d] = rng.choice([16, 32])
+                tensor[d] = rng.choice([0, block[d]])
         # Keep the interpreter fast: tensorize from the inside out while too slow.
         def cost():
             total = 1
@@ -1574,7 +1581,7 @@ def gen_schedule(rng, prog, sizes, budget=96):
                 statements.append(f"{f}.warp_specialize({rng.choice(ks)})")
                 if rng.random() < 0.8:
                     statements.append(f"{f}.num_warps(4)")
-        elif len(dims) == 2 and rng.random() < 0.1:
+        elif len(dims) == 2 and rng.random() < (0.7 if store_tiles else 0.05):
             # Any Func of two dimensions may store its tiles through a descriptor; refused with
             # the reason where its tiles do not make a descriptor's block.
             statements.append(f"{f}.tma({f})")
