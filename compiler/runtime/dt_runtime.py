@@ -285,13 +285,13 @@ def _dt_interpreter_bfloat16_dot():
 _DT_INTERPRETER_BFLOAT16_DOT = _dt_interpreter_bfloat16_dot()
 
 def _dt_tma(tensor):
-    """Whether a kernel may read `tensor` through a tensor descriptor (`tma`): 2-D and not
-    empty, its last stride 1, its other stride and its address multiples of 16 bytes, its sizes
-    below 2**31 (what the tensor memory accelerator and Triton's interpreter require). Its
-    kernel reads it through pointers otherwise."""
-    size = tensor.element_size()
-    return (tensor.dim() == 2 and tensor.numel() > 0 and tensor.stride(1) == 1
-            and tensor.stride(0) * size % 16 == 0 and tensor.data_ptr() % 16 == 0
+    """Whether a kernel may read or write `tensor` through a tensor descriptor (`tma`): of 2 to 5
+    dimensions and not empty, its last stride 1, its other strides and its address multiples of
+    16 bytes, its sizes below 2**31 (what the tensor memory accelerator and Triton's interpreter
+    require). Its kernel uses pointers otherwise."""
+    size, strides = tensor.element_size(), tensor.stride()
+    return (2 <= tensor.dim() <= 5 and tensor.numel() > 0 and strides[-1] == 1
+            and all(s * size % 16 == 0 for s in strides[:-1]) and tensor.data_ptr() % 16 == 0
             and max(tensor.shape) < 2**31)
 
 

@@ -319,3 +319,82 @@ def test_flags_never_take_a_users_name(tmp_path, declaration, call):
                                "c.tma(c); c.compile()")
     A = torch.randn(40, 64)
     torch.testing.assert_close(call(module, A), A * 3.0)
+
+
+# ---- descriptors of 3 to 5 dimensions, whole-dimension tiles, the online loop ----------------
+
+BATCHED = """Func c;
+In A, B;
+Var b, m, n;
+RVar k;
+c[b, m, n] = rdot(A[b, m, k], B[b, k, n], k);
+c.compile();
+"""
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_batched_operands_through_descriptors_of_their_rank(tmp_path, dtype, descriptors_made):
+    module, text = compile_source(tmp_path, BATCHED, "c.block(b:1, m:32, n:32); "
+                                  "c.tensorize(m:0, n:0, k:16); c.tma(A, B); c.compile()")
+    assert ("tl.make_tensor_descriptor(A_ptr, [b_size, m_size, k_size], [A_stride0, A_stride1, 1], "
+            "[1, 32, 16])") in text
+    assert "tl.reshape(A_desc.load([" in text
+    A, B = torch.randn(3, 40, 48).to(dtype), torch.randn(3, 48, 72).to(dtype)
+    got = module.c(A, B)
+    assert descriptors_made
+    torch.testing.assert_close(got.double(), (A.double() @ B.double()).to(dtype).double(),
+                               rtol=2e-2, atol=2e-2)
+
+
+def test_a_whole_dimension_tile_is_a_descriptor_block_up_to_256(tmp_path, descriptors_made):
+    module, text = compile_source(tmp_path, MATMUL, "c.block(m:32, n:32); "
+                                  "c.tensorize(m:0, n:0, k:0); c.tma(A, B); c.compile()")
+    assert "[32, k_TILE]) if A_TMA" in text and "_dt_tma(A) and _dt_tile(k, 16) <= 256" in text
+    for k, through_descriptors in [(40, True), (256, True), (264, False)]:
+        A, B = torch.randn(33, k).half(), torch.randn(k, 40).half()
+        made = len(descriptors_made)
+        torch.testing.assert_close(module.c(A, B).double(),
+                                   (A.double() @ B.double()).half().double(), rtol=2e-2,
+                                   atol=2e-2)
+        assert (len(descriptors_made) > made) == through_descriptors, k
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_online_loop_loads_through_descriptors(tmp_path, causal, descriptors_made):
+    from conftest import ROOT
+    name = "flash_attention_causal" if causal else "flash_attention"
+    source = (ROOT / "templates" / f"{name}.dt").read_text()
+    module, text = compile_source(tmp_path, source, "p.fuse_at(out, m); e.fuse_at(out, m); "
+                                  "s.fuse_at(out, m); qk.fuse_at(out, m); mx.fuse_at(out, m); "
+                                  "out.block(b:1, h:1, m:32); "
+                                  "out.tensorize(m:0, n:0, k:0, l:32); out.online(l); "
+                                  "out.tma(Q, K, V); out.compile()")
+    # Each loop over the keys (two under the mask) loads K and V through their descriptors.
+    assert text.count("K_desc.load([") == (2 if causal else 1)
+    assert text.count("V_desc.load([") == (2 if causal else 1)
+    torch.manual_seed(1)
+    Q, K, V = (torch.randn(2, 2, s, 32).half() for s in (40, 72, 72))
+    s = Q.double() @ K.double().transpose(-1, -2) / 32 ** 0.5
+    if causal:
+        s = s.masked_fill(torch.ones(40, 72, dtype=torch.bool).triu(1), float("-inf"))
+    want = torch.softmax(s, -1) @ V.double()
+    torch.testing.assert_close(module.out(Q, K, V).double(), want, rtol=2e-2, atol=2e-2)
+    assert descriptors_made
+
+
+def test_the_online_loop_compiles_to_tma_copies_for_hopper(tmp_path):
+    from conftest import ROOT
+    out = tmp_path / "fa.py"
+    r = run_dtc(ROOT / "templates" / "flash_attention_causal.dt", "-o", out, "--schedule",
+                "p.fuse_at(out, m); e.fuse_at(out, m); s.fuse_at(out, m); qk.fuse_at(out, m); "
+                "mx.fuse_at(out, m); out.block(b:1, h:1, m:128); "
+                "out.tensorize(m:0, n:0, k:0, l:64); out.online(l); out.tma(Q, K, V); "
+                "out.num_warps(8); out.compile()")
+    assert r.returncode == 0, r.stderr
+    compiled = compile_for_hopper(out, "out__kernel", "bf16", {"k_TILE": 128, "n_TILE": 128},
+                                  num_warps=8, num_stages=2)
+    ptx = compiled["ptx"]
+    # Q once, K and V in each of the two loops.
+    assert ptx.count("cp.async.bulk.tensor.4d") >= 5 and "wgmma.mma_async" in ptx, \
+        ptx.count("cp.async.bulk.tensor")
+    assert "ld.local" not in ptx and "st.local" not in ptx

@@ -165,10 +165,15 @@ Printed print_expr(const Expr& e) {
     // Made only where the constexpr flag says the tensor qualifies (Triton folds the branch).
     const Shape& b = e.type.shape;
     auto extent = [](const Extent& x) { return x.param.empty() ? std::to_string(x.n) : x.param; };
-    return {"tl.make_tensor_descriptor(" + print_expr(*e.args[0]).text + ", [" +
-                print_expr(*e.args[1]).text + ", " + print_expr(*e.args[2]).text + "], [" +
-                print_expr(*e.args[3]).text + ", 1], [" + extent(b[0]) + ", " + extent(b[1]) +
-                "]) if " + e.name + " else None",
+    size_t rank = b.size();
+    std::string sizes, strides, block;
+    for (size_t i = 0; i < rank; ++i) {
+      sizes += (i ? ", " : "") + print_expr(*e.args[1 + i]).text;
+      strides += (i + 1 < rank ? print_expr(*e.args[1 + rank + i]).text + ", " : "1");
+      block += (i ? ", " : "") + extent(b[i]);
+    }
+    return {"tl.make_tensor_descriptor(" + print_expr(*e.args[0]).text + ", [" + sizes + "], [" +
+                strides + "], [" + block + "]) if " + e.name + " else None",
             kCond};
   }
   case ExprKind::Half: {
@@ -184,6 +189,12 @@ Printed print_expr(const Expr& e) {
     for (size_t i = 1; i + 1 < e.args.size(); ++i)
       offsets += (i > 1 ? ", " : "") + print_expr(*e.args[i]).text;
     std::string block = print_expr(*e.args[0]).text + ".load([" + offsets + "])";
+    const Shape& b = e.args[0]->type.shape;
+    if (b.size() > 2) { // the leading dimensions of one element dropped
+      auto extent = [](const Extent& x) { return x.param.empty() ? std::to_string(x.n) : x.param; };
+      block = "tl.reshape(" + block + ", [" + extent(b[b.size() - 2]) + ", " +
+              extent(b[b.size() - 1]) + "])";
+    }
     if (e.value_int) block = "tl.trans(" + block + ")";
     return {block + " if " + e.name + " else " + paren(print_expr(*e.args.back()), kCond + 1),
             kCond};

@@ -695,8 +695,12 @@ private:
       return "_dt_tile(" + a.name + ", " + std::to_string(a.least) + ")";
     case kir::LaunchArg::Kind::Index:
       return "index";
-    case kir::LaunchArg::Kind::Tma:
-      return "_dt_tma(" + a.name + ")";
+    case kir::LaunchArg::Kind::Tma: {
+      std::string text = "_dt_tma(" + a.name + ")";
+      for (const auto& [size, least] : a.boxes)
+        text += " and _dt_tile(" + size + ", " + std::to_string(least) + ") <= 256";
+      return text;
+    }
     case kir::LaunchArg::Kind::Half:
       return a.name + ".dtype in (torch.float16, torch.bfloat16)";
     case kir::LaunchArg::Kind::Even:

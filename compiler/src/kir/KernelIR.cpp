@@ -415,16 +415,22 @@ ExprPtr program_id(int axis) {
   return e;
 }
 
-ExprPtr make_desc(ExprPtr ptr, std::vector<ExprPtr> sizes, ExprPtr stride0, Shape block,
-                  std::string flag) {
+ExprPtr make_desc(ExprPtr ptr, std::vector<ExprPtr> sizes, std::vector<ExprPtr> strides,
+                  Shape block, std::string flag) {
   if (ptr->type.scalar != Scalar::Ptr || ptr->type.elem_of.empty() || !ptr->type.shape.empty())
     ill_typed("tensor descriptor over a " + to_string(ptr->type));
-  if (sizes.size() != 2 || block.size() != 2) ill_typed("tensor descriptor of rank other than 2");
-  for (const ExprPtr& a : {sizes[0], sizes[1], stride0})
-    if (!a->type.is_int() || !a->type.shape.empty())
-      ill_typed("tensor descriptor size or stride of type " + to_string(a->type));
-  std::vector<ExprPtr> args{std::move(ptr), std::move(sizes[0]), std::move(sizes[1]),
-                            std::move(stride0)};
+  size_t rank = block.size();
+  if (rank < 2 || rank > 5 || sizes.size() != rank || strides.size() + 1 != rank)
+    ill_typed("tensor descriptor of rank " + std::to_string(rank) + " with " +
+              std::to_string(sizes.size()) + " sizes and " + std::to_string(strides.size()) +
+              " strides");
+  std::vector<ExprPtr> args{std::move(ptr)};
+  for (std::vector<ExprPtr>* list : {&sizes, &strides})
+    for (ExprPtr& a : *list) {
+      if (!a->type.is_int() || !a->type.shape.empty())
+        ill_typed("tensor descriptor size or stride of type " + to_string(a->type));
+      args.push_back(std::move(a));
+    }
   auto e = node(ExprKind::MakeDesc, args);
   e->type.scalar = Scalar::Desc;
   e->type.elem_of = e->args[0]->type.elem_of;
@@ -441,7 +447,11 @@ ExprPtr desc_load(ExprPtr desc, std::vector<ExprPtr> offsets, bool transposed, E
   for (const ExprPtr& o : offsets)
     if (!o->type.is_int() || !o->type.shape.empty())
       ill_typed("descriptor offset of type " + to_string(o->type));
-  Shape shape = desc->type.shape;
+  // The block's last two dimensions, the ones before them of one element each.
+  const Shape& block = desc->type.shape;
+  for (size_t i = 0; i + 2 < block.size(); ++i)
+    if (!block[i].is_one()) ill_typed("descriptor load of a block " + to_string(block));
+  Shape shape(block.end() - 2, block.end());
   if (transposed) std::swap(shape[0], shape[1]);
   if (fallback->type.scalar != Scalar::Elem || fallback->type.elem_of != desc->type.elem_of ||
       fallback->type.shape != shape)

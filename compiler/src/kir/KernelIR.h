@@ -80,9 +80,9 @@ enum class ExprKind {
   Trans,       // tl.trans(a) of a 2-D tile
   ProgramId,   // tl.program_id(axis)
   NumPrograms, // tl.num_programs(axis): the launch grid's extent
-  MakeDesc,    // tl.make_tensor_descriptor(ptr, [sizes], [stride0, 1], [block]) if FLAG else None
-  DescLoad,    // desc.load([offsets]) (tl.trans'ed where `value_int` is 1) if FLAG else fallback
-  Half,        // half `value_int` (0: first) of a 2-D tile's columns: tl.split of its reshape
+  MakeDesc, // tl.make_tensor_descriptor(ptr, [sizes], [strides..., 1], [block]) if FLAG else None
+  DescLoad, // desc.load([offsets]) (tl.trans'ed where `value_int` is 1) if FLAG else fallback
+  Half,     // half `value_int` (0: first) of a 2-D tile's columns: tl.split of its reshape
 };
 
 /// Max and Min are torch.maximum and torch.minimum: on floats, NaN when either operand is NaN.
@@ -144,12 +144,14 @@ ExprPtr reshape(ExprPtr a, Shape shape);
 ExprPtr trans(ExprPtr a);
 ExprPtr program_id(int axis);
 ExprPtr num_programs(int axis);
-/// A 2-D tensor descriptor over the tensor behind `ptr` (sizes `sizes`, outer stride `stride0`,
-/// the inner one 1) loading blocks of `block`, made where the constexpr `flag` is true.
-ExprPtr make_desc(ExprPtr ptr, std::vector<ExprPtr> sizes, ExprPtr stride0, Shape block,
-                  std::string flag);
-/// The block of `desc` at `offsets` (int32), transposed where `transposed`, where `flag` is
-/// true; else `fallback`, the same tile loaded through pointers (of the same type).
+/// A tensor descriptor of rank 2 to 5 over the tensor behind `ptr` (sizes `sizes`, strides
+/// `strides` but the last, which is 1) loading blocks of `block`, made where the constexpr `flag`
+/// is true.
+ExprPtr make_desc(ExprPtr ptr, std::vector<ExprPtr> sizes, std::vector<ExprPtr> strides,
+                  Shape block, std::string flag);
+/// The block of `desc` at `offsets` (int32) as a 2-D tile (a block of rank N has N - 2 leading
+/// dimensions of one element), transposed where `transposed`, where `flag` is true; else
+/// `fallback`, the same tile loaded through pointers (of the same type).
 ExprPtr desc_load(ExprPtr desc, std::vector<ExprPtr> offsets, bool transposed, ExprPtr fallback,
                   std::string flag);
 
@@ -259,6 +261,9 @@ struct LaunchArg {
   long long least = 1;
   std::string param;     // the kernel parameter it binds
   long long modulus = 0; // Even
+  /// Tma: tiles whose widths are parameters, as (size, least) of their Tile arguments; the
+  /// descriptor's block takes them only while each is at most 256 (a TMA box's limit).
+  std::vector<std::pair<std::string, long long>> boxes;
 };
 
 /// One factor of a kernel's 1-D grid, which the wrapper computes: ceil(size / divisor), or the

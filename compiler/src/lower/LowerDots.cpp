@@ -180,6 +180,13 @@ void warp_specialize(LowerState& s, const ir::Dot& d, const DotOnCores& o, kir::
   Value flag;
   for (const ir::ExprPtr& operand : {o.lhs, o.rhs}) {
     const auto& access = *operand->as<ir::Access>();
+    if (access.index.size() != 2) {
+      s.warp_specialize_refused = "`" + access.tensor->name + "` has " +
+                                  std::to_string(access.index.size()) +
+                                  " dimensions, and Triton specializes products of 2-D "
+                                  "descriptors' tiles";
+      return;
+    }
     if (!descriptor_qualifies(s, access)) {
       s.warp_specialize_refused = "`" + access.tensor->name +
                                   "` is not read through a tensor descriptor (name it in `tma`, "

@@ -227,35 +227,58 @@ bool is_scalar_value(const ir::Expr& e) {
   return false; // an access, a reduction, a dot: tensors
 }
 
-// Under `tma(t)`, the [p, q] tile of 2-D input access `e` as its tensor descriptor's block at the
+// Under `tma(t)`, the [p, q] tile of input access `e` as its tensor descriptor's block at the
 // tiles' origins (transposed where the tensor is [q, p]), or `pointers` where the wrapper finds
-// the tensor does not qualify; `pointers` alone where the tile's widths are not literals of 16
-// to 256 (a TMA box).
+// the tensor does not qualify; `pointers` alone where the access does not make a TMA box: the
+// tile's labels must be the access's last two (a tensor of 2 to 5 dimensions, the others read at
+// one index each: a batch, a head), their widths literals of 16 to 256 or tile parameters, which
+// the wrapper checks per call.
 bool descriptor_qualifies(const LowerState& s, const ir::Access& e) {
   const std::vector<const ir::Symbol*>& tma = s.fs.tma;
-  if (std::find(tma.begin(), tma.end(), e.tensor) == tma.end() || e.index.size() != 2 || !e.plain())
+  size_t rank = e.index.size();
+  if (std::find(tma.begin(), tma.end(), e.tensor) == tma.end() || rank < 2 || rank > 5 ||
+      !e.plain())
     return false;
-  for (Label l : e.index) {
+  for (size_t i = 0; i < rank; ++i) {
+    Label l = e.index[i];
+    for (size_t j = 0; j < i; ++j)
+      if (e.index[j] == l) return false; // a diagonal
+    if (i + 2 < rank) {
+      // One index: no axis in the values, or an axis of one element.
+      int axis = s.layout.axis_of(l);
+      if (s.layout.loop_only(l) || (axis >= 0 && !s.layout.width_of_axis(l).is_one())) return false;
+      continue;
+    }
     if (!s.layout.has_tile(l)) return false;
+    // A width that is a parameter (a whole dimension) is bounded per call (LaunchArg::boxes).
     kir::Extent w = s.layout.width_of_axis(l);
-    if (!w.param.empty() || w.n < 16 || w.n > 256) return false;
+    if (w.param.empty() && (w.n < 16 || w.n > 256)) return false;
   }
   return true;
 }
 
 Value descriptor_tile(LowerState& s, const ir::Access& e, Label q, Value pointers) {
   if (!descriptor_qualifies(s, e)) return pointers;
+  size_t rank = e.index.size();
   kir::Shape block;
-  for (Label l : e.index)
-    block.push_back(s.layout.width_of_axis(l));
-  Value desc = s.descriptor(e.tensor, e.index, block);
   std::vector<Value> offsets;
-  for (Label l : e.index) {
-    const Value& origin = s.bind[l].back().origin;
-    offsets.push_back(origin ? kir::cast(origin, kir::Scalar::I32) : kir::int_imm(0));
+  for (size_t i = 0; i < rank; ++i) {
+    Label l = e.index[i];
+    const Binding& b = s.bind[l].back();
+    if (i + 2 < rank) {
+      block.push_back(kir::Extent{1, ""});
+      Value idx = s.layout.axis_of(l) >= 0 ? kir::reshape(b.idx, {}) : b.idx;
+      offsets.push_back(kir::cast(idx, kir::Scalar::I32));
+      continue;
+    }
+    block.push_back(s.layout.width_of_axis(l));
+    offsets.push_back(b.origin ? kir::cast(b.origin, kir::Scalar::I32) : kir::int_imm(0));
   }
+  Value desc = s.descriptor(e.tensor, e.index, block);
+  for (const kir::Extent& w : block)
+    if (!w.param.empty()) s.bound_box(s.tma_flag(e.tensor), w.param);
   s.tma_used.insert(e.tensor);
-  return kir::desc_load(desc, offsets, /*transposed=*/e.index[0] == q, pointers,
+  return kir::desc_load(desc, offsets, /*transposed=*/e.index[rank - 2] == q, pointers,
                         s.tma_flag(e.tensor));
 }
 

@@ -206,9 +206,10 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
       diags.error("tma-unused", s.fs.where.at("tma"),
                   "in `" + func->name + ".tma(...)`: " + func->name +
                       "'s kernel loads no tile of `" + t->name +
-                      "` that a tensor descriptor can: `tma` takes 2-D inputs read whole as a "
-                      "product's operand (rdot on tl.dot) in tiles of 16 to 256 along each "
-                      "dimension; tensorize those dimensions so, or drop `" +
+                      "` that a tensor descriptor can: `tma` takes inputs read as a product's "
+                      "operand (rdot on tl.dot) in tiles of their last two dimensions, 16 to 256 "
+                      "(or whole dimensions) along each, any others at one index; tensorize "
+                      "those dimensions so, or drop `" +
                       t->name + "` from `tma`");
   return std::move(s.kernel);
 }

@@ -104,6 +104,17 @@ std::string LowerState::tma_flag(const ir::Symbol* t) {
   return it->second;
 }
 
+void LowerState::bound_box(const std::string& flag, const std::string& tile_param) {
+  const kir::LaunchArg* tile = nullptr;
+  for (const kir::LaunchArg& a : kernel.launch)
+    if (a.param == tile_param && a.kind == kir::LaunchArg::Kind::Tile) tile = &a;
+  DTC_ASSERT(tile, "descriptor block of width " + tile_param + ", not a tile parameter");
+  std::pair<std::string, long long> box{tile->name, tile->least};
+  for (kir::LaunchArg& a : kernel.launch)
+    if (a.param == flag && std::find(a.boxes.begin(), a.boxes.end(), box) == a.boxes.end())
+      a.boxes.push_back(box);
+}
+
 std::string LowerState::half_flag(const ir::Symbol* t) {
   auto [it, added] = half_flags.try_emplace(t);
   if (added) {
@@ -118,8 +129,12 @@ Value LowerState::descriptor(const ir::Symbol* t, const ir::Labels& dims, const 
   auto key = std::make_pair(t, kir::to_string(block));
   if (auto it = descriptors.find(key); it != descriptors.end()) return it->second;
   std::string name = fresh(py(t) + "_desc");
-  Value desc = kir::make_desc(ptr_var(t), {ref(py.size(dims[0])), ref(py.size(dims[1]))},
-                              stride_var(t, 0), block, tma_flag(t));
+  std::vector<Value> sizes, strides;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    sizes.push_back(ref(py.size(dims[i])));
+    if (i + 1 < dims.size()) strides.push_back(stride_var(t, i));
+  }
+  Value desc = kir::make_desc(ptr_var(t), std::move(sizes), std::move(strides), block, tma_flag(t));
   // At the kernel's start: it depends on parameters only.
   types[name] = desc->type;
   kernel.body.insert(kernel.body.begin(), kir::Stmt::assign(name, desc));

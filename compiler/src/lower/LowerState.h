@@ -149,6 +149,9 @@ struct LowerState {
   Value descriptor(const ir::Symbol* t, const ir::Labels& index, const kir::Shape& block);
   /// The constexpr parameter (`A_TMA`) by which the wrapper says `t` qualifies.
   std::string tma_flag(const ir::Symbol* t);
+  /// The descriptors under `flag` take a block as wide as the tile parameter `tile_param`: the
+  /// wrapper sets the flag only while that width is at most 256.
+  void bound_box(const std::string& flag, const std::string& tile_param);
   std::map<std::pair<const ir::Symbol*, std::string>, Value> descriptors; // (t, block) -> desc
   std::set<const ir::Symbol*> tma_used; // inputs some tile is loaded of through a descriptor,
                                         // and the Func where its store goes through one

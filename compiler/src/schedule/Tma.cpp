@@ -4,9 +4,10 @@
 // lanes outside the tensor read 0 (no masks). The wrapper checks per call (once per plan) that
 // the tensor qualifies (its last stride 1, the others and its address multiples of 16 bytes)
 // and passes a constexpr flag; a tensor that does not is read through pointers, as without
-// `tma`. Only 2-D inputs read as a product's operand qualify (lowering reports `tma-unused`
-// for another); a reduction split into blocks (whose tiles must stop at the block's end) and
-// `online` are refused. The Func itself, named among them, stores its result tiles through a
+// `tma`. Only inputs read as a product's operand qualify, in tiles of their last two dimensions
+// (of 2 to 5: a batch's and a head's at one index each; lowering reports `tma-unused` for
+// another), in the online loop too; a reduction split into blocks (whose tiles must stop at the
+// block's end) is refused. The Func itself, named among them, stores its result tiles through a
 // descriptor (`desc.store`, whose writes stop at the tensor's edges), where the output
 // qualifies: 2-D, each dimension one tile of 16 to 256 a program instance, no atomic
 // combination.
@@ -49,12 +50,6 @@ Primitive tma_primitive() {
   p.validate = [](const FuncSchedule& fs, const ir::Program& program, DiagnosticEngine& diags) {
     if (fs.tma.empty()) return;
     const std::string at = "in `" + fs.func->name + ".tma(...)`: ";
-    if (fs.online) {
-      diags.error("tma-online", fs.where.at("tma"),
-                  at + "tensor descriptors are not yet supported in an online loop (`online(" +
-                      (*fs.online)->name + ")`); drop `tma` or `online`");
-      return;
-    }
     const ir::FuncDef& def = program.def(fs.func);
     for (ir::Label l : schedulable_labels(program, fs))
       if (!ir::contains(def.dims, l) && fs.block_of(l)) {
