@@ -286,13 +286,14 @@ _DT_INTERPRETER_BFLOAT16_DOT = _dt_interpreter_bfloat16_dot()
 
 def _dt_tma(tensor):
     """Whether a kernel may read or write `tensor` through a tensor descriptor (`tma`): of 2 to 5
-    dimensions and not empty, its last stride 1, its other strides and its address multiples of
-    16 bytes, its sizes below 2**31 (what the tensor memory accelerator and Triton's interpreter
-    require). Its kernel uses pointers otherwise."""
+    dimensions and not empty, its last stride 1, its other strides positive multiples of 16
+    bytes (a stride of 0, which a broadcast view or a dimension of one element may have, is no
+    tensor map's) and its address one, its sizes below 2**31 (what the tensor memory accelerator
+    and Triton's interpreter require). Its kernel uses pointers otherwise."""
     size, strides = tensor.element_size(), tensor.stride()
     return (2 <= tensor.dim() <= 5 and tensor.numel() > 0 and strides[-1] == 1
-            and all(s * size % 16 == 0 for s in strides[:-1]) and tensor.data_ptr() % 16 == 0
-            and max(tensor.shape) < 2**31)
+            and all(s > 0 and s * size % 16 == 0 for s in strides[:-1])
+            and tensor.data_ptr() % 16 == 0 and max(tensor.shape) < 2**31)
 
 
 def _dt_tma_memory(device):

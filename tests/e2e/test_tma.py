@@ -398,3 +398,14 @@ def test_the_online_loop_compiles_to_tma_copies_for_hopper(tmp_path):
     assert ptx.count("cp.async.bulk.tensor.4d") >= 5 and "wgmma.mma_async" in ptx, \
         ptx.count("cp.async.bulk.tensor")
     assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_a_zero_stride_is_no_descriptors(tmp_path, descriptor_stores, descriptors_made):
+    # One row whose stride is 0 (as_strided, or a broadcast): no tensor map takes it.
+    module, _ = compile_source(tmp_path, MATMUL, STORE_SCHEDULE)
+    A, B = torch.randn(1, 48).half(), torch.randn(48, 64).half()
+    out = torch.empty(64, dtype=torch.float16).as_strided((1, 64), (0, 1))
+    got = module.c(A, B, out=out)
+    torch.testing.assert_close(got.double(), (A.double() @ B.double()).half().double(),
+                               rtol=2e-2, atol=2e-2)
+    assert not descriptor_stores
