@@ -15,18 +15,23 @@ SCHEDULE = ("c.block(m:32, n:64); c.tensorize(m:0, n:0, k:16); c.map(n:ni/2, m, 
             "c.tma(A, B); c.compile()")
 
 
+def _counted(monkeypatch, method):
+    """A list that grows by one each time the interpreter runs InterpreterBuilder.`method`."""
+    from triton.runtime import interpreter
+    calls = []
+    original = getattr(interpreter.InterpreterBuilder, method)
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(interpreter.InterpreterBuilder, method, counting)
+    return calls
+
+
 @pytest.fixture
 def descriptors_made(monkeypatch):
     """How many tensor descriptors the interpreter makes (each program instance makes its own)."""
-    from triton.runtime import interpreter
-    made = []
-    original = interpreter.InterpreterBuilder.create_make_tensor_descriptor
-
-    def counting(self, *args, **kwargs):
-        made.append(1)
-        return original(self, *args, **kwargs)
-    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_make_tensor_descriptor", counting)
-    return made
+    return _counted(monkeypatch, "create_make_tensor_descriptor")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
@@ -104,15 +109,7 @@ STORE_SCHEDULE = SCHEDULE.replace("c.tma(A, B)", "c.tma(A, B, c)")
 @pytest.fixture
 def descriptor_stores(monkeypatch):
     """How many descriptor stores the interpreter runs (one per tile stored)."""
-    from triton.runtime import interpreter
-    stored = []
-    original = interpreter.InterpreterBuilder.create_descriptor_store
-
-    def counting(self, *args, **kwargs):
-        stored.append(1)
-        return original(self, *args, **kwargs)
-    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_descriptor_store", counting)
-    return stored
+    return _counted(monkeypatch, "create_descriptor_store")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])

@@ -272,7 +272,7 @@ Value descriptor_tile(LowerState& s, const ir::Access& e, Label q, Value pointer
       continue;
     }
     block.push_back(s.layout.width_of_axis(l));
-    offsets.push_back(b.origin ? kir::cast(b.origin, kir::Scalar::I32) : kir::int_imm(0));
+    offsets.push_back(s.tile_origin(l));
   }
   Value desc = s.descriptor(e.tensor, e.index, block);
   for (const kir::Extent& w : block)

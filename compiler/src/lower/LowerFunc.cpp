@@ -138,10 +138,8 @@ void emit_store(LowerState& s, Body& body) {
       std::vector<kir::Stmt::DescPart> desc_parts;
       for (size_t i = 0; i < values.size(); ++i) {
         std::vector<Value> offsets;
-        for (Label l : def.dims) {
-          const Value& origin = s.bind[l].back().origin;
-          offsets.push_back(origin ? kir::cast(origin, kir::Scalar::I32) : kir::int_imm(0));
-        }
+        for (Label l : def.dims)
+          offsets.push_back(s.tile_origin(l));
         if (i) offsets[1] = kir::add(offsets[1], kir::int_imm(static_cast<long long>(i) * width));
         // In the output's dtype: a descriptor stores its element type only.
         desc_parts.push_back(

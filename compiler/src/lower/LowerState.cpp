@@ -104,6 +104,11 @@ std::string LowerState::tma_flag(const ir::Symbol* t) {
   return it->second;
 }
 
+Value LowerState::tile_origin(Label l) const {
+  const Value& origin = bind.at(l).back().origin;
+  return origin ? kir::cast(origin, kir::Scalar::I32) : kir::int_imm(0);
+}
+
 void LowerState::bound_box(const std::string& flag, const std::string& tile_param) {
   const kir::LaunchArg* tile = nullptr;
   for (const kir::LaunchArg& a : kernel.launch)

@@ -149,6 +149,8 @@ struct LowerState {
   Value descriptor(const ir::Symbol* t, const ir::Labels& index, const kir::Shape& block);
   /// The constexpr parameter (`A_TMA`) by which the wrapper says `t` qualifies.
   std::string tma_flag(const ir::Symbol* t);
+  /// The first index of `l`'s current tile as a descriptor's offset (int32; 0 for none).
+  Value tile_origin(Label l) const;
   /// The descriptors under `flag` take a block as wide as the tile parameter `tile_param`: the
   /// wrapper sets the flag only while that width is at most 256.
   void bound_box(const std::string& flag, const std::string& tile_param);
