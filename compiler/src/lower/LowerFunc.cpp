@@ -91,6 +91,53 @@ kir::Shape store_block(const LowerState& s, std::string& why) {
   return block;
 }
 
+// Under `tma(F)`: F's store of `stored` at `ptr` with a descriptor path (in parts under
+// `subtile`), or null where it cannot have one (the reason in s.tma_store_refused, or a
+// subtile-too-narrow error).
+kir::StmtPtr descriptor_store(LowerState& s, const Value& ptr, const Value& stored) {
+  const ir::FuncDef& def = s.def;
+  const std::vector<const ir::Symbol*>& tma = s.fs.tma;
+  if (std::find(tma.begin(), tma.end(), s.func) == tma.end()) return nullptr;
+  kir::Shape block = store_block(s, s.tma_store_refused);
+  if (block.empty()) return nullptr;
+  int parts = s.fs.subtile ? s.fs.subtile->second : 1;
+  if (block[1].n / parts < 16) {
+    s.diags.error("subtile-too-narrow", s.fs.where.at("subtile"),
+                  "in `" + s.func->name + ".subtile(" + def.dims[1]->name + ":" +
+                      std::to_string(parts) + ")`: the tile of `" + def.dims[1]->name + "` is " +
+                      std::to_string(block[1].n) + " wide, so its parts are " +
+                      std::to_string(block[1].n / parts) +
+                      ", narrower than a descriptor's block (16); store it in fewer parts or "
+                      "widen the tile");
+    s.tma_used.insert(s.func);
+    return nullptr;
+  }
+  // The tile's column parts in order: halves, or halves of halves.
+  std::vector<Value> values{stored};
+  for (int n = 1; n < parts; n *= 2) {
+    std::vector<Value> split;
+    for (const Value& v : values)
+      for (int which : {0, 1})
+        split.push_back(kir::half(v, which));
+    values = std::move(split);
+  }
+  long long width = block[1].n / parts;
+  block[1].n = width;
+  std::vector<kir::Stmt::DescPart> desc_parts;
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::vector<Value> offsets;
+    for (Label l : def.dims)
+      offsets.push_back(s.tile_origin(l));
+    if (i) offsets[1] = kir::add(offsets[1], kir::int_imm(static_cast<long long>(i) * width));
+    // In the output's dtype: a descriptor stores its element type only.
+    desc_parts.push_back(
+        {std::move(offsets), kir::cast(values[i], kir::Scalar::Elem, s.ptr_var(s.func)->name)});
+  }
+  s.tma_used.insert(s.func);
+  return kir::Stmt::store(ptr, stored, s.mask_of(def.dims), s.descriptor(s.func, def.dims, block),
+                          std::move(desc_parts), s.tma_flag(s.func));
+}
+
 // The last stage: the definition's value at the innermost output loop, stored to the output
 // (atomically under atomic(k); through a descriptor as well under tma(F)).
 void emit_store(LowerState& s, Body& body) {
@@ -108,49 +155,7 @@ void emit_store(LowerState& s, Body& body) {
   Value stored = s.let(body, s.py(s.func), value);
   Value ptr = kir::add(s.ptr_var(s.func), s.offset_expr(s.func, def.dims));
   kir::StmtPtr store = kir::Stmt::store(ptr, stored, s.mask_of(def.dims));
-  const std::vector<const ir::Symbol*>& tma = s.fs.tma;
-  if (std::find(tma.begin(), tma.end(), s.func) != tma.end()) {
-    kir::Shape block = store_block(s, s.tma_store_refused);
-    int parts = s.fs.subtile ? s.fs.subtile->second : 1;
-    if (!block.empty() && block[1].n / parts < 16) {
-      s.diags.error("subtile-too-narrow", s.fs.where.at("subtile"),
-                    "in `" + s.func->name + ".subtile(" + def.dims[1]->name + ":" +
-                        std::to_string(parts) + ")`: the tile of `" + def.dims[1]->name + "` is " +
-                        std::to_string(block[1].n) + " wide, so its parts are " +
-                        std::to_string(block[1].n / parts) +
-                        ", narrower than a descriptor's block (16); store it in fewer parts or "
-                        "widen the tile");
-      s.tma_used.insert(s.func);
-      block.clear();
-    }
-    if (!block.empty()) {
-      // The tile's column parts in order: halves, or halves of halves.
-      std::vector<Value> values{stored};
-      for (int n = 1; n < parts; n *= 2) {
-        std::vector<Value> split;
-        for (const Value& v : values)
-          for (int which : {0, 1})
-            split.push_back(kir::half(v, which));
-        values = std::move(split);
-      }
-      long long width = block[1].n / parts;
-      block[1].n = width;
-      std::vector<kir::Stmt::DescPart> desc_parts;
-      for (size_t i = 0; i < values.size(); ++i) {
-        std::vector<Value> offsets;
-        for (Label l : def.dims)
-          offsets.push_back(s.tile_origin(l));
-        if (i) offsets[1] = kir::add(offsets[1], kir::int_imm(static_cast<long long>(i) * width));
-        // In the output's dtype: a descriptor stores its element type only.
-        desc_parts.push_back(
-            {std::move(offsets), kir::cast(values[i], kir::Scalar::Elem, s.ptr_var(s.func)->name)});
-      }
-      store =
-          kir::Stmt::store(ptr, stored, s.mask_of(def.dims), s.descriptor(s.func, def.dims, block),
-                           std::move(desc_parts), s.tma_flag(s.func));
-      s.tma_used.insert(s.func);
-    }
-  }
+  if (kir::StmtPtr through = descriptor_store(s, ptr, stored)) store = std::move(through);
   if (s.split && !s.split->part) {
     // atomic(k): combine this block's partial result into the output.
     ir::ReduceOp op = s.split->op;
