@@ -25,23 +25,13 @@ FuncSchedule& Schedule::of(const ir::Symbol* f) {
 }
 
 const std::vector<Primitive>& primitive_table() {
-  static const std::vector<Primitive> table = {block_primitive(),
-                                               tensorize_primitive(),
-                                               map_primitive(),
-                                               fuse_at_primitive(),
-                                               store_in_primitive(),
-                                               online_primitive(),
-                                               atomic_primitive(),
-                                               precision_primitive(),
-                                               relayout_primitive(),
-                                               tma_primitive(),
-                                               subtile_primitive(),
-                                               index_primitive(),
-                                               persistent_primitive(),
-                                               warp_specialize_primitive(),
-                                               num_warps_primitive(),
-                                               num_stages_primitive(),
-                                               compile_primitive()};
+  static const std::vector<Primitive> table = {
+      block_primitive(),      tensorize_primitive(),       map_primitive(),
+      fuse_at_primitive(),    store_in_primitive(),        online_primitive(),
+      atomic_primitive(),     precision_primitive(),       relayout_primitive(),
+      tma_primitive(),        subtile_primitive(),         index_primitive(),
+      persistent_primitive(), warp_specialize_primitive(), num_warps_primitive(),
+      num_stages_primitive(), compile_primitive()};
   return table;
 }
 
