@@ -263,7 +263,7 @@ struct LaunchArg {
   long long modulus = 0; // Even
   /// Tma: tiles whose widths are parameters, as (size, least) of their Tile arguments; the
   /// descriptor's block takes them only while each is at most 256 (a TMA box's limit).
-  std::vector<std::pair<std::string, long long>> boxes;
+  std::vector<std::pair<std::string, long long>> boxes = {};
 };
 
 /// One factor of a kernel's 1-D grid, which the wrapper computes: ceil(size / divisor), or the
