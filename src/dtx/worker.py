@@ -329,6 +329,50 @@ def clone_inputs(inputs: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)
 
 
+def fingerprint(tensors: Iterable[torch.Tensor]) -> list[int]:
+    """A sum of each tensor's bits (as 32-bit words where they fit): any write into one of them
+    changes it but for a chance of one in billions. One device synchronization."""
+    sums = []
+    for t in tensors:
+        raw = t.detach().contiguous().reshape(-1).view(torch.uint8)
+        words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw
+        sums.append(torch.sum(words, dtype=torch.int64))
+    return [int(v) for v in torch.stack(sums).tolist()] if sums else []
+
+
+def state_tensors(prepared: dict[str, Any]) -> list[torch.Tensor]:
+    """The inputs and references a worker keeps across requests (Prepared)."""
+    kept = [t for t in prepared["inputs"] if isinstance(t, torch.Tensor)]
+    for r in prepared.get("reference") or ():
+        kept += r.tensors()
+    return kept
+
+
+GUARD_ELEMENTS = 1 << 22  # at most, each side of a checked output
+
+
+class GuardedOutput:
+    """A NaN-poisoned output for the check, inside a buffer with a guard zone of NaN on each side
+    (as large as the output, between 4 Ki and 4 Mi elements, 256-byte aligned): a kernel that
+    writes past either end of its output changes a guard, which `outside()` counts."""
+
+    def __init__(self, want: torch.Tensor) -> None:
+        numel, size = want.numel(), want.element_size()
+        guard = min(max(numel, 4096), GUARD_ELEMENTS)
+        guard += -guard % max(1, 256 // size)
+        self.guard = guard
+        self.buffer = torch.full((guard + numel + guard,), float("nan"), dtype=want.dtype,
+                                 device=want.device)
+        self.out = self.buffer[guard:guard + numel].view(tuple(want.shape))
+
+    def outside(self) -> tuple[int, int]:
+        """Elements written before and after the output (guards no longer NaN)."""
+        before = torch.count_nonzero(~torch.isnan(self.buffer[:self.guard]))
+        after = torch.count_nonzero(~torch.isnan(self.buffer[self.guard + self.out.numel():]))
+        b, a = torch.stack([before, after]).tolist()
+        return int(b), int(a)
+
+
 class Modules:
     """Generated modules by SHA-256 of their source, and baseline files by path."""
 
@@ -469,13 +513,14 @@ class Reference:
         self.w_abs = self.w.abs()
         finite_abs = torch.where(self.w_finite, self.w_abs, 0.0)
         self.scale = max(1.0, finite_abs.max().item()) if want.numel() else 1.0
-        self.tolerance: dict[tuple[float, float], torch.Tensor] = {}
+
+    def tensors(self) -> list[torch.Tensor]:
+        """What the comparisons read: a kernel that writes outside its output may change it."""
+        return [self.want, self.w, self.w_nan, self.w_inf, self.w_finite, self.w_abs]
 
     def allowed(self, rtol: float, atol: float) -> torch.Tensor:
         """|got - want| allowed at each element."""
-        if (rtol, atol) not in self.tolerance:
-            self.tolerance[(rtol, atol)] = atol * self.scale + rtol * self.w_abs
-        return self.tolerance[(rtol, atol)]
+        return atol * self.scale + rtol * self.w_abs
 
 
 def compare(got: object, want: torch.Tensor, rtol: float, atol: float,
@@ -851,7 +896,27 @@ class Worker:
             return {"inputs": made, "want": None, "reference": None}
 
         call.prepared = self.prepared.get(key, make)
+        call.make = make
         return call
+
+    def state_changed(self, call: types.SimpleNamespace) -> bool:
+        """Whether the inputs and references kept for the call's request differ from when they
+        were made (a kernel measured meanwhile wrote into them); if so they are made anew, so
+        that no later check compares with what a wrong kernel left."""
+        prepared = call.prepared
+        if "fingerprint" not in prepared or \
+                fingerprint(state_tensors(prepared)) == prepared["fingerprint"]:
+            return False
+        prepared.clear()
+        prepared.update(call.make())
+        return True
+
+    def keep_state_intact(self, call: types.SimpleNamespace) -> None:
+        """Before a check: state a kernel measured earlier changed (while timed without a
+        check, say) is made anew, and the log says so."""
+        if self.state_changed(call):
+            log(f"the inputs or reference of {call.func} had changed since they were made (a "
+                "kernel measured earlier wrote outside its output); made anew")
 
     def prefetch(self, request: object) -> None:
         """Readies the measure request that the pool will send next, while this one's times are
@@ -927,6 +992,8 @@ class Worker:
             result["status"] = "ok"
             result["message"] = "compiled without launching (the check runs in the timing worker)"
             return result
+        if check:
+            self.keep_state_intact(call)
         inputs = clone_inputs(prepared["inputs"])
 
         rtol, atol = tolerances(dtype_name, getattr(module, "DOT_PRECISION", None))
@@ -954,13 +1021,16 @@ class Worker:
             refs = prepared.get("reference")
             if refs is None or refs[0].want is not wants[0]:
                 prepared["reference"] = refs = [Reference(w) for w in wants]
+                prepared["fingerprint"] = fingerprint(state_tensors(prepared))
+            guarded: tuple[GuardedOutput, ...] = ()
             try:
                 if kind == "baseline":
                     got = fn()
                 else:
-                    # NaN where a kernel writes nothing shows as unwritten.
-                    outs = tuple(torch.full(tuple(w.shape), float("nan"), dtype=w.dtype,
-                                            device=w.device) for w in wants)
+                    # NaN where a kernel writes nothing shows as unwritten; NaN around it shows
+                    # what it writes past its ends.
+                    guarded = tuple(GuardedOutput(w) for w in wants)
+                    outs = tuple(g.out for g in guarded)
                     got = outs if isinstance(want, tuple) else outs[0]
                     wrapper(*inputs, **kwargs, out=got)
                 synchronize()
@@ -974,7 +1044,19 @@ class Worker:
                 message = (f"relative L2 error {c['rel_l2']:.3g} over the whole result exceeds "
                            f"{l2_tol:g}, though every element is within rtol {rtol}, atol "
                            f"{atol} x scale")
-            if c["mismatched"] or c["unwritten"] or c["rel_l2"] > l2_tol:
+            outside = [g.outside() for g in guarded]
+            before, after = sum(b for b, _ in outside), sum(a for _, a in outside)
+            c["outside"] = before + after
+            wrote = []
+            if before + after:
+                wrote.append(f"it wrote {before + after} elements outside its output ({before} "
+                             f"before its start, {after} past its end)")
+            if self.state_changed(call):
+                wrote.append("it changed the worker's copies of its inputs or reference "
+                             "(made anew)")
+            if wrote:
+                message = "; ".join(wrote + ([message] if message else []))
+            if c["mismatched"] or c["unwritten"] or c["rel_l2"] > l2_tol or wrote:
                 raise Failure("wrong_result", message or "the check failed", c)
         else:
             try:
@@ -998,6 +1080,10 @@ class Worker:
                     fn, wanted, notes, (lambda: self.prefetch(ahead)) if ahead else None)
             except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, f"timing {what}") from e
+            if check and self.state_changed(call):
+                raise Failure("wrong_result", "while timed, it wrote outside its output: it "
+                              "changed the worker's copies of its inputs or reference (made "
+                              "anew)", result.get("check"))
         result["status"] = "ok"
         result["message"] = "; ".join(notes)
         return result

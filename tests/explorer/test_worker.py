@@ -526,3 +526,53 @@ def test_every_result_of_a_kernel_with_several_outputs_is_checked(worker, tmp_pa
                                sizes={"x": 3, "y": 20},
                                baseline={"file": str(tmp_path / "one.py"), "function": "f"}))
     assert reply["status"] == "wrong_result" and "returns 2 results" in reply["message"]
+
+
+STORE = "    tl.store(f_ptr + (x_idx * f_stride0 + y_idx * f_stride1), f, mask=x_y_mask)\n"
+RETURN = "    return f if out is None or f is out else out.copy_(f)\n"
+# Adds 1 to every float64 tensor of the output's size in the process: the worker's copy of the
+# reference (as a kernel writing at a wrong address did on an H200: its rows went into the
+# memory of the worker's reference, and every later check failed).
+STRAY = """    import gc
+    for o in gc.get_objects():
+        if isinstance(o, torch.Tensor) and o.dtype == torch.float64 and o.shape == f.shape:
+            o.add_(1)
+"""
+
+
+def test_a_kernel_that_writes_past_its_output_is_caught(worker, source):
+    # Its own output is right; it also writes one output's worth past its end.
+    bad = edited(source, STORE, STORE + STORE.replace("f_ptr + (", "f_ptr + x_size * f_stride0 + ("))
+    reply = worker.ask(request("measure", bad, "past", check=True, times=TINY))
+    assert reply["status"] == "wrong_result", reply
+    n = SIZES["x"] * SIZES["y"]
+    assert reply["check"]["outside"] == n and reply["check"]["mismatched"] == 0
+    assert f"wrote {n} elements outside its output (0 before its start, {n} past its end)" \
+        in reply["message"] and "times" not in reply
+    before = edited(source, STORE, STORE + STORE.replace("f_ptr + (", "f_ptr - 3 + ("))
+    reply = worker.ask(request("measure", before, "before", check=True, times=TINY))
+    assert reply["status"] == "wrong_result" and "before its start" in reply["message"], reply
+
+
+def test_a_kernel_that_overwrites_the_workers_reference_is_blamed_alone(worker, source):
+    # The kernel that changed the reference fails; the next kernel, correct, is checked against
+    # a reference made anew (before, it failed against the changed one, as did every kernel and
+    # baseline after it).
+    bad = edited(source, RETURN, STRAY + RETURN)
+    reply = worker.ask(request("measure", bad, "stray", check=True, times=TINY))
+    assert reply["status"] == "wrong_result", reply
+    assert "changed the worker's copies of its inputs or reference" in reply["message"]
+    good = worker.ask(request("measure", source, "after-stray", check=True, times=TINY))
+    assert good["status"] == "ok" and good["check"]["max_abs"] == 0, good
+
+
+def test_a_kernel_that_overwrites_the_reference_while_timed_is_blamed(worker, source):
+    # Right at its check (its first call), stray on the calls that are timed.
+    timed = STRAY.replace("    import gc\n", "    import gc\n    f_calls.append(1)\n") \
+        .replace("    for o in", "    for o in () if len(f_calls) == 1 else")
+    bad = edited(source, RETURN, timed + RETURN).replace("\ndef f(A, B,", "\nf_calls = []\n\n\ndef f(A, B,")
+    reply = worker.ask(request("measure", bad, "stray-timed", check=True, times=TINY))
+    assert reply["status"] == "wrong_result", reply
+    assert reply["message"].startswith("while timed, it wrote outside its output"), reply
+    good = worker.ask(request("measure", source, "after-stray-timed", check=True, times=TINY))
+    assert good["status"] == "ok" and good["check"]["max_abs"] == 0, good
