@@ -6,7 +6,9 @@ runs in a process of its own (with TRITON_INTERPRET unset).
 The kernel is specialized as the wrapper's common launch specializes it: pointers, sizes and
 strides 16-divisible but each tensor's last stride 1, the index type int32, every `_EVEN` flag true (sizes multiples of the
 tiles: the masks fold away), every `_TMA` flag true (inputs read through tensor descriptors), each
-`_HALF` flag true for a 16-bit `elem`, each tile parameter the width given."""
+`_HALF` flag true for a 16-bit `elem`, each tile parameter the width given, and the
+`WARP_SPECIALIZE` flag false, as the wrapper passes it on Hopper (`_dt_warp_specialize`): true
+compiles the warp-specialized loop that GPUs after Hopper run."""
 import json
 import os
 import subprocess
@@ -18,6 +20,7 @@ import triton, triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 path, kernel_name, elem, tiles, options = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), json.loads(sys.argv[5])
+warp_specialize = options.pop("warp_specialize")
 spec = importlib.util.spec_from_file_location("hopper_module", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
@@ -41,6 +44,9 @@ for i, p in enumerate(params):
     elif p.endswith(("_EVEN", "_TMA")):
         signature[p] = "constexpr"
         constexprs[(i,)] = True
+    elif p.startswith("WARP_SPECIALIZE"):
+        signature[p] = "constexpr"
+        constexprs[(i,)] = warp_specialize
     elif p.endswith("_HALF"):
         signature[p] = "constexpr"
         constexprs[(i,)] = elem in ("fp16", "bf16")
@@ -59,15 +65,18 @@ json.dump({"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared}, sys.
 """
 
 
-def compile_for_hopper(module_path, kernel, elem="fp16", tiles=None, num_warps=4, num_stages=3):
+def compile_for_hopper(module_path, kernel, elem="fp16", tiles=None, num_warps=4, num_stages=3,
+                       warp_specialize=False):
     """The PTX and shared memory of `kernel` (a name in the generated module at `module_path`)
     compiled for sm_90 with pointers to `elem` (fp16, bf16, fp32) and tile parameters of the
     widths `tiles` gives (by name, or one width for all); raises AssertionError with Triton's
-    error when it does not compile."""
+    error when it does not compile. `warp_specialize`: the value of the kernel's
+    `WARP_SPECIALIZE` flag."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     r = subprocess.run([sys.executable, "-c", SCRIPT, str(module_path), kernel, elem,
                         json.dumps(tiles or {}),
-                        json.dumps({"num_warps": num_warps, "num_stages": num_stages})],
+                        json.dumps({"num_warps": num_warps, "num_stages": num_stages,
+                                   "warp_specialize": warp_specialize})],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)

@@ -296,6 +296,17 @@ def _dt_tma(tensor):
             and tensor.data_ptr() % 16 == 0 and max(tensor.shape) < 2**31)
 
 
+def _dt_warp_specialize(device):
+    """Whether a kernel launched on `device` may warp-specialize its loops (`warp_specialize`):
+    on GPUs newer than Hopper. On Hopper (sm_90) Triton 3.6's warp-specialized loops write wrong
+    results (triton-lang/triton#8311): on an H200 every warp-specialized product measured left
+    rows of its tiles unwritten and wrote them elsewhere. There, and under the interpreter, the
+    loop runs as it is."""
+    if device.type != "cuda":
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 10
+
+
 def _dt_tma_memory(device):
     """A kernel that makes tensor descriptors needs global memory for them at each launch, which
     Triton takes from the allocator set for the launching thread (triton.set_allocator): where

@@ -89,13 +89,14 @@ def test_canonical_text(tmp_path):
     assert r.returncode == 0 and "c.tma(A,B)" in r.stdout, r.stdout + r.stderr
 
 
-def matmul_ptx_for_hopper(tmp_path, schedule, warps):
+def matmul_ptx_for_hopper(tmp_path, schedule, warps, warp_specialize=False):
     """The PTX of MATMUL under `schedule`, compiled for sm_90 in bfloat16 at 3 stages."""
     src, out = tmp_path / "c.dt", tmp_path / "c.py"
     src.write_text(MATMUL)
     r = run_dtc(src, "-o", out, "--schedule", schedule + f"; c.num_warps({warps}); c.compile()")
     assert r.returncode == 0, r.stderr
-    return compile_for_hopper(out, "c_kernel", "bf16", num_warps=warps, num_stages=3)["ptx"]
+    return compile_for_hopper(out, "c_kernel", "bf16", num_warps=warps, num_stages=3,
+                              warp_specialize=warp_specialize)["ptx"]
 
 
 def test_descriptor_loads_compile_to_tma_copies_for_hopper(tmp_path):
@@ -208,7 +209,7 @@ def test_canonical_text_names_the_func_last(tmp_path):
 def test_descriptor_stores_compile_to_tma_stores_for_hopper(tmp_path):
     ptx = matmul_ptx_for_hopper(tmp_path, "c.block(m:128, n:128); c.tensorize(m:0, n:0, k:64); "
                                 "c.tma(A, B, c); c.persistent(interleaved); "
-                                "c.warp_specialize(k)", 4)
+                                "c.warp_specialize(k)", 4, warp_specialize=True)
     # The result tile leaves shared memory by a bulk tensor store; the loop is specialized.
     assert "cp.async.bulk.tensor.2d.global.shared" in ptx and "setmaxnreg" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx

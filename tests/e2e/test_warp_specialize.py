@@ -1,6 +1,6 @@
 """warp_specialize(k) (docs/language.md, Warp specialization): the loop of a product over k runs
 as `tl.range(..., warp_specialize=...)` under the wrapper's flags (both operands through tensor
-descriptors, 16-bit floats). Under the interpreter the loop is a plain one, so the results are
+descriptors, 16-bit floats, a GPU after Hopper: `_dt_warp_specialize`). Under the interpreter the loop is a plain one, so the results are
 checked against torch written here in every dtype and with tensors that do and do not qualify;
 compiled for sm_90 a 16-bit product is warp-specialized (the consumers' `setmaxnreg`), a float32
 one compiles without. Also the layout it rests on: a product of input tiles keeps k off the
@@ -28,7 +28,7 @@ def gelu_product(A, W, bias):
 def test_products(tmp_path, dtype, persistent):
     module, text = compile_source(tmp_path, MATMUL, f"{PRODUCT}; c.persistent({persistent})")
     assert re.search(r"for k_iter in tl\.range\(0, k_size, 16, "
-                     r"warp_specialize=A_TMA & A_HALF & B_TMA & B_HALF\):", text), text
+                     r"warp_specialize=A_TMA & A_HALF & B_TMA & B_HALF & WARP_SPECIALIZE\):", text), text
     # Partial tiles on every side, and sizes that are multiples of the tiles.
     for m, n, k in [(70, 100, 48), (64, 128, 64), (1, 1, 16)]:
         A, B = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
@@ -49,7 +49,7 @@ def test_tensors_that_do_not_qualify_run_the_plain_loop(tmp_path):
 @pytest.mark.parametrize("persistent", ["none", "interleaved"])
 def test_a_fused_epilogue(tmp_path, persistent):
     module, text = compile_source(tmp_path, EPILOGUE, f"{FUSED}; out.persistent({persistent})")
-    assert "warp_specialize=A_TMA & A_HALF & W_TMA & W_HALF" in text
+    assert "warp_specialize=A_TMA & A_HALF & W_TMA & W_HALF & WARP_SPECIALIZE" in text
     A, W, bias = torch.randn(90, 64).bfloat16(), torch.randn(64, 72).bfloat16(), torch.randn(72).bfloat16()
     torch.testing.assert_close(module.out(A, W, bias).double(), gelu_product(A, W, bias).bfloat16().double(),
                                rtol=2e-2, atol=5e-2)
@@ -88,7 +88,9 @@ def test_canonical_text(tmp_path):
 @pytest.mark.parametrize("persistent", ["none", "interleaved"])
 def test_compiles_warp_specialized_for_hopper(tmp_path, elem, specialized, persistent):
     """16-bit: the producer and consumer warps get their registers (setmaxnreg) and the loads are
-    TMA copies; float32 (where Triton cannot specialize a TF32 product) the plain loop."""
+    TMA copies; float32 (where Triton cannot specialize a TF32 product) the plain loop. The
+    wrapper specializes only after Hopper (`_dt_warp_specialize`): compiled with the flag it
+    passes on sm_90, the loop is the plain one."""
     out = tmp_path / "e.py"
     src = tmp_path / "e.dt"
     src.write_text(EPILOGUE)
@@ -97,7 +99,11 @@ def test_compiles_warp_specialized_for_hopper(tmp_path, elem, specialized, persi
                 "out.map(n:ni/8, m, ni); out.tma(A, W); out.warp_specialize(k); "
                 f"out.persistent({persistent}); out.num_warps(4)")
     assert r.returncode == 0, r.stderr
-    ptx = compile_for_hopper(out, "out__kernel", elem, num_warps=4, num_stages=3)["ptx"]
+    ptx = compile_for_hopper(out, "out__kernel", elem, num_warps=4, num_stages=3,
+                             warp_specialize=True)["ptx"]
     assert ("setmaxnreg" in ptx) == specialized
+    # As the wrapper launches it on Hopper: the plain loop.
+    plain = compile_for_hopper(out, "out__kernel", elem, num_warps=4, num_stages=3)["ptx"]
+    assert "setmaxnreg" not in plain and "wgmma.mma_async" in plain
     assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx

@@ -703,6 +703,8 @@ private:
     }
     case kir::LaunchArg::Kind::Half:
       return a.name + ".dtype in (torch.float16, torch.bfloat16)";
+    case kir::LaunchArg::Kind::WarpSpecialize:
+      return "_dt_warp_specialize(device)";
     case kir::LaunchArg::Kind::Even:
       return a.modulus ? a.name + " % " + std::to_string(a.modulus) + " == 0"
                        : a.name + " == _dt_tile(" + a.name + ", " + std::to_string(a.least) + ")";

@@ -254,6 +254,7 @@ struct LaunchArg {
             // tile width of Tile (with `least`): a constexpr under which masks fold away
     Tma,    // whether the tensor `name` can be read through a tensor descriptor (tma)
     Half,   // whether the tensor `name` holds 16-bit floats (float16 or bfloat16)
+    WarpSpecialize, // whether Triton's warp specialization is correct on the launch's device
   };
   Kind kind = Kind::Size;
   std::string name;

@@ -196,7 +196,9 @@ void warp_specialize(LowerState& s, const ir::Dot& d, const DotOnCores& o, kir::
     flag = kir::and_(flag, s.ref(s.tma_flag(access.tensor)));
     flag = kir::and_(flag, s.ref(s.half_flag(access.tensor)));
   }
-  loop.warp_specialize = flag;
+  // Only where Triton's warp specialization is known to be right (not on Hopper: see
+  // _dt_warp_specialize); elsewhere the loop runs as it is.
+  loop.warp_specialize = kir::and_(flag, s.ref(s.warp_specialize_flag()));
   s.warp_specialized = true;
 }
 

@@ -130,6 +130,15 @@ std::string LowerState::half_flag(const ir::Symbol* t) {
   return it->second;
 }
 
+std::string LowerState::warp_specialize_flag() {
+  if (ws_flag.empty()) {
+    ws_flag = fresh("WARP_SPECIALIZE");
+    kir::LaunchArg arg = launch_arg(kir::LaunchArg::Kind::WarpSpecialize, "");
+    add_param(ws_flag, std::move(arg), int_type(kir::Scalar::I1), /*constexpr_=*/true);
+  }
+  return ws_flag;
+}
+
 Value LowerState::descriptor(const ir::Symbol* t, const ir::Labels& dims, const kir::Shape& block) {
   auto key = std::make_pair(t, kir::to_string(block));
   if (auto it = descriptors.find(key); it != descriptors.end()) return it->second;

@@ -142,6 +142,7 @@ struct LowerState {
   Value even_mask(Label l, Value in_range, long long modulus);
   std::map<std::pair<Label, long long>, std::string> evens;       // (label, modulus) -> flag
   std::map<const ir::Symbol*, std::string> tma_flags, half_flags; // tensor -> its flag
+  std::string ws_flag;                                            // warp_specialize_flag()
 
   // ---- tensor descriptors (tma) ----
   /// The descriptor of 2-D input `t`, whose dimensions `index` labels, loading blocks of
@@ -160,6 +161,8 @@ struct LowerState {
   std::string tma_store_refused;        // why the Func's store cannot, under tma(F)
   /// The constexpr parameter (`A_HALF`) by which the wrapper says `t` holds 16-bit floats.
   std::string half_flag(const ir::Symbol* t);
+  /// The constexpr under which a loop may be warp-specialized on the launch's device.
+  std::string warp_specialize_flag();
   /// warp_specialize(k): whether a loop over k is specialized, else why the last product over
   /// k could not be (LowerDots.cpp).
   bool warp_specialized = false;
