@@ -594,6 +594,27 @@ def test_reduction_of_a_materialized_producer_runs_once_per_row(tmp_path, schedu
         close(module.reference_o(A), torch.softmax(A.double(), dim=1))
 
 
+# A product fused at the outer label of a consumer that computes the inner one in tiles is
+# computed into a temporary, one tile of the inner label at a time: its k ran as a loop tile of
+# the consumer's layout, and lowering stopped with an internal error ("ill-typed kernel IR: `&`:
+# shapes [64, 1] and [16]"). Its products now run on the kernel's axes, k among them.
+@pytest.mark.parametrize("schedule", ["out.block(m:64, n:64); out.tensorize(m:0, n:32, k:16)",
+                                      "out.block(m:32, n:64); out.tensorize(m:0, n:16, k:16)",
+                                      "out.block(m:32, n:32); out.tensorize(m:16, n:16, k:0)"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_a_product_fused_at_an_outer_label_is_computed_into_a_temporary(tmp_path, schedule, dtype):
+    module = build(tmp_path, "Func out, mm; In A, W; Var m, n; RVar k;\n"
+                             "mm[m, n] = rdot(A[m, k], W[k, n], k);\n"
+                             "out[m, n] = mm[m, n] * 2 + A[m, 0];\nout.compile();\n",
+                   schedule + "; mm.fuse_at(out, m)")
+    assert "mm fused at m: computed into mm_fuse" in (tmp_path / "prog.py").read_text()
+    for m, n, k in ((64, 64, 16), (70, 100, 40), (1, 33, 17)):
+        A, W = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+        want = (A.double() @ W.double()).to(dtype).double() * 2 + A[:, :1].double()
+        tol = 1e-4 if dtype == torch.float32 else 3e-2
+        torch.testing.assert_close(module.out(A, W).double(), want, rtol=tol, atol=tol)
+
+
 def test_sizes_that_make_a_whole_dimension_tile_too_large_are_refused(tmp_path):
     """A tile as wide as a dimension takes its width from the call's sizes: at sizes for which a
     kernel's tensor would pass Triton's 2^20 elements the wrapper refuses the call with a

@@ -100,8 +100,9 @@ bool on_input_tiles(const LowerState& s, const ir::Dot& d) {
 /// The labels the values of an expression vary along, except the reduction labels of products
 /// on input tiles (on_input_tiles), inside whose operands no value of the layout is made.
 struct LabelsOfValues : ir::IRVisitor {
-  explicit LabelsOfValues(const LowerState& state) : s(state) {}
+  LabelsOfValues(const LowerState& state, bool tiles) : s(state), loop_tiles(tiles) {}
   const LowerState& s;
+  bool loop_tiles; // whether a product on input tiles may keep its reduction label off the axes
   std::set<Label> varying;  // labels some value varies along
   std::set<Label> products; // reduction labels of products on input tiles
   void note(const ir::Expr& e) { varying.insert(e.dims.begin(), e.dims.end()); }
@@ -136,7 +137,7 @@ struct LabelsOfValues : ir::IRVisitor {
   }
   void visit(const ir::Dot& d) override {
     note(d);
-    if (!on_input_tiles(s, d)) return ir::IRVisitor::visit(d);
+    if (!loop_tiles || !on_input_tiles(s, d)) return ir::IRVisitor::visit(d);
     products.insert(d.rvar);
     for (const ir::ExprPtr& operand : {d.a, d.b})
       for (Label l : operand->dims)
@@ -207,11 +208,15 @@ void warp_specialize(LowerState& s, const ir::Dot& d, const DotOnCores& o, kir::
 void plan_loop_tiles(LowerState& s) {
   // The online loop (LowerOnline.cpp) keeps every label on an axis.
   if (s.online) return;
-  LabelsOfValues labels(s);
+  LabelsOfValues labels(s, /*tiles=*/true);
   s.def.value->accept(labels);
-  // What else the kernel computes: fused producers, and Funcs it stores besides its own.
+  // What else the kernel computes: fused producers, and Funcs it stores besides its own. A
+  // producer computed into a temporary (LowerProducers.cpp) runs its products on the kernel's
+  // axes, its reduction labels among them.
+  LabelsOfValues temporaries(s, /*tiles=*/false);
   for (const auto& [f, at] : s.materialized)
-    s.prog.def(f).value->accept(labels);
+    s.prog.def(f).value->accept(temporaries);
+  labels.varying.insert(temporaries.varying.begin(), temporaries.varying.end());
   for (const ir::Symbol* f : s.stored)
     s.prog.def(f).value->accept(labels);
   std::vector<Axis> kept;
