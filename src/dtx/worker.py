@@ -330,13 +330,17 @@ def clone_inputs(inputs: Iterable[Any]) -> tuple[Any, ...]:
 
 
 def fingerprint(tensors: Iterable[torch.Tensor]) -> list[int]:
-    """A sum of each tensor's bits (as 32-bit words where they fit): any write into one of them
-    changes it but for a chance of one in billions. One device synchronization."""
+    """A sum of each tensor's bits as 64-bit words (wrapping, so in any order the same): any
+    write into one of them changes it but for a chance of one in 2^64. One device
+    synchronization, no copy of a contiguous tensor whose bytes are a multiple of 8 (a sum of
+    narrower words into int64 converts the whole tensor first: 20 times slower)."""
     sums = []
     for t in tensors:
         raw = t.detach().contiguous().reshape(-1).view(torch.uint8)
-        words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw
-        sums.append(torch.sum(words, dtype=torch.int64))
+        if raw.numel() % 8 == 0 and raw.storage_offset() % 8 == 0:
+            sums.append(raw.view(torch.int64).sum())
+        else:
+            sums.append(torch.sum(raw, dtype=torch.int64))
     return [int(v) for v in torch.stack(sums).tolist()] if sums else []
 
 
