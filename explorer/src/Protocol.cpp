@@ -154,6 +154,7 @@ Result parse_result(const nlohmann::json& message) {
     k.unwritten = static_cast<std::int64_t>(number(*c, "unwritten"));
     k.rtol = number(*c, "rtol");
     k.atol = number(*c, "atol");
+    k.outside = static_cast<std::int64_t>(number(*c, "outside"));
     r.check = k;
   }
   if (auto t = message.find("times"); t != message.end() && t->is_object()) {
@@ -177,13 +178,10 @@ nlohmann::json to_json(const TimeStats& t) {
 }
 
 nlohmann::json to_json(const Check& c) {
-  return {{"max_abs", c.max_abs},
-          {"max_rel", c.max_rel},
-          {"rel_l2", c.rel_l2},
-          {"mismatched", c.mismatched},
-          {"unwritten", c.unwritten},
-          {"rtol", c.rtol},
-          {"atol", c.atol}};
+  return {{"max_abs", c.max_abs},     {"max_rel", c.max_rel},
+          {"rel_l2", c.rel_l2},       {"mismatched", c.mismatched},
+          {"unwritten", c.unwritten}, {"rtol", c.rtol},
+          {"atol", c.atol},           {"outside", c.outside}};
 }
 
 nlohmann::json to_json(const WorkerInfo& info) {

@@ -60,7 +60,7 @@ TEST(RequestJson, Baselines) {
 TEST(ParseResult, Full) {
   auto j = nlohmann::json::parse(R"({"type": "result", "id": "17", "status": "ok", "message": "",
     "check": {"max_abs": 1.2e-06, "max_rel": 3.1e-06, "rel_l2": 2.0e-07, "mismatched": 0,
-              "unwritten": 0, "rtol": 0.0001, "atol": 1e-05},
+              "unwritten": 0, "rtol": 0.0001, "atol": 1e-05, "outside": 3},
     "times": {"bench": {"median_ms": 0.0213, "q20_ms": 0.0209, "q80_ms": 0.0221,
                         "min_ms": 0.0205, "max_ms": 0.0290, "samples": 412},
               "host":  {"per_call_us": 38.2, "calls": 1000}},
@@ -71,6 +71,8 @@ TEST(ParseResult, Full) {
   ASSERT_TRUE(r.check);
   EXPECT_DOUBLE_EQ(r.check->max_rel, 3.1e-06);
   EXPECT_DOUBLE_EQ(r.check->rtol, 1e-4);
+  EXPECT_EQ(r.check->outside, 3);
+  EXPECT_EQ(to_json(*r.check)["outside"], 3);
   ASSERT_TRUE(r.bench);
   EXPECT_DOUBLE_EQ(r.bench->median_ms, 0.0213);
   EXPECT_EQ(r.bench->samples, 412);

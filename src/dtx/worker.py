@@ -289,6 +289,12 @@ class Prepared:
                 self.entries.popitem(last=False)
         return self.entries[key]
 
+    def drop(self, entry: dict[str, Any]) -> None:
+        """Forgets `entry` (one `get` returned)."""
+        for key, value in list(self.entries.items()):
+            if value is entry:
+                del self.entries[key]
+
 
 @contextlib.contextmanager
 def kernels_not_launched(module: types.ModuleType, load: bool = False) -> Iterator[None]:
@@ -330,17 +336,20 @@ def clone_inputs(inputs: Iterable[Any]) -> tuple[Any, ...]:
 
 
 def fingerprint(tensors: Iterable[torch.Tensor]) -> list[int]:
-    """A sum of each tensor's bits as 64-bit words (wrapping, so in any order the same): any
-    write into one of them changes it but for a chance of one in 2^64. One device
-    synchronization, no copy of a contiguous tensor whose bytes are a multiple of 8 (a sum of
-    narrower words into int64 converts the whole tensor first: 20 times slower)."""
+    """A sum of each tensor's bits as 64-bit words (wrapping, so in any order the same), with
+    the bytes before the first aligned word and after the last one summed apart: any write into
+    one of them changes it but for a chance of one in 2^64. One device synchronization, no copy
+    of a contiguous tensor (a sum of narrower words into int64 converts the whole tensor first:
+    20 times slower)."""
     sums = []
     for t in tensors:
         raw = t.detach().contiguous().reshape(-1).view(torch.uint8)
-        if raw.numel() % 8 == 0 and raw.storage_offset() % 8 == 0:
-            sums.append(raw.view(torch.int64).sum())
-        else:
-            sums.append(torch.sum(raw, dtype=torch.int64))
+        head = min(raw.numel(), -raw.storage_offset() % 8)
+        words = (raw.numel() - head) // 8
+        body = raw[head:head + 8 * words]
+        sums.append(body.view(torch.int64).sum() if words else body.sum(dtype=torch.int64))
+        rest = torch.cat([raw[:head], raw[head + 8 * words:]])
+        sums.append(rest.sum(dtype=torch.int64))
     return [int(v) for v in torch.stack(sums).tolist()] if sums else []
 
 
@@ -355,25 +364,35 @@ def state_tensors(prepared: dict[str, Any]) -> list[torch.Tensor]:
 GUARD_ELEMENTS = 1 << 22  # at most, each side of a checked output
 
 
+GUARD_BYTE = 0xA5  # each byte of a guard zone: no NaN, no value a kernel is likely to write
+
+
 class GuardedOutput:
-    """A NaN-poisoned output for the check, inside a buffer with a guard zone of NaN on each side
-    (as large as the output, between 4 Ki and 4 Mi elements, 256-byte aligned): a kernel that
-    writes past either end of its output changes a guard, which `outside()` counts."""
+    """A NaN-poisoned output for the check, inside a buffer with a guard zone on each side (as
+    large as the output, between 4 Ki and 4 Mi elements, 256-byte aligned) whose bytes are all
+    GUARD_BYTE: a kernel that writes past either end of its output, NaN or any value, changes a
+    guard, which `outside()` counts."""
 
     def __init__(self, want: torch.Tensor) -> None:
         numel, size = want.numel(), want.element_size()
         guard = min(max(numel, 4096), GUARD_ELEMENTS)
         guard += -guard % max(1, 256 // size)
-        self.guard = guard
-        self.buffer = torch.full((guard + numel + guard,), float("nan"), dtype=want.dtype,
-                                 device=want.device)
-        self.out = self.buffer[guard:guard + numel].view(tuple(want.shape))
+        self.guard, self.size = guard, size
+        self.bytes = torch.full(((guard + numel + guard) * size,), GUARD_BYTE, dtype=torch.uint8,
+                                device=want.device)
+        out = self.bytes[guard * size:(guard + numel) * size].view(want.dtype)
+        out.fill_(float("nan"))
+        self.out = out.view(tuple(want.shape))
 
     def outside(self) -> tuple[int, int]:
-        """Elements written before and after the output (guards no longer NaN)."""
-        before = torch.count_nonzero(~torch.isnan(self.buffer[:self.guard]))
-        after = torch.count_nonzero(~torch.isnan(self.buffer[self.guard + self.out.numel():]))
-        b, a = torch.stack([before, after]).tolist()
+        """Elements written before and after the output (an element any of whose bytes is no
+        longer GUARD_BYTE)."""
+        end = (self.guard + self.out.numel()) * self.size
+        counts = []
+        for zone in (self.bytes[:self.guard * self.size], self.bytes[end:]):
+            touched = (zone != GUARD_BYTE).view(-1, self.size).any(dim=1)
+            counts.append(torch.count_nonzero(touched))
+        b, a = torch.stack(counts).tolist()
         return int(b), int(a)
 
 
@@ -900,19 +919,18 @@ class Worker:
             return {"inputs": made, "want": None, "reference": None}
 
         call.prepared = self.prepared.get(key, make)
-        call.make = make
+        call.key, call.make = key, make
         return call
 
     def state_changed(self, call: types.SimpleNamespace) -> bool:
         """Whether the inputs and references kept for the call's request differ from when they
-        were made (a kernel measured meanwhile wrote into them); if so they are made anew, so
+        were made (a kernel measured meanwhile wrote into them); if so they are forgotten, so
         that no later check compares with what a wrong kernel left."""
         prepared = call.prepared
         if "fingerprint" not in prepared or \
                 fingerprint(state_tensors(prepared)) == prepared["fingerprint"]:
             return False
-        prepared.clear()
-        prepared.update(call.make())
+        self.prepared.drop(prepared)  # made anew by the next request that needs it
         return True
 
     def keep_state_intact(self, call: types.SimpleNamespace) -> None:
@@ -921,6 +939,7 @@ class Worker:
         if self.state_changed(call):
             log(f"the inputs or reference of {call.func} had changed since they were made (a "
                 "kernel measured earlier wrote outside its output); made anew")
+            call.prepared = self.prepared.get(call.key, call.make)
 
     def prefetch(self, request: object) -> None:
         """Readies the measure request that the pool will send next, while this one's times are
@@ -998,6 +1017,7 @@ class Worker:
             return result
         if check:
             self.keep_state_intact(call)
+            prepared = call.prepared
         inputs = clone_inputs(prepared["inputs"])
 
         rtol, atol = tolerances(dtype_name, getattr(module, "DOT_PRECISION", None))

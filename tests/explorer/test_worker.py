@@ -552,6 +552,11 @@ def test_a_kernel_that_writes_past_its_output_is_caught(worker, source):
     before = edited(source, STORE, STORE + STORE.replace("f_ptr + (", "f_ptr - 3 + ("))
     reply = worker.ask(request("measure", before, "before", check=True, times=TINY))
     assert reply["status"] == "wrong_result" and "before its start" in reply["message"], reply
+    # NaN written past the end changes the guard as well (its bytes are no NaN).
+    nan = edited(source, STORE, STORE + STORE.replace("f_ptr + (", "f_ptr + x_size * f_stride0 + (")
+                 .replace(", f, mask", ", f * float('nan'), mask"))
+    reply = worker.ask(request("measure", nan, "nan-past", check=True, times=TINY))
+    assert reply["status"] == "wrong_result" and reply["check"]["outside"] == n, reply
 
 
 def test_a_kernel_that_overwrites_the_workers_reference_is_blamed_alone(worker, source):

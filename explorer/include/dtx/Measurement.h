@@ -73,6 +73,7 @@ struct Check {
   double max_abs = 0, max_rel = 0, rel_l2 = 0;
   std::int64_t mismatched = 0, unwritten = 0;
   double rtol = 0, atol = 0;
+  std::int64_t outside = 0; // elements written outside the output (its guard zones)
 };
 
 struct TimeStats { // one `bench` or `gpu` time, in milliseconds
