@@ -362,8 +362,6 @@ def state_tensors(prepared: dict[str, Any]) -> list[torch.Tensor]:
 
 
 GUARD_ELEMENTS = 1 << 22  # at most, each side of a checked output
-
-
 GUARD_BYTE = 0xA5  # each byte of a guard zone: no NaN, no value a kernel is likely to write
 
 
@@ -1051,8 +1049,8 @@ class Worker:
                 if kind == "baseline":
                     got = fn()
                 else:
-                    # NaN where a kernel writes nothing shows as unwritten; NaN around it shows
-                    # what it writes past its ends.
+                    # NaN where a kernel writes nothing shows as unwritten; the guard zones
+                    # around it show what it writes past its ends.
                     guarded = tuple(GuardedOutput(w) for w in wants)
                     outs = tuple(g.out for g in guarded)
                     got = outs if isinstance(want, tuple) else outs[0]
