@@ -228,19 +228,30 @@ def test_progress_moves_through_each_phase(browser, web_daemon):
 
 def test_the_first_phase_counts_baselines_not_the_budget(browser, web_daemon):
     """While the baselines are timed the bar counts them (2 here), not the search's budget (4
-    schedules): a long screening time (5 s a baseline) keeps the page in that phase long enough to
-    open it and read it even on a loaded machine, where opening the page alone can take seconds."""
+    schedules): a long screening time (15 s a baseline) keeps the page in that phase long enough
+    to open it and read it even on a loaded machine, where opening the page alone can take
+    seconds."""
     from test_pages import ROOT
     body = {"kernel": "geglu_first_phase", "algorithm": (ROOT / "templates" / "geglu.dt").read_text(),
             "schedule": "geglu.block(x:{1, 2}, y:{32, 64});\n", "shapes": [{"x": 4, "y": 96}],
             "strategy": "exhaustive", "baselines": ["reference", "torch"], "screen_warmup_ms": 1,
-            "screen_rep_ms": 5000, "top": 0}
+            "screen_rep_ms": 15000, "top": 0}
     status, created = web_daemon.post("/v1/explorations", body)
     assert status == 202, created
     x = created["id"]
     browser.get(f"{browser.base}/explorations/{x}")
     text = f"#progress-text-{x}"
-    wait(browser, 300).until(lambda d: find(d, text).text.startswith("baselines:"))
+    seen = []
+
+    def in_baselines(d):
+        seen.append(find(d, text).text)
+        return seen[-1].startswith("baselines:")
+    try:
+        wait(browser, 300).until(in_baselines)
+    except Exception:
+        _, state = web_daemon.get(f"/v1/explorations/{x}")
+        pytest.fail(f"the page never showed the baselines phase; it showed {sorted(set(seen))}, "
+                    f"the daemon says {state.get('status')!r}, {state.get('progress')!r}")
     assert re.fullmatch(r"baselines: [01] of 2 measured.*", find(browser, text).text)
     assert find(browser, ".progress-section [role=progressbar]").get_attribute("aria-valuemax") == "2"
     browser.shots("baselines-phase")
