@@ -284,6 +284,10 @@ def _dt_interpreter_bfloat16_dot():
 # checks that a file name cannot smuggle one in).
 _DT_INTERPRETER_BFLOAT16_DOT = _dt_interpreter_bfloat16_dot()
 
+# Whether the kernels compile to PTX (an NVIDIA GPU, not the interpreter, which triton.jit picks
+# when the module is imported): the math helpers then use PTX instructions (`_dt_div`).
+_DT_PTX = tl.constexpr(os.environ.get("TRITON_INTERPRET") != "1" and torch.version.hip is None)
+
 def _dt_tma(tensor):
     """Whether a kernel may read or write `tensor` through a tensor descriptor (`tma`): of 2 to 5
     dimensions and not empty, its last stride 1, its other strides positive multiples of 16

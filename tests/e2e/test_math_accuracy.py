@@ -1,4 +1,4 @@
-"""The accuracy of the element-wise helpers that dtc writes (`_dt_*`, compiler/src/ir/Builtins.cpp),
+"""The accuracy of the element-wise helpers that dtc writes (`_dt_*`, compiler/src/codegen/TritonMath.cpp),
 under the Triton interpreter in float32, against float64 torch: at most MAX_ULPS units in the last
 place of the float32 result over the whole domain (small, large, every cut-off the formulas switch
 at and around it, subnormals, ±0 with its sign, ±inf, NaN), NaN exactly where the oracle has NaN
@@ -6,86 +6,20 @@ and infinities exactly where it overflows.
 
 The oracles are float64 torch, written so that float64 is exact enough: torch's own float64 GELUs
 compute 1 + erf and 1 + tanh, which cancel for negative arguments (gelu(-8.4) is -2.2e-16, not 0),
-so they are written with erfc and sigmoid here. The helpers build on tl.sin, tl.cos and tl.erf,
-which the interpreter computes with numpy (float32 sin and cos within about 1.5 ulps) and
-math.erf; the exponential and logarithm they need they compute themselves."""
-import math
+so they are written with erfc and sigmoid here (tests/math_ulps.py). The helpers build on tl.sin
+and tl.cos, which the interpreter computes with numpy (float32 sin and cos within about 1.5 ulps);
+the exponential and logarithm they need they compute themselves. On a GPU, where a division is a
+reciprocal and a product (within 1.5 ulps, where the interpreter rounds once),
+tests/gpu/math_accuracy.py measures the same."""
 
-import numpy as np
 import pytest
 import torch
 
 from conftest import load_module, run_dtc
+from math_ulps import (FRACTIONS, MAX_ULPS, ORACLES, accuracy_program, sweep,
+                       ulp_errors)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-
-# tan = sin / cos adds the errors of numpy's float32 sin and cos (up to about 1.5 ulps each), the
-# rest stay below 3: 4 leaves room for a numpy built for another processor.
-MAX_ULPS = 4.0
-
-F = torch.nn.functional
-SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-
-ORACLES = {
-    "tanh": torch.tanh,
-    "sinh": torch.sinh,
-    "cosh": torch.cosh,
-    "tan": torch.tan,
-    "log1p": torch.log1p,
-    "expm1": torch.expm1,
-    "log10": torch.log10,
-    "erfc": torch.erfc,
-    "softplus": F.softplus,  # x itself past 20, as torch's float32 softplus
-    "silu": F.silu,
-    "gelu": lambda x: torch.where(x < 0, 0.5 * x * torch.erfc(-x / math.sqrt(2.0)), F.gelu(x)),
-    "gelu_tanh": lambda x: x * torch.sigmoid(2 * SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)),
-    "sign": torch.sign,
-    "sqrt_pow": lambda x: torch.pow(x, torch.tensor(0.5, dtype=torch.float64)),
-}
-
-# Literal non-integer exponents (_dt_pow_frac).
-FRACTIONS = {"pow_frac_1_5": 1.5, "pow_frac_m0_5": -0.5, "pow_frac_third": 1.0 / 3.0,
-             "pow_frac_m2_25": -2.25}
-
-# Where the formulas switch: each is swept at and a few ulps around.
-CUTS = [0.29289323, 0.41421357, 0.55, 0.5, 0.70710677, 1.0, 2.0, 2.828427, 9.0, 10.1, 17.0,
-        20.0, 88.72, 89.4, 90.0, 104.0, 120.0, 150.0, 1e-4, 1e-5, 1.1754944e-38]
-
-
-def sweep():
-    g = torch.Generator().manual_seed(0)
-    special = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-45, 1e-40, 1e-38, 1e-30, 1e-20,
-               1e-8, 1e-6, 0.25, 1.5, 3.0, 5.0, 30.0, 50.0, 87.0, 89.0, 100.0, 200.0, 1e4, 1e6,
-               1e10, 1e20, 1e30, 3e38, 3.4028235e38, math.pi / 2, math.pi, 3 * math.pi / 2]
-    cuts = []
-    for c in CUTS:
-        base = torch.tensor(c, dtype=torch.float32)
-        for step in range(-3, 4):
-            cuts.append(torch.nextafter(base, torch.tensor(math.inf if step > 0 else 0.0))
-                        if step else base)
-        cuts += [base * (1 + 1e-6), base * (1 - 1e-6)]
-    cuts = torch.stack(cuts).double()
-    magnitudes = torch.exp(torch.rand(12000, generator=g, dtype=torch.float64) * 190 - 103)
-    values = torch.cat([torch.tensor(special, dtype=torch.float64), cuts, magnitudes,
-                        torch.rand(12000, generator=g, dtype=torch.float64) * 60 - 30,
-                        torch.rand(6000, generator=g, dtype=torch.float64) * 4 - 2,
-                        torch.rand(3000, generator=g, dtype=torch.float64) * 0.02 - 0.01])
-    return torch.cat([values, -values]).float()
-
-
-def ulp_errors(got, want):
-    """|got - want| in ulps of float32 at `want` (at least the smallest subnormal); 0 where they
-    are equal (NaN to NaN), inf where NaN, an infinity or a zero's sign differs."""
-    got = got.double()
-    want32 = want.float()
-    ulp = torch.from_numpy(np.spacing(np.abs(want32.numpy()))).double().clamp(min=2.0 ** -149)
-    err = (got - want).abs() / ulp
-    same = (got == want32.double()) | (got == want) | (torch.isnan(got) & torch.isnan(want))
-    err = torch.where(same, torch.zeros_like(err), err)
-    special = torch.isnan(want) | torch.isnan(got) | torch.isinf(want32) | torch.isinf(got)
-    err = torch.where(special & ~same, torch.full_like(err, math.inf), err)
-    zero_sign = (got == 0) & (want32 == 0) & (torch.signbit(got) != torch.signbit(want32))
-    return torch.where(zero_sign, torch.full_like(err, math.inf), err)
 
 
 def assert_accurate(name, x, got, want, bound=MAX_ULPS):
@@ -98,19 +32,8 @@ def assert_accurate(name, x, got, want, bound=MAX_ULPS):
 
 @pytest.fixture(scope="module")
 def module(tmp_path_factory):
-    funcs = list(ORACLES) + list(FRACTIONS) + ["pow", "pow_scalar_base"]
-    src = ["Func " + ", ".join(f"f_{n}" for n in funcs) + ";", "In A, E;", "SIn s;", "Var x;"]
-    for n in ORACLES:
-        call = "pow(A[x], 0.5)" if n == "sqrt_pow" else f"{n}(A[x])"
-        src.append(f"f_{n}[x] = {call};")
-    for n, e in FRACTIONS.items():
-        src.append(f"f_{n}[x] = pow(A[x], {e!r});")
-    src.append("f_pow[x] = pow(A[x], E[x]);")
-    src.append("f_pow_scalar_base[x] = pow(s, E[x]);")
-    # One program instance per 4096 elements: under the interpreter, a tensor at a time.
-    src += [f"f_{n}.block(x:4096); f_{n}.tensorize(x:0); f_{n}.compile();" for n in funcs]
     path = tmp_path_factory.mktemp("accuracy") / "accuracy.dt"
-    path.write_text("\n".join(src) + "\n")
+    path.write_text(accuracy_program())
     out = path.with_suffix(".py")
     result = run_dtc(path, "-o", out)
     assert result.returncode == 0, result.stderr
@@ -154,3 +77,36 @@ def test_helpers_take_a_scalar_argument(module, s):
     e = torch.tensor([-3.0, -0.5, 0.0, 0.5, 3.0, 20.5])
     got = module.f_pow_scalar_base(e, s=s)
     assert_accurate("pow", e, got, torch.pow(torch.tensor(s, dtype=torch.float64), e.double()))
+
+
+# PTX instructions per element of sm_90, beyond a copy's: every tl.where computes both its sides,
+# so a helper evaluating a polynomial per formula rather than per range pays for each. An
+# element-wise kernel with tanh (DyT, GeGLU) or a GEMM's GELU epilogue is bound by these.
+# (Before the helpers were made short: gelu 89, erfc 81, tanh 32, silu 38.)
+MAX_INSTRUCTIONS = {"gelu": 76, "erfc": 70, "tanh": 30, "silu": 36}
+
+
+def ptx_instructions(ptx):
+    return sum(1 for line in ptx.splitlines()
+               if line.strip().endswith(";") and not line.strip().startswith((".", "//")))
+
+
+def test_helpers_stay_short_on_hopper(tmp_path):
+    from hopper import compile_for_hopper
+    names = ["copy"] + list(MAX_INSTRUCTIONS)
+    src = ["Func " + ", ".join(f"f_{n}" for n in names) + ";", "In A;", "Var x;", "f_copy[x] = A[x];"]
+    src += [f"f_{n}[x] = {n}(A[x]);" for n in MAX_INSTRUCTIONS]
+    # One element a thread: 128 per program instance, 4 warps.
+    src += [f"f_{n}.block(x:128); f_{n}.compile();" for n in names]
+    path = tmp_path / "short.dt"
+    path.write_text("\n".join(src) + "\n")
+    out = path.with_suffix(".py")
+    result = run_dtc(path, "-o", out)
+    assert result.returncode == 0, result.stderr
+    count = {n: ptx_instructions(compile_for_hopper(out, f"f_{n}_kernel", "fp32", num_warps=4)["ptx"])
+             for n in names}
+    cost = {n: count[n] - count["copy"] for n in MAX_INSTRUCTIONS}
+    assert all(cost[n] <= MAX_INSTRUCTIONS[n] for n in cost), cost
+    # The divisions are the GPU's reciprocal and a product (_dt_div), not div.full's sequence.
+    ptx = compile_for_hopper(out, "f_tanh_kernel", "fp32", num_warps=4)["ptx"]
+    assert "rcp.approx.ftz.f32" in ptx and "div.full" not in ptx

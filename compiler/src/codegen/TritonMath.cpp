@@ -16,26 +16,42 @@ struct Helper {
 
 // The @triton.jit helpers, each accurate to a few float32 ulps over its whole domain, as a
 // float64 oracle computes it (tests/e2e/test_math_accuracy.py): no cancellation, no overflow
-// before the result overflows, and the exponential, logarithm and small-argument erf they
-// build on computed here from + - * / and exact bit operations (and no float-to-integer
-// conversion, slow on the GPU), so that their accuracy is that of the formulas, not that of
-// tl.exp, tl.log and tl.erf (MUFU approximations on the GPU, numpy's under the interpreter).
-// tan uses tl.sin and tl.cos, pow float64's tl.exp2 and tl.log2. Every public helper starts
-// with tl.cast: under the interpreter a scalar is a Python float.
+// before the result overflows, and the exponential and logarithm they build on computed here
+// from + - * and exact bit operations (and no float-to-integer conversion, slow on the GPU),
+// so that their accuracy is that of the formulas, not that of tl.exp, tl.log and tl.erf (MUFU
+// approximations on the GPU, numpy's under the interpreter). A division whose denominator
+// stays within the normal range is _dt_div (a reciprocal and a product on the GPU). They are
+// also short: every tl.where computes both its sides, so each helper evaluates one
+// polynomial per range, not one per formula (_dt_gelu: 69 instructions of sm_90 per element;
+// libdevice's erf, which cancels in the tail, 28). tan uses tl.sin and tl.cos, pow float64's
+// tl.exp2 and tl.log2. Every public helper starts with tl.cast: under the interpreter a scalar
+// is a Python float.
 const std::vector<Helper>& helper_table() {
   static const std::vector<Helper> helpers = {
       {"_dt_exp_parts", {}, R"py(def _dt_exp_parts(a, b):
     # e^(a + b), b small beside a, as (q, k) with e^(a + b) = (1 + q) 2^k: a + b = k ln2 + r,
-    # |r| <= ln2 / 2 (ln2 in two parts, k * 0.693145751953125 exact), q = e^r - 1 by its
-    # Taylor series to r^8 (the rest is below 2^-30 of q). k, an int32, is rounded by adding
-    # 1.5 * 2^23 and read from the sum's bits (no conversion). The caller keeps a + b within
-    # [-150, 90]: k is then within _dt_ldexp's range.
+    # |r| <= ln2 / 2 (ln2 in two parts, k * 0.693145751953125 exact), q = e^r - 1 as
+    # r + r^2 P(r), P of degree 4 fitted to within 3e-9 of 1 + q. k, an int32, is rounded by
+    # adding 1.5 * 2^23 and read from the sum's bits (no conversion). The caller keeps a + b
+    # within [-150, 90]: k is then within _dt_ldexp's range.
     t = (a + b) * 1.4426950408889634 + 12582912.0
     kf = t - 12582912.0
     r = ((a - kf * 0.693145751953125) + b) - kf * 1.4286068203094173e-06
-    q = r + r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 + r * (
-        0.0013888889 + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))))
+    q = r + r * r * (0.49999994 + r * (0.16666521 + r * (0.041668385 + r * (
+        0.008368723 + r * 0.0013814694))))
     return q, t.to(tl.int32, bitcast=True) - 0x4B400000
+)py"},
+      {"_dt_div", {}, R"py(def _dt_div(a, b):
+    # a / b for a normal b below 2^126 in magnitude, as the callers' denominators are: on the
+    # GPU a times b's reciprocal (rcp.approx, within 1 ulp) rounded once (subnormal products
+    # kept), within 1.5 ulps where div.full, Triton's `/`, is within 2, in 2 instructions
+    # rather than 10. Under the interpreter, and off NVIDIA GPUs, a / b.
+    if _DT_PTX:
+        return tl.inline_asm_elementwise(
+            "{ .reg .f32 r; rcp.approx.ftz.f32 r, $2; mul.rn.f32 $0, $1, r; }", "=r,r,r",
+            [a, b], dtype=tl.float32, is_pure=True, pack=1)
+    else:
+        return a / b
 )py"},
       {"_dt_ldexp", {"_dt_pow2"}, R"py(def _dt_ldexp(x, k):
     # x 2^k for an int32 k in [-252, 254]: two exact powers of two, so that a result below the
@@ -47,29 +63,30 @@ const std::vector<Helper>& helper_table() {
     # 2^k for an int32 k in [-126, 127], from its bits.
     return ((k + 127) << 23).to(tl.float32, bitcast=True)
 )py"},
-      {"_dt_log1p_reduced", {}, R"py(def _dt_log1p_reduced(f):
+      {"_dt_log1p_reduced", {"_dt_div"}, R"py(def _dt_log1p_reduced(f):
     # log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: with s = f / (2 + f), log(1 + f) is
     # 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R)), R = 2s^2/3 + 2s^4/5 + ... (|s| < 0.172, Taylor
     # to s^10: the rest is below 2^-35 of the result).
-    s = f / (2.0 + f)
+    s = _dt_div(f, 2.0 + f)
     z = s * s
     r = z * (0.6666667 + z * (0.4 + z * (0.2857143 + z * (0.22222222 + z * 0.18181819))))
     hfsq = 0.5 * f * f
     return f - (hfsq - s * (hfsq + r))
 )py"},
       {"_dt_erfcx_near", {}, R"py(def _dt_erfcx_near(t):
-    # e^(z^2) erfc(z) for z = t + 1.25 in [0.5, 2]: a polynomial fitted to within 3e-10.
-    p = -1.98582293e-05 * t + 6.40109647e-05
-    p = p * t - 0.000161764154
-    p = p * t + 0.000467524456
-    p = p * t - 0.00132593594
-    p = p * t + 0.00355499936
-    p = p * t - 0.00908165425
-    p = p * t + 0.0220111161
-    p = p * t - 0.0502182692
-    p = p * t + 0.106795587
-    p = p * t - 0.208821878
-    return 0.367822915 + (1.04625464e-09 + p * t)
+    # e^(z^2) erfc(z) for z = t + 1 in [0, 2]: a polynomial fitted to within 3.3e-9.
+    p = 1.9196337e-05 * t - 6.326581e-05
+    p = p * t + 0.00012969963
+    p = p * t - 0.00035833882
+    p = p * t + 0.0010510238
+    p = p * t - 0.0027833367
+    p = p * t + 0.006970723
+    p = p * t - 0.01665775
+    p = p * t + 0.037572026
+    p = p * t - 0.07922747
+    p = p * t + 0.15437159
+    p = p * t - 0.273212
+    return 0.42758358 + (4.3151288e-10 + p * t)
 )py"},
       {"_dt_erfcx_far", {}, R"py(def _dt_erfcx_far(s):
     # z e^(z^2) erfc(z) for s = 1 / z^2, z >= 2: a polynomial fitted to within 8e-10.
@@ -83,30 +100,19 @@ const std::vector<Helper>& helper_table() {
     p = p * s - 0.282091796
     return 0.564189553 + (1.62694036e-08 + p * s)
 )py"},
-      {"_dt_erf_small", {}, R"py(def _dt_erf_small(x):
-    # erf x for |x| <= 0.5: its Taylor series, x (2/sqrt(pi)) (1 - x^2/3 + ...), to x^15.
-    z = x * x
-    p = -1.4925650e-05 * z + 0.00012055333
-    p = p * z - 0.0008548327
-    p = p * z + 0.0052239778
-    p = p * z - 0.026866172
-    p = p * z + 0.11283792
-    p = p * z - 0.37612638
-    return x * (p * z + 1.1283792)
-)py"},
-      {"_dt_tanh", {"_dt_exp_parts", "_dt_pow2"}, R"py(def _dt_tanh(v):
-    # tanh |v| = -m / (2 + m), m = e^(-2|v|) - 1 = 2^k q + (2^k - 1) (as in _dt_expm1): no
-    # cancellation near 0, none near 1 (2 + m is in [1, 2]), no overflow; |v| is clamped to
-    # 10, whose tanh is 1 in float32. The sign restored, zero's included.
+      {"_dt_tanh", {"_dt_exp_parts", "_dt_pow2", "_dt_div"}, R"py(def _dt_tanh(v):
+    # tanh |v| = m / (-2 - m), m = e^(-2|v|) - 1 = 2^k q + (2^k - 1) (as in _dt_expm1): no
+    # cancellation near 0, none near 1 (-2 - m is in [-2, -1]), no overflow; |v| is clamped
+    # to 10, whose tanh is 1 in float32. The sign restored, zero's included.
     v = tl.cast(v, tl.float32)
     a = tl.abs(v)
     q, k = _dt_exp_parts(-2.0 * tl.where(a > 10.0, 10.0, a), 0.0)
     s = _dt_pow2(k)
     m = q * s + (s - 1.0)
-    t = -m / (2.0 + m)
+    t = _dt_div(m, -2.0 - m)
     return tl.where(v < 0.0, -t, tl.where(v == 0.0, v, t))
 )py"},
-      {"_dt_sinh", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp"}, R"py(def _dt_sinh(v):
+      {"_dt_sinh", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp", "_dt_div"}, R"py(def _dt_sinh(v):
     # sinh |v| = (m + m / (1 + m)) / 2, m = e^|v| - 1 (as in _dt_expm1): no cancellation near
     # 0; from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so that sinh(89) does not
     # overflow. The sign restored, zero's included.
@@ -115,17 +121,17 @@ const std::vector<Helper>& helper_table() {
     q, k = _dt_exp_parts(tl.where(a > 90.0, 90.0, a), 0.0)
     s = _dt_pow2(tl.minimum(k, 30))
     m = q * s + (s - 1.0)
-    t = tl.where(a < 9.0, 0.5 * (m + m / (1.0 + m)), _dt_ldexp(1.0 + q, k - 1))
+    t = tl.where(a < 9.0, 0.5 * (m + _dt_div(m, 1.0 + m)), _dt_ldexp(1.0 + q, k - 1))
     return tl.where(v < 0.0, -t, tl.where(v == 0.0, v, t))
 )py"},
-      {"_dt_cosh", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp"}, R"py(def _dt_cosh(v):
+      {"_dt_cosh", {"_dt_exp_parts", "_dt_pow2", "_dt_ldexp", "_dt_div"}, R"py(def _dt_cosh(v):
     # (e^|v| + e^-|v|) / 2; from |v| = 9 on, e^|v| / 2 with the exponent lowered first, so
     # that cosh(89) does not overflow.
     v = tl.cast(v, tl.float32)
     a = tl.abs(v)
     q, k = _dt_exp_parts(tl.where(a > 90.0, 90.0, a), 0.0)
     e = (1.0 + q) * _dt_pow2(tl.minimum(k, 30))
-    return tl.where(a < 9.0, 0.5 * e + 0.5 / e, _dt_ldexp(1.0 + q, k - 1))
+    return tl.where(a < 9.0, 0.5 * e + _dt_div(0.5, e), _dt_ldexp(1.0 + q, k - 1))
 )py"},
       {"_dt_tan", {}, R"py(def _dt_tan(v):
     # sin v / cos v: their relative errors add (no cancellation, also next to a pole). Below
@@ -207,32 +213,31 @@ const std::vector<Helper>& helper_table() {
     return tl.where((v == float("inf")) | (v != v), v, out)
 )py"},
       {"_dt_erfc",
-       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_erf_small"},
+       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_div"},
        R"py(def _dt_erfc(v):
-    # 1 - erf v for |v| < 0.5 (erf by its series; no cancellation); above, with w = |v|,
-    # erfc w = e^(-w^2) erfcx(w), w^2 exact as hi^2 + lo (w + hi) (hi = w to 12 bits), erfcx
-    # from _dt_erfcx_near/_far, and erfc v = 2 - erfc w for v < 0.
+    # With w = |v|, erfc w = e^(-w^2) erfcx(w), w^2 exact as hi^2 + lo (w + hi) (hi = w to 12
+    # bits), erfcx from _dt_erfcx_near/_far (no cancellation: erfc w is in (0, 1]), and
+    # erfc v = 2 - erfc w for v < 0 (in [1, 2)).
     v = tl.cast(v, tl.float32)
     w = tl.abs(v)
     hi = (w.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
     lo = w - hi
     q, k = _dt_exp_parts(tl.maximum(-(hi * hi), -150.0), -(lo * (w + hi)))
-    r = 1.0 / w
-    g = tl.where(w < 2.0, _dt_erfcx_near(w - 1.25), _dt_erfcx_far(r * r) * r)
+    r = _dt_div(1.0, tl.maximum(w, 2.0))
+    g = tl.where(w < 2.0, _dt_erfcx_near(w - 1.0), _dt_erfcx_far(r * r) * r)
     tail = tl.where(w > 10.1, 0.0, _dt_ldexp(g + q * g, k))
-    far = tl.where(v < 0.0, 2.0 - tail, tail)
-    return tl.where(w < 0.5, 1.0 - _dt_erf_small(v), far)
+    return tl.where(v < 0.0, 2.0 - tail, tail)
 )py"},
       {"_dt_sign", {}, R"py(def _dt_sign(v):
     return tl.where(v > 0, 1.0, tl.where(v < 0, -1.0, 0.0))
 )py"},
-      {"_dt_silu", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_silu(v):
+      {"_dt_silu", {"_dt_exp_parts", "_dt_ldexp", "_dt_div"}, R"py(def _dt_silu(v):
     # v sigmoid(v) with t = e^-|v| = (1 + q) 2^k: v / (1 + t) for v >= 0, v t / (1 + t) below,
     # 2^k applied last so that a tiny result is rounded once; one division.
     v = tl.cast(v, tl.float32)
     a = tl.abs(v)
     q, k = _dt_exp_parts(-tl.where(a > 150.0, 150.0, a), 0.0)
-    y = tl.where(v >= 0.0, v, v * (1.0 + q)) / (1.0 + _dt_ldexp(1.0 + q, k))
+    y = _dt_div(tl.where(v >= 0.0, v, v * (1.0 + q)), 1.0 + _dt_ldexp(1.0 + q, k))
     return tl.where(v >= 0.0, y, tl.where(v < -120.0, v * 0.0, _dt_ldexp(y, k)))
 )py"},
       {"_dt_softplus", {"_dt_exp_parts", "_dt_ldexp", "_dt_log1p"}, R"py(def _dt_softplus(v):
@@ -244,26 +249,25 @@ const std::vector<Helper>& helper_table() {
     return tl.where(v > 20.0, v, tl.where(v > 0.0, v, 0.0) + _dt_log1p(_dt_ldexp(1.0 + q, k)))
 )py"},
       {"_dt_gelu",
-       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_erf_small"},
+       {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_div"},
        R"py(def _dt_gelu(v):
-    # v Phi(v), Phi(v) = (1 + erf(v / sqrt 2)) / 2: with z = |v| / sqrt 2, below 0.5 erf by
-    # its series; above, T = |v| erfc(z) / 2 = |v| Phi(-|v|) from e^(-v^2 / 2) (v^2 exact as
-    # in _dt_erfc) times |v| erfcx(z) / 2 (which is erfcx_far(2 / v^2) / sqrt 2 for z >= 2),
-    # and gelu(v) = -T for v < 0, v - T above (no cancellation: Phi(v) >= 0.69 there).
+    # v Phi(v), Phi(v) = (1 + erf(v / sqrt 2)) / 2, from T = |v| erfc(z) / 2 = |v| Phi(-|v|),
+    # z = |v| / sqrt 2: e^(-v^2 / 2) (v^2 exact as in _dt_erfc) times |v| erfcx(z) / 2 (which
+    # is erfcx_far(2 / v^2) / sqrt 2 for z >= 2). gelu(v) = -T for v < 0 and v - T above: no
+    # cancellation (T <= v / 2 there), also at 0, where T is v / 2.
     v = tl.cast(v, tl.float32)
     w = tl.abs(v)
     hi = (w.to(tl.int32, bitcast=True) & -4096).to(tl.float32, bitcast=True)
     lo = w - hi
     q, k = _dt_exp_parts(tl.maximum(-0.5 * (hi * hi), -150.0), -0.5 * (lo * (w + hi)))
     z = w * 0.70710677
-    p = tl.where(z < 2.0, 0.5 * w * _dt_erfcx_near(z - 1.25),
-                 0.70710677 * _dt_erfcx_far(2.0 / (w * w)))
+    p = tl.where(z < 2.0, 0.5 * w * _dt_erfcx_near(z - 1.0),
+                 0.70710677 * _dt_erfcx_far(_dt_div(2.0, tl.maximum(w * w, 8.0))))
     tail = _dt_ldexp(p + q * p, k)
-    far = tl.where(v < 0.0, tl.where(v < -20.0, v * 0.0, tail * -1.0),  # (-x is 0 - x: +0)
-                   tl.where(v > 10.0, v, v - tail))
-    return tl.where(z < 0.5, 0.5 * v * (1.0 + _dt_erf_small(v * 0.70710677)), far)
+    return tl.where(v < 0.0, tl.where(v < -20.0, v * 0.0, tail * -1.0),  # (-x is 0 - x: +0)
+                    tl.where(v > 10.0, v, v - tail))
 )py"},
-      {"_dt_gelu_tanh", {"_dt_exp_parts", "_dt_ldexp"}, R"py(def _dt_gelu_tanh(v):
+      {"_dt_gelu_tanh", {"_dt_exp_parts", "_dt_ldexp", "_dt_div"}, R"py(def _dt_gelu_tanh(v):
     # v (1 + tanh u) / 2 = v / (1 + e^(-2u)), u = sqrt(2/pi) (v + 0.044715 v^3): no
     # cancellation. 2u is computed in float64 and passed to _dt_exp_parts in two parts, since
     # e^(2u) for large |u| needs more bits of it than float32 has; for v < 0, v t / (1 + t)
@@ -274,7 +278,7 @@ const std::vector<Helper>& helper_table() {
     u2 = tl.where(u2 < -150.0, -150.0, u2)
     hi = u2.to(tl.float32)
     q, k = _dt_exp_parts(hi, (u2 - hi.to(tl.float64)).to(tl.float32))
-    y = tl.where(v >= 0.0, v, v * (1.0 + q)) / (1.0 + _dt_ldexp(1.0 + q, k))
+    y = _dt_div(tl.where(v >= 0.0, v, v * (1.0 + q)), 1.0 + _dt_ldexp(1.0 + q, k))
     return tl.where(v >= 0.0, y, tl.where(v < -20.0, v * 0.0, _dt_ldexp(y, k)))
 )py"},
   };
