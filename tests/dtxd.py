@@ -115,9 +115,12 @@ class Daemon:
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            # A stop slower than a minute was seen twice on an overloaded 2-core machine, after
-            # a test that queued explorations of every template; not yet explained. Say so with
-            # the daemon's last words, and fail only if it does not stop at all.
+            # A stop slower than a minute was seen on an overloaded 2-core machine, after a test
+            # that queued explorations of every template: the requests cancelled explorations
+            # had abandoned filled the pool, and an exploration waited for room in it (both
+            # fixed: abandoned requests are withdrawn, a stopping exploration does not wait for
+            # room). Should it come back, say so with the daemon's last words, and fail only if
+            # it does not stop at all.
             warnings.warn("dtxd took more than 60 s to stop; its log ends:\n" +
                           self.stderr_so_far()[-3000:])
             self.proc.wait(timeout=240)

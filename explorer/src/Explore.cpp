@@ -363,6 +363,13 @@ public:
         shape_(shape_key_of(job.shape)), program_(tf_.program()), id_(job.exploration_id) {
     prog_.budget = set_.budget;
   }
+  /// What it still has queued in the backend is withdrawn (finish() does, and an exception
+  /// leaving explore() too).
+  ~Exploration() {
+    if (id_ > 0) backend_.withdraw(static_cast<std::uint64_t>(id_));
+  }
+  Exploration(const Exploration&) = delete;
+  Exploration& operator=(const Exploration&) = delete;
 
   /// The exploration's row and its lease, before anything else is written: a new exploration is
   /// stored with its lease; a stored one (resumed) has its lease taken, unless another process
@@ -572,10 +579,11 @@ void Exploration::find_environment() {
   };
   // Up to 300 s for the first worker, then up to 30 s more for one of the model asked for (a
   // cluster's workers come up one by one).
-  for (int i = 0; i < 6000 && backend_.timing_workers().empty(); ++i)
+  for (int i = 0; i < 6000 && backend_.timing_workers().empty() && !stopping(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  for (int i = 0; i < 600 && !of_model() && !backend_.timing_workers().empty(); ++i)
+  for (int i = 0; i < 600 && !of_model() && !backend_.timing_workers().empty() && !stopping(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (stopping()) return;
   if (auto worker = of_model()) {
     env_ = environment_of(*worker);
   } else if (!set_.device.empty()) {
@@ -602,6 +610,7 @@ void Exploration::plan_screening() {
   base_.timeout_s = set_.timeout_s;
   base_.device = set_.device.empty() ? env_.device_name : set_.device;
   base_.times.bench = set_.screen;
+  base_.owner = static_cast<std::uint64_t>(id_);
   in_flight_ = set_.in_flight ? set_.in_flight
                               : std::max<std::size_t>(4, 2 * backend_.timing_workers().size());
 }
@@ -636,7 +645,9 @@ void Exploration::run_baselines() {
     r.baseline = b.spec;
     r.check = true;
     r.compile_first = false;
-    pending.emplace_back(b.name, backend_.submit(r));
+    auto f = submit_unless(backend_, std::move(r), {}, [this] { return stopping(); });
+    if (!f) break;
+    pending.emplace_back(b.name, std::move(*f));
   }
   for (auto& [name, f] : pending) {
     // Awaited a little at a time: a stop abandons the baselines not measured yet, as it
@@ -753,9 +764,11 @@ void Exploration::compile_and_screen(const Candidate& c, Known& k) {
   Request r = base_;
   r.module_source = k.module;
   std::uint64_t ticket = flight_.next_ticket++;
-  flight_.tickets[ticket] = c.canonical;
-  backend_.submit(std::move(r),
-                  [inbox = flight_.inbox, ticket](const Result& res) { inbox->push(ticket, res); });
+  auto submitted = submit_unless(
+      backend_, std::move(r),
+      [inbox = flight_.inbox, ticket](const Result& res) { inbox->push(ticket, res); },
+      [this] { return stopping(); });
+  if (submitted) flight_.tickets[ticket] = c.canonical; // else stopping: nothing in flight
 }
 
 void Exploration::receive_one() {
@@ -834,6 +847,7 @@ MeasureConfig Exploration::full_config() {
   MeasureConfig config;
   config.source = program_;
   config.file_name = tf_.algorithm_name;
+  config.owner = static_cast<std::uint64_t>(id_);
   config.func = func_;
   config.sizes = base_.sizes;
   config.dtype = tf_.dtype;
@@ -915,6 +929,7 @@ ExploreSummary Exploration::finish() {
     store_.set_state(id_, summary_.state, "");
   }
   summary_.wall_s = elapsed();
+  summary_.withdrawn = backend_.withdraw(static_cast<std::uint64_t>(id_));
   report("done");
   summary_.progress = prog_;
   return summary_;

@@ -102,6 +102,7 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
   base.times = config.times;
   base.timeout_s = config.timeout_s;
   base.device = config.device;
+  base.owner = config.owner;
 
   // Candidates: each schedule compiled in-process; a rejected one keeps its diagnostics.
   std::vector<Item> items;
@@ -216,7 +217,9 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
     for (Item* item : order) {
       Request r = item->request;
       r.compile_first = round == 0; // later rounds find the kernels compiled
-      futures.emplace_back(item, backend.submit(std::move(r), arrived));
+      auto f = submit_unless(backend, std::move(r), arrived, config.stop);
+      if ((stopped = !f)) break;
+      futures.emplace_back(item, std::move(*f));
     }
     for (auto& [item, future] : futures) {
       if ((stopped = stopped_waiting(future))) break;

@@ -53,6 +53,7 @@ struct Job {
   int resends = 0;
   std::vector<std::string> lost; // the slots lost under it, for the message if it gives up
   bool done = false;             // finished (exactly once)
+  bool withdrawn = false;        // its owner withdrew it while it ran: it goes no further
 };
 using JobPtr = std::shared_ptr<Job>;
 using Doomed = std::vector<std::pair<JobPtr, Result>>;
@@ -552,7 +553,7 @@ struct MeasurementScheduler::Impl {
     if (!slot.spec.timing && job->request.kind == RequestKind::Measure &&
         result.status == Status::Ok) {
       std::lock_guard lock(mutex);
-      if (!stopping) {
+      if (!stopping && !job->withdrawn) {
         if (!current(slot) || job->done) return false; // the placement lost it with the job
         job->ahead_compile_s = result.compile_s;
         // On to a timing slot of the same node: its Triton cache has the kernels.
@@ -564,7 +565,8 @@ struct MeasurementScheduler::Impl {
         }
         return false;
       }
-      result = made_result(Status::Crashed, "the pool shut down");
+      result =
+          job->withdrawn ? withdrawn_result() : made_result(Status::Crashed, "the pool shut down");
     }
     finish(job, std::move(result));
     return false;
@@ -584,7 +586,9 @@ struct MeasurementScheduler::Impl {
         doomed = lose(slot, why);
         ++job->resends;
         job->reserved_for = nullptr;
-        if (job->resends > options.max_resends) {
+        if (job->withdrawn) {
+          doomed.push_back({job, withdrawn_result()});
+        } else if (job->resends > options.max_resends) {
           std::string lost;
           for (const std::string& l : job->lost)
             lost += (lost.empty() ? "" : "; ") + l;
@@ -660,6 +664,10 @@ struct MeasurementScheduler::Impl {
     });
   }
 
+  static Result withdrawn_result() {
+    return made_result(Status::Crashed, "withdrawn: the exploration that asked for it stopped");
+  }
+
   JobPtr make_job(Request request, ResultCallback callback) {
     auto job = std::make_shared<Job>();
     job->id = std::to_string(next_id++);
@@ -733,6 +741,31 @@ std::optional<std::future<Result>> MeasurementScheduler::try_submit(Request requ
   }
   s.finish_all(doomed);
   return future;
+}
+
+std::size_t MeasurementScheduler::withdraw(std::uint64_t owner) {
+  Impl& s = *impl_;
+  if (owner == 0) return 0;
+  Doomed doomed;
+  {
+    std::lock_guard lock(s.mutex);
+    auto mine = [owner](const JobPtr& job) { return job->request.owner == owner; };
+    auto take = [&](std::deque<JobPtr>& queue) {
+      for (const JobPtr& job : queue)
+        if (mine(job)) doomed.push_back({job, Impl::withdrawn_result()});
+      queue.erase(std::remove_if(queue.begin(), queue.end(), mine), queue.end());
+    };
+    for (const auto& n : s.nodes) {
+      take(n->compile_queue);
+      take(n->timing_queue);
+    }
+    take(s.parked);
+    for (const JobPtr& job : s.active)
+      if (mine(job)) job->withdrawn = true; // running: it ends where it is
+  }
+  std::size_t n = doomed.size();
+  s.finish_all(doomed);
+  return n;
 }
 
 void MeasurementScheduler::shutdown() {

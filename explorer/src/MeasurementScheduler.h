@@ -124,6 +124,8 @@ public:
   std::optional<std::future<Result>> try_submit(Request request, ResultCallback callback = {});
   /// Fails the queued requests and the running ones (`crashed`, "the pool shut down") and ends
   /// every slot. Idempotent.
+  /// MeasurementBackend::withdraw.
+  std::size_t withdraw(std::uint64_t owner);
   void shutdown();
   /// The placement lost every slot at once: each request in the scheduler fails (`crashed`,
   /// `message`), the slots are dropped, and the next request plans them again.

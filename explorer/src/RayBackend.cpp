@@ -636,6 +636,10 @@ std::optional<std::future<Result>> RayBackend::try_submit(Request request,
   return impl_->scheduler->try_submit(std::move(request), std::move(callback));
 }
 
+std::size_t RayBackend::withdraw(std::uint64_t owner) {
+  return impl_->scheduler->withdraw(owner);
+}
+
 void RayBackend::shutdown() {
   Impl& s = *impl_;
   s.closing = true;

@@ -296,6 +296,10 @@ std::optional<std::future<Result>> WorkerPool::try_submit(Request request,
   return impl_->scheduler->try_submit(std::move(request), std::move(callback));
 }
 
+std::size_t WorkerPool::withdraw(std::uint64_t owner) {
+  return impl_->scheduler->withdraw(owner);
+}
+
 void WorkerPool::shutdown() {
   Impl& s = *impl_;
   s.scheduler->shutdown();

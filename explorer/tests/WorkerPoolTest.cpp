@@ -261,3 +261,67 @@ TEST(WorkerPool, TheWorkerIsFoundThroughTheInstalledPackage) {
   EXPECT_TRUE(package_worker_script(DTX_TEST_PYTHON3).empty());
   EXPECT_TRUE(package_worker_script("/nonexistent/python3").empty());
 }
+
+// A stopped exploration takes back what it still has queued: those requests end at once
+// (`crashed`, "withdrawn") and never reach a worker; the one running ends normally, and another
+// owner's requests are untouched.
+TEST(WorkerPool, WithdrawTakesBackAnOwnersQueuedRequests) {
+  PoolOptions o = fake_options(0);
+  o.capacity = 8;
+  WorkerPool pool(std::move(o));
+  auto owned = [](Request r, std::uint64_t owner) {
+    r.owner = owner;
+    return r;
+  };
+  ASSERT_EQ(pool.submit(fake("ok")).get().status, Status::Ok); // the worker is up
+  auto running = pool.submit(owned(fake("ok", 20, 2000), 7));
+  auto queued1 = pool.submit(owned(fake("ok"), 7));
+  auto queued2 = pool.submit(owned(fake("ok"), 7));
+  auto other = pool.submit(owned(fake("ok"), 8));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500)); // `running` is on the worker
+  EXPECT_EQ(pool.withdraw(0), 0u);                             // nobody's: nothing
+  EXPECT_EQ(pool.withdraw(7), 2u);
+  for (auto* f : {&queued1, &queued2}) {
+    ASSERT_EQ(f->wait_for(std::chrono::milliseconds(100)), std::future_status::ready);
+    Result r = f->get();
+    EXPECT_EQ(r.status, Status::Crashed);
+    EXPECT_NE(r.message.find("withdrawn"), std::string::npos) << r.message;
+  }
+  EXPECT_EQ(running.get().status, Status::Ok);
+  EXPECT_EQ(other.get().status, Status::Ok);
+  EXPECT_EQ(pool.withdraw(7), 0u);
+  EXPECT_EQ(pool.in_flight(), 0u);
+}
+
+// A Measure request withdrawn while a compile worker has it is not timed afterwards.
+TEST(WorkerPool, AWithdrawnMeasureStopsAfterItsCompile) {
+  WorkerPool pool(fake_options(1));
+  ASSERT_EQ(pool.submit(fake("ok")).get().status, Status::Ok); // both workers are up
+  Request r = fake("ok", 20, 2000);
+  r.owner = 3;
+  auto f = pool.submit(r);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500)); // compiling
+  EXPECT_EQ(pool.withdraw(3), 0u);                             // none queued
+  Result got = f.get();
+  EXPECT_EQ(got.status, Status::Crashed);
+  EXPECT_NE(got.message.find("withdrawn"), std::string::npos) << got.message;
+  EXPECT_EQ(pool.submit(fake("ok")).get().status, Status::Ok); // the pool goes on
+}
+
+// An exploration that stops while the pool is full does not wait for room.
+TEST(WorkerPool, SubmitUnlessGivesUpWhenAskedToStop) {
+  PoolOptions o = fake_options(0);
+  o.capacity = 1;
+  WorkerPool pool(std::move(o));
+  auto busy = pool.submit(fake("ok", 20, 1500));
+  auto start = std::chrono::steady_clock::now();
+  auto stop = [&] {
+    return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(200);
+  };
+  EXPECT_FALSE(submit_unless(pool, fake("ok"), {}, stop));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  auto later = submit_unless(pool, fake("ok"), {}, [] { return false; }); // waits for room
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->get().status, Status::Ok);
+  EXPECT_EQ(busy.get().status, Status::Ok);
+}

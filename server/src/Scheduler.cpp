@@ -331,6 +331,8 @@ void Scheduler::run_exploration(std::int64_t id, Run& run, ExploreProgress& last
     publish(id, p, false);
   };
   ExploreSummary s = explore(job, backend_, store_, progress, control);
+  if (s.withdrawn > 0)
+    log_->info("exploration {}: {} queued requests withdrawn from the workers", id, s.withdrawn);
   if (s.state == results::State::Queued) {
     // Interrupted by a shutdown: checkpointed, resumed by the next start.
     log_->info("exploration {} interrupted after {} measurements; it resumes on restart", id,

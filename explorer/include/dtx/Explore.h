@@ -74,6 +74,9 @@ struct ExploreSummary {
   ExploreProgress progress;
   std::map<std::string, std::uint64_t> rejected; // by reason
   double wall_s = 0;
+  /// Requests still queued when it ended (abandoned by a stop), taken back from the backend
+  /// (MeasurementBackend::withdraw) so that they cost no worker time.
+  std::size_t withdrawn = 0;
 };
 
 using ExploreProgressFn = std::function<void(const ExploreProgress&)>;

@@ -32,6 +32,7 @@ struct MeasureConfig {
   unsigned order_seed = 0;       // the shuffles' seed
   double timeout_s = 300;        // per request and stage
   std::string device;            // a GPU model (Request::device); empty: any
+  std::uint64_t owner = 0;       // Request::owner of every request
   /// Asked while results are awaited: once true, the requests not answered yet are abandoned
   /// (their results are dropped when they come) and run_measure returns what it has.
   std::function<bool()> stop;

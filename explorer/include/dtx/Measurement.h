@@ -67,6 +67,9 @@ struct Request {
   /// A GPU model (a worker's `device.name`): only timing workers of that model take the
   /// request. Empty: any. A backend with none of that model fails the request.
   std::string device;
+  /// Who asked (an exploration's id; 0: nobody in particular): MeasurementBackend::withdraw
+  /// takes back what that owner still has queued.
+  std::uint64_t owner = 0;
 };
 
 struct Check {
@@ -133,11 +136,22 @@ public:
   /// As submit, but returns nothing instead of blocking when the backend is full.
   virtual std::optional<std::future<Result>> try_submit(Request request,
                                                         ResultCallback callback = {}) = 0;
+  /// The requests of `owner` (Request::owner) that no worker has started are failed at once
+  /// (`crashed`, "withdrawn"), and those running go no further (a Measure request's timing
+  /// after its compile), so that a stopped exploration frees the workers and the room it
+  /// held. Returns how many were failed at once.
+  virtual std::size_t withdraw(std::uint64_t owner) = 0;
   /// Stops accepting requests, fails the queued ones (`crashed`, "shut down") and stops every
   /// worker. Idempotent; the destructor calls it.
   virtual void shutdown() = 0;
   /// The timing workers' hello messages seen so far (one per device).
   virtual std::vector<WorkerInfo> timing_workers() const = 0;
 };
+
+/// As MeasurementBackend::submit, but while the backend is full it asks `stop` every 20 ms and
+/// gives up (nothing) once it says true: an exploration that stops does not wait for room.
+std::optional<std::future<Result>> submit_unless(MeasurementBackend& backend, Request request,
+                                                 ResultCallback callback,
+                                                 const std::function<bool()>& stop);
 
 } // namespace dtx

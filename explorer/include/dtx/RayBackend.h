@@ -59,6 +59,7 @@ public:
   std::future<Result> submit(Request request, ResultCallback callback = {}) override;
   std::optional<std::future<Result>> try_submit(Request request,
                                                 ResultCallback callback = {}) override;
+  std::size_t withdraw(std::uint64_t owner) override;
   void shutdown() override;
   /// The timing actors' workers that are ready now (one per GPU of the cluster), each hello with
   /// its `node`, `host` and `gpu`.

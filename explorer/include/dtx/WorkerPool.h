@@ -75,6 +75,7 @@ public:
   std::future<Result> submit(Request request, ResultCallback callback = {}) override;
   std::optional<std::future<Result>> try_submit(Request request,
                                                 ResultCallback callback = {}) override;
+  std::size_t withdraw(std::uint64_t owner) override;
   void shutdown() override;
   std::vector<WorkerInfo> timing_workers() const override;
 
