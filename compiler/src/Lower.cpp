@@ -18,6 +18,7 @@
 #include "kir/CommonSubexpressions.h"
 #include "kir/Dump.h"
 #include "kir/EliminateDeadCode.h"
+#include "kir/FoldScaleConstants.h"
 #include "kir/HoistLoopInvariants.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
@@ -43,6 +44,7 @@ struct KernelPass {
   void (*run)(kir::Kernel&);
 };
 constexpr KernelPass kKernelPasses[] = {
+    {"scale", "constant factors into scalar scales", fold_scale_constants},
     {"hoist", "loop-invariant code motion", hoist_loop_invariants},
     {"cse", "common subexpressions", eliminate_common_subexpressions},
     {"masks", "mask simplification", simplify_masks},

@@ -195,6 +195,18 @@ Value call(LowerState& s, const ir::Call& c, Body& body) {
       }
     }
   }
+  // exp(x - max) in the online loop, whose running maximum is kept in base 2 (LowerOnline.cpp).
+  if (c.fn == "exp" && s.base2_max)
+    if (auto* d = c.args[0]->as<ir::Binary>(); d && d->op == ir::BinOp::Sub) {
+      const ir::Expr* m = d->b.get();
+      while (auto* r = m->as<ir::Reshape>())
+        m = r->a.get();
+      if (s.reduction_key(*m) == s.reduction_key(*s.base2_max)) {
+        Value x = kir::mul(number(s, *d->a, body), kir::float_imm(kLog2E));
+        return shallow(s, kir::call(kir::Intrinsic::Exp2, {kir::sub(x, number(s, *d->b, body))}),
+                       body);
+      }
+    }
   // A condition known to hold on every lane here (the causal mask before the diagonal).
   if (c.fn == "where" && !s.known_true.empty() && ir::to_dt(*c.args[0]) == s.known_true)
     return c.is_int() ? whole(s, *c.args[1], body) : number(s, *c.args[1], body);

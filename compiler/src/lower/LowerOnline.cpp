@@ -2,14 +2,19 @@
 //
 //   l_max = -inf; sum_i = 0; ...
 //   for each tile of l:
-//     l_max_new = maximum(l_max, max of the tile of X)
+//     l_max_new = maximum(l_max, max of the tile of X log2(e))
 //     l_max_safe = where(l_max_new == -inf, 0, l_max_new)   # rows all -inf so far
-//     l_alpha = exp(l_max - l_max_safe)
+//     l_alpha = exp2(l_max - l_max_safe)
 //     sum_i = sum_i * l_alpha + sum of the tile of the summand, read with l_max_safe for the max
 //     (an rdot on tl.dot: acc = tl.dot(p, V, acc * l_alpha))
 //     l_max = l_max_new
 //
 // after which each sum is the plain one: sum over l of exp(Y - max) G, max the final maximum.
+// The maximum is kept in base 2, of the scores times log2(e), and the summands' exp(Y - max) are
+// exp2(Y log2(e) - max): the multiplication by log2(e) that exp makes anyway then folds into
+// the scores' scale (FoldScaleConstants.h), as a hand-written FlashAttention folds it. After the
+// loop the maximum is max ln(2) again for whatever reads it. (Scores past 2.3e38, float32's
+// largest over log2(e), overflow to inf in base 2: the sums are then NaN.)
 // Rows whose values are all -inf give sums of 0 (and 0 / 0 = NaN, as softmax gives); a NaN or
 // +inf maximum makes every rescaled sum NaN, as in the plain form. Under a causal mask
 // (OnlineGroup::causal) the loop stops after the block's last query: the keys past it are not
@@ -23,6 +28,7 @@ namespace dtc::lowering {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLn2 = 0.6931471805599453;
 
 /// The dimensions of every member.
 ir::Labels group_dims(const OnlineGroup& g) {
@@ -120,7 +126,8 @@ bool lower_online(LowerState& s, Body& body) {
     s.cache.emplace_back();
     // The tile's maximum, and the running maximum with it.
     const auto& mx = *g.max->as<ir::Reduce>();
-    Value x = spread(s, number(s, *mx.a, *inner), mx.a->dims, l, -kInf);
+    Value x =
+        spread(s, kir::mul(number(s, *mx.a, *inner), kir::float_imm(kLog2E)), mx.a->dims, l, -kInf);
     Value tile_max = tile_reduce(s, kir::ReduceOp::Max, x, l);
     Value max_new =
         s.let(*inner, s.fresh(base + "_max_new"), kir::maximum(s.ref(max_name), tile_max));
@@ -128,9 +135,10 @@ bool lower_online(LowerState& s, Body& body) {
                        kir::select(kir::binary(kir::BinOp::Eq, max_new, kir::float_imm(-kInf)),
                                    kir::float_imm(0.0), max_new));
     Value alpha = s.let(*inner, s.fresh(base + "_alpha"),
-                        kir::call(kir::Intrinsic::Exp, {kir::sub(s.ref(max_name), safe)}));
-    // Inside the loop the summands read the maximum so far.
+                        kir::call(kir::Intrinsic::Exp2, {kir::sub(s.ref(max_name), safe)}));
+    // Inside the loop the summands read the maximum so far, in base 2.
     s.cache.back()[s.reduction_key(*g.max)] = safe;
+    s.base2_max = g.max;
     for (Running& r : running) {
       const ir::Expr& e = *r.member->e;
       Value acc = s.ref(r.name);
@@ -159,6 +167,7 @@ bool lower_online(LowerState& s, Body& body) {
       s.let(*inner, r.name, next);
     }
     s.let(*inner, max_name, max_new);
+    s.base2_max = nullptr;
     s.cache.pop_back();
     s.bind[l].pop_back();
   };
@@ -174,7 +183,8 @@ bool lower_online(LowerState& s, Body& body) {
   // After the loop: each reduction's value, for every use at this level and inside it. Where
   // every score was -inf the plain sums are NaN (exp(-inf - -inf)); here they are 0: make them
   // NaN, unless there was no score at all (an empty sum is 0).
-  s.cache.back()[s.reduction_key(*g.max)] = s.ref(max_name);
+  s.cache.back()[s.reduction_key(*g.max)] =
+      s.let(body, s.fresh(base + "_max_e"), kir::mul(s.ref(max_name), kir::float_imm(kLn2)));
   Value none = kir::and_(kir::binary(kir::BinOp::Eq, s.ref(max_name), kir::float_imm(-kInf)),
                          kir::lt(kir::int_imm(0), s.ref(s.py.size(l))));
   for (const Running& r : running) {

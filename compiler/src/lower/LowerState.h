@@ -31,6 +31,9 @@
 
 namespace dtc::lowering {
 
+/// log2(e): exp(x) is exp2(x log2(e)) (the online loop's base-2 maximum).
+inline constexpr double kLog2E = 1.4426950408889634;
+
 using ir::Label;
 using Value = kir::ExprPtr;
 using Body = std::vector<kir::StmtPtr>;
@@ -101,6 +104,9 @@ struct LowerState {
   /// A condition every lane satisfies where it is lowered now (the causal mask's, in the
   /// online loop's tiles before the diagonal): `where` on it is its second operand.
   std::string known_true;
+  /// Inside the online loop: the running maximum (OnlineGroup::max), kept in base 2 (the
+  /// maximum of the scores times log2(e)), which exp(x - max) reads as exp2(x log2(e) - max).
+  const ir::Expr* base2_max = nullptr;
   std::set<std::string> used;             // names handed out
   std::map<std::string, kir::Type> types; // every bound name's type, as last bound
 
