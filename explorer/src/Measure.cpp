@@ -222,7 +222,10 @@ Report run_measure(const MeasureConfig& config, MeasurementBackend& backend,
       futures.emplace_back(item, std::move(*f));
     }
     for (auto& [item, future] : futures) {
-      if ((stopped = stopped_waiting(future))) break;
+      if (stopped_waiting(future)) {
+        stopped = true;
+        break;
+      }
       Result result = future.get();
       Entry& e = report.entries[item->entry];
       if (result.status == Status::Ok) {

@@ -734,10 +734,15 @@ std::optional<std::future<Result>> MeasurementScheduler::try_submit(Request requ
   std::optional<std::future<Result>> future;
   {
     std::lock_guard lock(s.mutex);
-    if (s.stopping || s.in_flight >= s.options.capacity) return std::nullopt;
+    if (!s.stopping && s.in_flight >= s.options.capacity) return std::nullopt;
     JobPtr job = s.make_job(std::move(request), std::move(callback));
     future = job->promise.get_future();
-    doomed = s.enqueue(job);
+    if (s.stopping) { // as submit: failed at once, not "full" forever
+      ++s.in_flight;  // finish() decrements
+      doomed.push_back({job, made_result(Status::Crashed, "the pool shut down")});
+    } else {
+      doomed = s.enqueue(job);
+    }
   }
   s.finish_all(doomed);
   return future;

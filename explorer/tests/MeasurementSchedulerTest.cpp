@@ -564,3 +564,41 @@ TEST(MeasurementScheduler, APlanThatFailsFailsTheRequestsWaitingForIt) {
   EXPECT_EQ(r.status, Status::Crashed);
   EXPECT_EQ(r.message, "the Ray backend could not start: no cluster");
 }
+
+// A request the timing slot was told to ready (prefetch) is withdrawn: the slot goes on with the
+// next request, nothing hangs, the other owners' requests are timed, and the count of requests
+// in flight returns to 0.
+TEST(MeasurementScheduler, AReadiedRequestThatIsWithdrawnCostsNothing) {
+  FakeCluster c;
+  c.specs = specs({"n1"}, 1, 4);
+  c.delay = 150ms;
+  MeasurementScheduler s(c, quick());
+  s.start();
+  std::this_thread::sleep_for(50ms);
+  auto owned = [](std::uint64_t owner) {
+    Request r = req();
+    r.owner = owner;
+    return r;
+  };
+  auto a = s.submit(owned(1));
+  auto b = s.submit(owned(2));
+  auto b2 = s.submit(owned(2));
+  auto d = s.submit(owned(3));
+  // a compiled (150 ms), then timed while b is compiled and then readied by the timing slot.
+  std::this_thread::sleep_for(250ms);
+  s.withdraw(2);
+  for (auto* f : {&a, &b, &b2, &d})
+    ASSERT_EQ(f->wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(a.get().status, Status::Ok);
+  EXPECT_EQ(d.get().status, Status::Ok);
+  for (auto* f : {&b, &b2}) {
+    Result r = f->get();
+    if (r.status != Status::Ok) {
+      EXPECT_NE(r.message.find("withdrawn"), std::string::npos) << r.message;
+    }
+  }
+  EXPECT_EQ(s.in_flight(), 0u);
+  auto e = s.submit(owned(2)); // the owner's id is usable again
+  ASSERT_EQ(e.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(e.get().status, Status::Ok);
+}

@@ -133,7 +133,8 @@ public:
   /// Queues a request; blocks while the backend is full (back-pressure). The callback, if any,
   /// runs on a backend thread before the future becomes ready; it must not block for long.
   virtual std::future<Result> submit(Request request, ResultCallback callback = {}) = 0;
-  /// As submit, but returns nothing instead of blocking when the backend is full.
+  /// As submit, but returns nothing instead of blocking when the backend is full (a backend
+  /// that has shut down fails the request at once, as submit does).
   virtual std::optional<std::future<Result>> try_submit(Request request,
                                                         ResultCallback callback = {}) = 0;
   /// The requests of `owner` (Request::owner) that no worker has started are failed at once
