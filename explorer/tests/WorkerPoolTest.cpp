@@ -140,7 +140,11 @@ TEST(WorkerPool, TimingRequestNamesTheNextQueuedMeasure) {
     PoolOptions o = fake_options(1);
     o.prefetch = prefetch;
     WorkerPool pool(std::move(o));
-    auto a = pool.submit(fake("ok", 20, 300)); // the worker is busy with it while b, c queue
+    // Compiled at once, then timed for 300 ms while b and c are compiled and queue: the timing
+    // request of `a` leaves long before they exist, b's after both are compiled.
+    Request slow = fake("ok");
+    slow.sizes = {{"timing_delay_ms", 300}};
+    auto a = pool.submit(slow);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     auto b = pool.submit(fake("ok"));
     auto c = pool.submit(fake("ok"));

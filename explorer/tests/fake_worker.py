@@ -50,7 +50,10 @@ for line in sys.stdin:
     elif func == "raise":
         send({**base, "status": "runtime_error", "message": "ValueError: boom"})
     else:
-        delay = float(req.get("sizes", {}).get("delay_ms", 0)) / 1000
+        sizes = req.get("sizes", {})
+        delay = float(sizes.get("delay_ms", 0)) / 1000
+        if req["type"] != "compile":  # a time of its own for the timing stage
+            delay += float(sizes.get("timing_delay_ms", 0)) / 1000
         time.sleep(delay)
         res = {**base, "status": "ok", "message": f"{role} {os.getpid()} {req['type']}"}
         if isinstance(req.get("prefetch"), dict):  # the pool named the request queued next
