@@ -22,7 +22,7 @@ struct Helper {
 // approximations on the GPU, numpy's under the interpreter). A division whose denominator
 // stays within the normal range is _dt_div (a reciprocal and a product on the GPU). They are
 // also short: every tl.where computes both its sides, so each helper evaluates one
-// polynomial per range, not one per formula (_dt_gelu: 73 PTX instructions per element for
+// polynomial per range, not one per formula (_dt_gelu: 72 PTX instructions per element for
 // sm_90; v (1 + erf(v / sqrt 2)) / 2 with libdevice's erf, which cancels in the tail, 42).
 // tan uses tl.sin and tl.cos, pow float64's tl.exp2 and tl.log2. Every public helper starts
 // with tl.cast: under the interpreter a scalar is a Python float.
