@@ -509,6 +509,23 @@ def lookup(module: types.ModuleType, name: str) -> Any:
 # The check
 
 
+def with_tf32_products(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """fn, called with torch's float32 products on TF32 tensor cores (cuBLAS, cuDNN, and the
+    kernels torch.compile makes for them), as the module's own products are: a baseline of a
+    float32 module whose DOT_PRECISION is tf32 is timed and checked on the same arithmetic,
+    not against full float32 products 5 to 8 times slower. The reference stays in float32."""
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+
+    def call() -> Any:
+        was = matmul.allow_tf32, cudnn.allow_tf32
+        matmul.allow_tf32 = cudnn.allow_tf32 = True
+        try:
+            return fn()
+        finally:
+            matmul.allow_tf32, cudnn.allow_tf32 = was
+    return call
+
+
 # dot_precision: the module's DOT_PRECISION, unchecked (None when it has none).
 def tolerances(dtype_name: str, dot_precision: Any) -> tuple[float, float]:
     if dtype_name == "float32" and dot_precision in DOT_TOLERANCES:
@@ -1025,6 +1042,8 @@ class Worker:
             assert baseline is not None  # set above for a baseline request
             fn: Callable[[], Any] = (lambda: baseline(*inputs, **kwargs)) if is_reference else \
                 (lambda: baseline(*inputs))
+            if dtype_name == "float32" and getattr(module, "DOT_PRECISION", None) == "tf32":
+                fn = with_tf32_products(fn)
         else:
             what = f"wrapper {func}"
             fn = lambda: wrapper(*inputs, **kwargs)  # noqa: E731

@@ -581,3 +581,38 @@ def test_a_kernel_that_overwrites_the_reference_while_timed_is_blamed(worker, so
     assert reply["message"].startswith("while timed, it wrote outside its output"), reply
     good = worker.ask(request("measure", source, "after-stray-timed", check=True, times=TINY))
     assert good["status"] == "ok" and good["check"]["max_abs"] == 0, good
+
+
+MATMUL = """\
+Func f;
+In A, B;
+Var x, y;
+RVar k;
+f[x, y] = rdot(A[x, k], B[k, y], k);
+f.block(x:16, y:16); f.tensorize(x:0, y:0, k:16);
+"""
+
+
+@pytest.mark.parametrize("precision", ["tf32", "ieee"])
+def test_a_float32_baseline_multiplies_as_the_module_does(worker, tmp_path, precision):
+    # A module whose float32 products are TF32 is timed against baselines whose products are
+    # TF32 too (cuBLAS's are full float32 unless asked); the flag is set for the baseline's
+    # calls alone. The baseline below answers wrongly unless the flag is as it should be.
+    (tmp_path / "mm.dt").write_text(MATMUL + f"f.precision({precision});\nf.compile();\n")
+    assert run_dtc(tmp_path / "mm.dt", "-o", tmp_path / "mm.py").returncode == 0
+    source = (tmp_path / "mm.py").read_text()
+    assert f'DOT_PRECISION = "{precision}"' in source
+    baselines = tmp_path / "mm_baselines.py"
+    baselines.write_text(
+        "import torch\n\n"
+        f"def mm(A, B):\n"
+        f"    tf32 = torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32\n"
+        f"    return A @ B if tf32 == {precision == 'tf32'} else A @ B + 1\n")
+    sizes = {"x": 32, "y": 32, "k": 32}
+    for rid in ("a", "b"):  # and again: the flag was restored in between
+        reply = worker.ask(request("baseline", source, f"{precision}-{rid}", sizes=sizes,
+                                   check=True, times=TINY,
+                                   baseline={"file": str(baselines), "function": "mm"}))
+        assert reply["status"] == "ok", reply["message"]
+    reply = worker.ask(request("measure", source, f"{precision}-m", sizes=sizes, check=True))
+    assert reply["status"] == "ok", reply["message"]
