@@ -509,21 +509,35 @@ def lookup(module: types.ModuleType, name: str) -> Any:
 # The check
 
 
-def with_tf32_products(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """fn, called with torch's float32 products on TF32 tensor cores (cuBLAS, cuDNN, and the
-    kernels torch.compile makes for them), as the module's own products are: a baseline of a
-    float32 module whose DOT_PRECISION is tf32 is timed and checked on the same arithmetic,
-    not against full float32 products 5 to 8 times slower. The reference stays in float32."""
-    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
-
-    def call() -> Any:
-        was = matmul.allow_tf32, cudnn.allow_tf32
-        matmul.allow_tf32 = cudnn.allow_tf32 = True
+@contextlib.contextmanager
+def tf32_products() -> Iterator[None]:
+    """torch's float32 matrix products on TF32 tensor cores (cuBLAS, and the kernels
+    torch.compile makes for them) inside, as they were after. A baseline of a float32 module
+    whose DOT_PRECISION is tf32 is checked and timed inside, on the arithmetic of the module's
+    own products, not against full float32 products 5 to 8 times slower; the reference stays in
+    float32. Through the API the process already uses: torch raises where its legacy flags
+    (allow_tf32, set_float32_matmul_precision) and its per-backend ones (fp32_precision) are
+    mixed. A precision of "high" or "medium" allows TF32 or less already, and stays."""
+    try:
+        was = torch.get_float32_matmul_precision()
+    except RuntimeError:  # the process set torch.backends.*.fp32_precision
+        was = None
+    if was == "highest":
+        torch.set_float32_matmul_precision("high")
         try:
-            return fn()
+            yield
         finally:
-            matmul.allow_tf32, cudnn.allow_tf32 = was
-    return call
+            torch.set_float32_matmul_precision("highest")
+    elif was is None:
+        matmul = torch.backends.cuda.matmul
+        before = matmul.fp32_precision
+        matmul.fp32_precision = "tf32"
+        try:
+            yield
+        finally:
+            matmul.fp32_precision = before
+    else:
+        yield
 
 
 # dot_precision: the module's DOT_PRECISION, unchecked (None when it has none).
@@ -1035,6 +1049,11 @@ class Worker:
             prepared = call.prepared
         inputs = clone_inputs(prepared["inputs"])
 
+        # The baseline's own calls (the check's and the timed ones) alone, so that its host
+        # time is its own.
+        tf32 = kind == "baseline" and dtype_name == "float32" and \
+            getattr(module, "DOT_PRECISION", None) == "tf32"
+        precision = tf32_products if tf32 else contextlib.nullcontext
         rtol, atol = tolerances(dtype_name, getattr(module, "DOT_PRECISION", None))
         l2_tol = l2_tolerance(dtype_name, getattr(module, "DOT_PRECISION", None))
         if kind == "baseline":
@@ -1042,8 +1061,6 @@ class Worker:
             assert baseline is not None  # set above for a baseline request
             fn: Callable[[], Any] = (lambda: baseline(*inputs, **kwargs)) if is_reference else \
                 (lambda: baseline(*inputs))
-            if dtype_name == "float32" and getattr(module, "DOT_PRECISION", None) == "tf32":
-                fn = with_tf32_products(fn)
         else:
             what = f"wrapper {func}"
             fn = lambda: wrapper(*inputs, **kwargs)  # noqa: E731
@@ -1066,7 +1083,8 @@ class Worker:
             guarded: tuple[GuardedOutput, ...] = ()
             try:
                 if kind == "baseline":
-                    got = fn()
+                    with precision():
+                        got = fn()
                 else:
                     # NaN where a kernel writes nothing shows as unwritten; the guard zones
                     # around it show what it writes past its ends.
@@ -1101,7 +1119,8 @@ class Worker:
                 raise Failure("wrong_result", message or "the check failed", c)
         else:
             try:
-                fn()
+                with precision():
+                    fn()
                 synchronize()
             except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, what) from e
@@ -1117,8 +1136,9 @@ class Worker:
         if wanted:
             try:
                 ahead = request.get("prefetch")
-                result["times"], result["timed_s"] = measure_times(
-                    fn, wanted, notes, (lambda: self.prefetch(ahead)) if ahead else None)
+                with precision():
+                    result["times"], result["timed_s"] = measure_times(
+                        fn, wanted, notes, (lambda: self.prefetch(ahead)) if ahead else None)
             except (Exception, SystemExit) as e:  # noqa: BLE001
                 raise classify(e, f"timing {what}") from e
             if check and self.state_changed(call):

@@ -593,26 +593,71 @@ f.block(x:16, y:16); f.tensorize(x:0, y:0, k:16);
 """
 
 
+def matmul_source(tmp_path, precision):
+    (tmp_path / f"mm_{precision}.dt").write_text(
+        MATMUL + f"f.precision({precision});\nf.compile();\n")
+    out = tmp_path / f"mm_{precision}.py"
+    assert run_dtc(tmp_path / f"mm_{precision}.dt", "-o", out).returncode == 0
+    source = out.read_text()
+    assert f'DOT_PRECISION = "{precision}"' in source
+    return source
+
+
+MM_SIZES = {"x": 32, "y": 32, "k": 32}
+
+
+def ask_baseline(worker, source, rid, path, function):
+    return worker.ask(request("baseline", source, rid, sizes=MM_SIZES, check=True, times=TINY,
+                              baseline={"file": str(path), "function": function}))
+
+
 @pytest.mark.parametrize("precision", ["tf32", "ieee"])
 def test_a_float32_baseline_multiplies_as_the_module_does(worker, tmp_path, precision):
     # A module whose float32 products are TF32 is timed against baselines whose products are
     # TF32 too (cuBLAS's are full float32 unless asked); the flag is set for the baseline's
     # calls alone. The baseline below answers wrongly unless the flag is as it should be.
-    (tmp_path / "mm.dt").write_text(MATMUL + f"f.precision({precision});\nf.compile();\n")
-    assert run_dtc(tmp_path / "mm.dt", "-o", tmp_path / "mm.py").returncode == 0
-    source = (tmp_path / "mm.py").read_text()
-    assert f'DOT_PRECISION = "{precision}"' in source
+    source = matmul_source(tmp_path, precision)
     baselines = tmp_path / "mm_baselines.py"
     baselines.write_text(
         "import torch\n\n"
-        f"def mm(A, B):\n"
-        f"    tf32 = torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32\n"
+        "def mm(A, B):\n"
+        "    tf32 = torch.backends.cuda.matmul.allow_tf32\n"
         f"    return A @ B if tf32 == {precision == 'tf32'} else A @ B + 1\n")
-    sizes = {"x": 32, "y": 32, "k": 32}
     for rid in ("a", "b"):  # and again: the flag was restored in between
-        reply = worker.ask(request("baseline", source, f"{precision}-{rid}", sizes=sizes,
-                                   check=True, times=TINY,
-                                   baseline={"file": str(baselines), "function": "mm"}))
+        reply = ask_baseline(worker, source, f"{precision}-{rid}", baselines, "mm")
         assert reply["status"] == "ok", reply["message"]
-    reply = worker.ask(request("measure", source, f"{precision}-m", sizes=sizes, check=True))
+    reply = worker.ask(request("measure", source, f"{precision}-m", sizes=MM_SIZES, check=True))
     assert reply["status"] == "ok", reply["message"]
+
+
+@pytest.mark.parametrize("setting", [
+    # torch's per-backend API: reading its legacy flags raises once this is set (the ieee
+    # module's baseline runs as the process set it).
+    ('torch.backends.cuda.matmul.fp32_precision = "tf32"',
+     'torch.backends.cuda.matmul.fp32_precision == "tf32"',
+     'torch.backends.cuda.matmul.fp32_precision == "tf32"'),
+    ('torch.backends.cuda.matmul.fp32_precision = "ieee"',
+     'torch.backends.cuda.matmul.fp32_precision == "tf32"',
+     'torch.backends.cuda.matmul.fp32_precision == "ieee"'),
+    # bfloat16 products allowed already: left as it is, and torch stays readable.
+    ('torch.set_float32_matmul_precision("medium")',
+     'torch.get_float32_matmul_precision() == "medium"',
+     'torch.get_float32_matmul_precision() == "medium"'),
+])
+def test_tf32_products_respect_the_api_the_process_uses(tmp_path, setting):
+    setup, in_tf32, in_ieee = setting
+    tf32, ieee = matmul_source(tmp_path, "tf32"), matmul_source(tmp_path, "ieee")
+    baselines = tmp_path / "settings.py"
+    baselines.write_text(
+        f"import torch\n{setup}\n\n"
+        f"def tf32(A, B):\n    return A @ B if {in_tf32} else A @ B + 1\n\n"
+        f"def ieee(A, B):\n    return A @ B if {in_ieee} else A @ B + 1\n")
+    w = Worker("--role", "timing")  # its own process: the setting is global to it
+    try:
+        for rid in ("a", "b"):
+            reply = ask_baseline(w, tf32, f"t{rid}", baselines, "tf32")
+            assert reply["status"] == "ok", reply["message"]
+            reply = ask_baseline(w, ieee, f"i{rid}", baselines, "ieee")
+            assert reply["status"] == "ok", reply["message"]
+    finally:
+        w.kill()
