@@ -540,7 +540,17 @@ def tf32_products() -> Iterator[None]:
         yield
 
 
-# dot_precision: the module's DOT_PRECISION, unchecked (None when it has none).
+def dot_precision(module: types.ModuleType, func: str) -> Any:
+    """How the compiled Func `func` (DT name) multiplies float32 operands: its entry of the
+    module's DOT_PRECISIONS (the kernels its wrapper launches), else, in a module printed
+    before there was one, the module's DOT_PRECISION (the loosest of all its kernels)."""
+    by_func = getattr(module, "DOT_PRECISIONS", None)
+    if isinstance(by_func, dict):
+        return by_func.get(func)
+    return getattr(module, "DOT_PRECISION", None)
+
+
+# dot_precision: the Func's (dot_precision above), unchecked (None when it has none).
 def tolerances(dtype_name: str, dot_precision: Any) -> tuple[float, float]:
     if dtype_name == "float32" and dot_precision in DOT_TOLERANCES:
         return DOT_TOLERANCES[dot_precision]
@@ -1051,11 +1061,11 @@ class Worker:
 
         # The baseline's own calls (the check's and the timed ones) alone, so that its host
         # time is its own.
-        tf32 = kind == "baseline" and dtype_name == "float32" and \
-            getattr(module, "DOT_PRECISION", None) == "tf32"
+        dot = dot_precision(module, func)
+        tf32 = kind == "baseline" and dtype_name == "float32" and dot == "tf32"
         precision = tf32_products if tf32 else contextlib.nullcontext
-        rtol, atol = tolerances(dtype_name, getattr(module, "DOT_PRECISION", None))
-        l2_tol = l2_tolerance(dtype_name, getattr(module, "DOT_PRECISION", None))
+        rtol, atol = tolerances(dtype_name, dot)
+        l2_tol = l2_tolerance(dtype_name, dot)
         if kind == "baseline":
             what = "the reference" if is_reference else "the baseline"
             assert baseline is not None  # set above for a baseline request

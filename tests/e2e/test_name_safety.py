@@ -202,6 +202,7 @@ def test_func_named_dot_precision(tmp_path):
     module = compile_dt(tmp_path, path)
     check_module(module, {"m": 5, "n": 6, "k": 7}, torch.float32)
     assert module.DOT_PRECISION in (None, "tf32", "tf32x3", "ieee"), module.DOT_PRECISION
+    assert module.DOT_PRECISIONS == {"DOT_PRECISION": "tf32"}, module.DOT_PRECISIONS
 
 
 @pytest.mark.parametrize("decls,use", [

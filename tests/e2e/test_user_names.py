@@ -24,8 +24,8 @@ KEYWORDS = sorted(set(keyword.kwlist) | set(keyword.softkwlist) | {"type"})
 BUILTINS = sorted(n for n in dir(builtins) if not n.startswith("__") and n != "_")
 # The module's own names: its imports, its constants and aliases, the runtime's class.
 MODULE_NAMES = ["tl", "triton", "torch", "math", "os", "numbers", "reference", "make_inputs",
-                "SIZE_KEYWORDS", "SCHEDULE", "COMPILED", "DOT_PRECISION", "PYTHON_NAMES",
-                "INPUTS_KEY", "CudaGraph"]
+                "SIZE_KEYWORDS", "SCHEDULE", "COMPILED", "DOT_PRECISION", "DOT_PRECISIONS",
+                "PYTHON_NAMES", "INPUTS_KEY", "CudaGraph"]
 # Locals of the wrappers and kernels, and names that only look like the runtime's.
 LOCALS = ["out", "key", "plan", "work", "index", "checked", "direct", "pid", "grid", "dtype",
           "device", "generator", "sizes", "seed", "self", "cls", "layout", "run", "head"]
@@ -35,7 +35,7 @@ GROUPS = {"keywords": KEYWORDS, "builtins": BUILTINS, "module_names": MODULE_NAM
           "locals": LOCALS, "prefixed": PREFIXED}
 # What the module defines itself, so that its attribute of that name stays its own.
 OWN = {"tl", "triton", "torch", "math", "os", "numbers", "SCHEDULE", "COMPILED", "DOT_PRECISION",
-       "PYTHON_NAMES", "INPUTS_KEY", "CudaGraph", "_dt_key", "_DT_ALIASES", "_DtPlan", "__getattr__",
+       "DOT_PRECISIONS", "PYTHON_NAMES", "INPUTS_KEY", "CudaGraph", "_dt_key", "_DT_ALIASES", "_DtPlan", "__getattr__",
        "__name__", "__file__", "__dir__", "__builtins__"}
 
 

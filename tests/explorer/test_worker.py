@@ -661,3 +661,35 @@ def test_tf32_products_respect_the_api_the_process_uses(tmp_path, setting):
             assert reply["status"] == "ok", reply["message"]
     finally:
         w.kill()
+
+
+def test_each_func_is_checked_and_timed_at_its_own_precision(worker, tmp_path):
+    # One module, two products: f in full float32, g in TF32. The module-wide DOT_PRECISION is
+    # the loosest; f's baseline and tolerance follow f's own (DOT_PRECISIONS).
+    (tmp_path / "two.dt").write_text("""\
+Func f, g;
+In A, B;
+Var x, y;
+RVar k;
+f[x, y] = rdot(A[x, k], B[k, y], k);
+g[x, y] = rdot(A[x, k], B[k, y], k) * 2;
+f.block(x:16, y:16); f.tensorize(x:0, y:0, k:16); f.precision(ieee); f.compile();
+g.block(x:16, y:16); g.tensorize(x:0, y:0, k:16); g.compile();
+""")
+    assert run_dtc(tmp_path / "two.dt", "-o", tmp_path / "two.py").returncode == 0
+    source = (tmp_path / "two.py").read_text()
+    assert 'DOT_PRECISION = "tf32"' in source
+    assert 'DOT_PRECISIONS = {"f": "ieee", "g": "tf32"}' in source
+    baselines = tmp_path / "two_baselines.py"
+    baselines.write_text(
+        "import torch\n\n"
+        "def f(A, B):\n"
+        "    return A @ B if not torch.backends.cuda.matmul.allow_tf32 else A @ B + 1\n\n"
+        "def g(A, B):\n"
+        "    return 2 * (A @ B) if torch.backends.cuda.matmul.allow_tf32 else A @ B\n")
+    for func in ("f", "g"):
+        reply = worker.ask(request("baseline", source, f"two-{func}", func=func, sizes=MM_SIZES,
+                                   check=True, times=TINY,
+                                   baseline={"file": str(baselines), "function": func}))
+        assert reply["status"] == "ok", reply["message"]
+        assert reply["check"]["rtol"] == (1e-4 if func == "f" else 1e-2)

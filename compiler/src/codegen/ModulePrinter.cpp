@@ -43,11 +43,24 @@ public:
     keyed_ += out_.substr(names_at);
     // How float32 products run on tl.dot, so a check can pick its tolerance (TF32 rounds
     // operands to 10-bit mantissas).
-    std::string precision = "None";
+    // DOT_PRECISION is the loosest of the module; DOT_PRECISIONS, by compiled Func (DT name),
+    // the loosest of the kernels its wrapper launches, for a Func that has one.
+    auto loosest = [](std::string& precision, const kir::Kernel& k) {
+      if (!k.dot_precision.empty() && (precision.empty() || k.dot_precision == "tf32"))
+        precision = k.dot_precision;
+    };
+    std::string precision;
     for (const auto& [f, k] : in_.kernels)
-      if (!k.dot_precision.empty() && (precision == "None" || k.dot_precision == "tf32"))
-        precision = quote(k.dot_precision);
-    out_ += "DOT_PRECISION = " + precision + "\n";
+      loosest(precision, k);
+    out_ += "DOT_PRECISION = " + (precision.empty() ? "None" : quote(precision)) + "\n";
+    std::vector<std::string> by_func;
+    for (const CompiledFunc& c : in_.compiled) {
+      std::string own;
+      for (const ir::Symbol* k : c.kernel_funcs)
+        loosest(own, in_.kernels.at(k));
+      if (!own.empty()) by_func.push_back(quote(c.func->name) + ": " + quote(own));
+    }
+    out_ += fill("DOT_PRECISIONS = {", by_func, "    ", "}\n");
     out_ += kRuntime;
     keyed_ += kRuntime;
     bool relayout = false;

@@ -39,8 +39,8 @@ static const std::set<std::string>& reserved() {
       // modules and module-level names of the generated code
       "tl", "triton", "torch", "math", "reference", "make_inputs", "SCHEDULE", "pid", "grid",
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
-      "SIZE_KEYWORDS", "DOT_PRECISION", "PYTHON_NAMES", "INPUTS_KEY", "out", "numbers", "CudaGraph",
-      "custom_op",
+      "SIZE_KEYWORDS", "DOT_PRECISION", "DOT_PRECISIONS", "PYTHON_NAMES", "INPUTS_KEY", "out",
+      "numbers", "CudaGraph", "custom_op",
       // the wrappers' locals
       "key", "plan", "work", "index", "checked", "direct", "outs"};
   return words;
