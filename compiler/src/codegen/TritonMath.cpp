@@ -219,41 +219,20 @@ const std::vector<Helper>& helper_table() {
     out = tl.where(v > 17.0, _dt_ldexp(1.0 + q, k), tl.where(v < -17.0, -1.0, q * s + (s - 1.0)))
     return tl.where(v == 0.0, v, out)
 )py"},
-      {"_dt_log_reduced", {}, R"py(def _dt_log_reduced(v):
-    # (k, f) with v = 2^k (1 + f), f in [sqrt(1/2) - 1, sqrt(2) - 1] (exact), k a float (exact),
-    # for a positive finite v; a subnormal v is scaled by 2^25 first. k is read from the bits
-    # by adding 1.5 * 2^23 (no conversion).
+      {"_dt_log10", {"_dt_log1p_reduced"}, R"py(def _dt_log10(v):
+    # log10 v = k log10(2) + log(1 + f) / ln 10 for v = 2^k (1 + f), f in
+    # [sqrt(1/2) - 1, sqrt(2) - 1] (exact), log10(2) in two parts (k * 0.30102920532 exact);
+    # a subnormal v is scaled by 2^25 first.
+    v = tl.cast(v, tl.float32)
     tiny = v < 1.1754944e-38
     bits = tl.where(tiny, v * 33554432.0, v).to(tl.int32, bitcast=True)
     bits = bits + (0x3F800000 - 0x3F3504F3)
-    k = ((bits >> 23) + (0x4B400000 - 127)).to(tl.float32, bitcast=True) - 12582912.0
+    k = ((bits >> 23) - 127).to(tl.float32) - tl.where(tiny, 25.0, 0.0)
     f = ((bits & 0x007FFFFF) + 0x3F3504F3).to(tl.float32, bitcast=True) - 1.0
-    return k - tl.where(tiny, 25.0, 0.0), f
-)py"},
-      {"_dt_log_special", {}, R"py(def _dt_log_special(v, out):
-    # A logarithm's value at v: out for a positive finite v; -inf at +-0, NaN below 0 and at
-    # NaN, inf at inf.
+    low = k * 7.9034151668e-07 + _dt_log1p_reduced(f) * 0.4342944819032518
+    out = k * 0.30102920532226562 + low
     out = tl.where(v == 0.0, float("-inf"), tl.where(v < 0.0, float("nan"), out))
     return tl.where((v == float("inf")) | (v != v), v, out)
-)py"},
-      {"_dt_log", {"_dt_log_reduced", "_dt_log1p_reduced", "_dt_log_special"}, R"py(def _dt_log(v):
-    # log v = k ln2 + log(1 + f) for v = 2^k (1 + f) (_dt_log_reduced), ln2 in two parts
-    # (k * 0.693145751953125 exact). libdevice's logf, which tl.log calls, is 41 PTX
-    # instructions an element for sm_90, this 32.
-    v = tl.cast(v, tl.float32)
-    k, f = _dt_log_reduced(v)
-    out = k * 0.693145751953125 + (_dt_log1p_reduced(f) + k * 1.4286068203094173e-06)
-    return _dt_log_special(v, out)
-)py"},
-      {"_dt_log10",
-       {"_dt_log_reduced", "_dt_log1p_reduced", "_dt_log_special"},
-       R"py(def _dt_log10(v):
-    # log10 v = k log10(2) + log(1 + f) / ln 10 for v = 2^k (1 + f) (_dt_log_reduced),
-    # log10(2) in two parts (k * 0.30102920532 exact).
-    v = tl.cast(v, tl.float32)
-    k, f = _dt_log_reduced(v)
-    out = k * 0.30102920532226562 + (k * 7.9034151668e-07 + _dt_log1p_reduced(f) * 0.4342944819032518)
-    return _dt_log_special(v, out)
 )py"},
       {"_dt_erfc",
        {"_dt_exp_parts", "_dt_ldexp", "_dt_erfcx_near", "_dt_erfcx_far", "_dt_div"},
@@ -355,7 +334,7 @@ const char* triton_function(kir::Intrinsic fn) {
       {kir::Intrinsic::Erf, "tl.erf"},
       {kir::Intrinsic::Exp, "tl.exp"},
       {kir::Intrinsic::Exp2, "tl.exp2"},
-      {kir::Intrinsic::Log, "_dt_log"},
+      {kir::Intrinsic::Log, "tl.log"},
       {kir::Intrinsic::Log2, "tl.log2"},
       {kir::Intrinsic::Rsqrt, "tl.rsqrt"},
       {kir::Intrinsic::Sigmoid, "tl.sigmoid"},
