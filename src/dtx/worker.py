@@ -512,10 +512,10 @@ def lookup(module: types.ModuleType, name: str) -> Any:
 @contextlib.contextmanager
 def tf32_products() -> Iterator[None]:
     """torch's float32 matrix products on TF32 tensor cores (cuBLAS, and the kernels
-    torch.compile makes for them) inside, as they were after. A baseline of a float32 module
-    whose DOT_PRECISION is tf32 is checked and timed inside, on the arithmetic of the module's
-    own products, not against full float32 products 5 to 8 times slower; the reference stays in
-    float32. Through the API the process already uses: torch raises where its legacy flags
+    torch.compile makes for them) inside, as they were after. A baseline of a float32 Func whose
+    products are TF32 (dot_precision) is checked and timed inside, on the arithmetic of the
+    Func's own products, not against full float32 products 5 to 8 times slower; the reference
+    stays in float32. Through the API the process already uses: torch raises where its legacy flags
     (allow_tf32, set_float32_matmul_precision) and its per-backend ones (fp32_precision) are
     mixed. A precision of "high" or "medium" allows TF32 or less already, and stays."""
     try:
