@@ -693,3 +693,17 @@ g.block(x:16, y:16); g.tensorize(x:0, y:0, k:16); g.compile();
                                    baseline={"file": str(baselines), "function": func}))
         assert reply["status"] == "ok", reply["message"]
         assert reply["check"]["rtol"] == (1e-4 if func == "f" else 1e-2)
+
+
+def test_the_tf32_setting_is_undone_when_the_baseline_raises(worker, tmp_path):
+    tf32, ieee = matmul_source(tmp_path, "tf32"), matmul_source(tmp_path, "ieee")
+    baselines = tmp_path / "raising.py"
+    baselines.write_text(
+        "import torch\n\n"
+        "def boom(A, B):\n    raise ValueError('boom')\n\n"
+        "def plain(A, B):\n"
+        "    return A @ B if not torch.backends.cuda.matmul.allow_tf32 else A @ B + 1\n")
+    reply = ask_baseline(worker, tf32, "raise-tf32", baselines, "boom")
+    assert reply["status"] == "runtime_error" and "boom" in reply["message"]
+    reply = ask_baseline(worker, ieee, "after-raise-ieee", baselines, "plain")
+    assert reply["status"] == "ok", reply["message"]
