@@ -196,7 +196,9 @@ int schema_version(sqlite3* db) {
   return static_cast<int>(pragma_int(db, "user_version", "schema version"));
 }
 
-void check_store(sqlite3* db) {
+namespace {
+
+void check_snapshot(sqlite3* db) {
   // The first read of the header: a file that is not SQLite fails here.
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db,
@@ -229,6 +231,21 @@ void check_store(sqlite3* db) {
     refuse(db,
            "an SQLite database of another program (user_version " + std::to_string(version) + ")");
   if (!tables.empty()) refuse(db, "an SQLite database with other tables (" + tables + ")");
+}
+
+} // namespace
+
+void check_store(sqlite3* db) {
+  // One read transaction: a connection migrating a new file commits its application_id and
+  // user_version together, and a reader between the two would take it for another program's.
+  exec(db, "BEGIN", "open");
+  try {
+    check_snapshot(db);
+  } catch (...) {
+    if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  exec(db, "COMMIT", "open");
 }
 
 void migrate_to(sqlite3* db, int version) {

@@ -15,6 +15,7 @@
 #include <ctime>
 #include <iterator>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 
 namespace dtx::results {
@@ -324,10 +325,28 @@ public:
       : db_(path, Database::kBusyTimeoutMs, access) {
     detail::check_store(db_.handle());
     if (access != Database::Access::ReadWrite) return; // read as it is (open_read_only)
-    db_.exec("PRAGMA journal_mode = WAL");             // ":memory:" stays in memory mode
+    use_wal();                                         // ":memory:" stays in memory mode
     db_.exec("PRAGMA synchronous = NORMAL");
     db_.exec("PRAGMA foreign_keys = ON");
     detail::migrate_to(db_.handle(), detail::latest_version());
+  }
+
+  // The switch to WAL needs the file to itself: while another connection reads it (another
+  // opener of a new file), SQLite answers "locked" at once rather than through the busy
+  // handler, so the switch is tried again for as long as the busy timeout.
+  void use_wal() {
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(Database::kBusyTimeoutMs);
+    for (;;) {
+      try {
+        db_.exec("PRAGMA journal_mode = WAL");
+        return;
+      } catch (const StoreError& e) {
+        if ((e.sqlite_code() & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline)
+          throw;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
 
   int version() const override {
