@@ -293,6 +293,12 @@ TEST(TemplateFile, NamedBaselinesResolveBesideTheFile) {
   EXPECT_EQ(liger.spec.function, "layernorm");
   EXPECT_FALSE(liger.spec.torch_compile);
   EXPECT_FALSE(liger.spec.reference);
+  // `helion`: a Helion kernel, the function named like the kernel in helion_baselines.py.
+  dtx::NamedBaseline helion = dtx::parse_baseline_entry("helion", "softmax", dir);
+  EXPECT_EQ(helion.name, "helion");
+  EXPECT_EQ(std::filesystem::path(helion.spec.file).filename(), "helion_baselines.py");
+  EXPECT_EQ(helion.spec.function, "softmax");
+  EXPECT_FALSE(helion.spec.torch_compile);
   // Without the file beside the template, the entry is refused and says which file it needs.
   try {
     dtx::parse_baseline_entry("liger", "layernorm", std::filesystem::path(DTX_SOURCE_DIR));
@@ -304,7 +310,7 @@ TEST(TemplateFile, NamedBaselinesResolveBesideTheFile) {
     dtx::parse_baseline_entry("ligr", "layernorm", dir);
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("use torch, torch.compile, liger, reference"),
+    EXPECT_NE(std::string(e.what()).find("use torch, torch.compile, liger, helion, reference"),
               std::string::npos)
         << e.what();
   }

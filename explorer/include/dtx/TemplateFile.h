@@ -55,7 +55,8 @@ TemplateFile load_template_file(const std::filesystem::path& path);
 TemplateFile parse_template_file(const std::string& yaml, const std::string& name,
                                  const std::filesystem::path& dir);
 /// `torch` (FUNC named like the kernel in baselines.py beside the file), `torch.compile`,
-/// `liger` (FUNC named like the kernel in liger_baselines.py beside the file), `reference`,
+/// `liger` and `helion` (FUNC named like the kernel in liger_baselines.py or helion_baselines.py
+/// beside the file), `reference`,
 /// `FILE.py:FUNC` and `FILE.py:FUNC:compile`.
 NamedBaseline parse_baseline_entry(const std::string& text, const std::string& kernel,
                                    const std::filesystem::path& dir);

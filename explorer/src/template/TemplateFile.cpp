@@ -75,8 +75,8 @@ NamedBaseline parse_baseline_entry(const std::string& text, const std::string& k
     file = "baselines.py";
     function = kernel;
     compiled = text == "torch.compile";
-  } else if (text == "liger") {
-    file = "liger_baselines.py";
+  } else if (text == "liger" || text == "helion") {
+    file = text + "_baselines.py"; // the library's op, named like the kernel
     function = kernel;
   } else {
     std::vector<std::string> parts;
@@ -91,7 +91,7 @@ NamedBaseline parse_baseline_entry(const std::string& text, const std::string& k
     if (parts.size() != 2 || parts[0].empty() || parts[1].empty())
       throw std::invalid_argument(
           "`" + text +
-          "` is not a baseline: use torch, torch.compile, liger, reference or "
+          "` is not a baseline: use torch, torch.compile, liger, helion, reference or "
           "FILE.py:FUNCTION[:compile]");
     file = parts[0];
     function = parts[1];

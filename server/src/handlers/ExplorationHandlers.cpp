@@ -46,8 +46,8 @@ ShapeSizes shape_of(const nlohmann::json& s, const std::string& field) {
   return out;
 }
 
-/// A baseline named in a request: `torch`, `torch.compile`, `liger`, `reference`, or a file of
-/// the server's templates directory (never a path outside it: the workers run that code).
+/// A baseline named in a request: `torch`, `torch.compile`, `liger`, `helion`, `reference`, or a
+/// file of the server's templates directory (never a path outside it: the workers run that code).
 NamedBaseline baseline_of(const std::string& name, const std::string& kernel,
                           const Config& config) {
   if (std::string p = baseline_name_problem(name); !p.empty())
