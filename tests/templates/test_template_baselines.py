@@ -98,6 +98,8 @@ BASELINES = load_baselines()
 # Liger-Kernel's ops (the `liger` baseline): imports without liger_kernel, which the tests do not
 # need; its functions are checked to exist here, and run only where liger_kernel is installed.
 LIGER_BASELINES = load_baselines("liger_baselines.py", "template_liger_baselines")
+# Helion's kernels (the `helion` baseline): the same, without helion.
+HELION_BASELINES = load_baselines("helion_baselines.py", "template_helion_baselines")
 
 # Concrete schedules taken from each template's space (at one of its `shapes`): the extremes,
 # every optional statement present, and the thesis' schedule where the default is another one.
@@ -309,9 +311,10 @@ def test_template_fields(path):
         if entry in ("torch", "torch.compile"):
             assert callable(getattr(BASELINES, t["kernel"], None)), \
                 f"templates/baselines.py has no function {t['kernel']!r}"
-        elif entry == "liger":
-            assert callable(getattr(LIGER_BASELINES, t["kernel"], None)), \
-                f"templates/liger_baselines.py has no function {t['kernel']!r}"
+        elif entry in ("liger", "helion"):
+            module = LIGER_BASELINES if entry == "liger" else HELION_BASELINES
+            assert callable(getattr(module, t["kernel"], None)), \
+                f"templates/{entry}_baselines.py has no function {t['kernel']!r}"
         elif entry != "reference":
             file, _, rest = entry.partition(".py:")
             assert rest and (TEMPLATES / (file + ".py")).is_file(), entry
