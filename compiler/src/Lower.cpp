@@ -20,6 +20,7 @@
 #include "kir/EliminateDeadCode.h"
 #include "kir/FoldScaleConstants.h"
 #include "kir/HoistLoopInvariants.h"
+#include "kir/KeepReReadsInCache.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "lower/CheckTensorSizes.h"
@@ -49,6 +50,7 @@ constexpr KernelPass kKernelPasses[] = {
     {"cse", "common subexpressions", eliminate_common_subexpressions},
     {"masks", "mask simplification", simplify_masks},
     {"dce", "dead code", eliminate_dead_code},
+    {"evict", "cache hints for re-read inputs", keep_rereads_in_cache},
 };
 
 /// Lowers `k`, then runs every kernel pass, verifying after each and dumping where asked.

@@ -125,7 +125,7 @@ Printed print_expr(const Expr& e) {
   case ExprKind::Load:
     return {"tl.load(" + print_expr(*e.args[0]).text +
             (e.args.size() > 1 ? ", mask=" + print_expr(*e.args[1]).text + ", other=0.0" : "") +
-            ")"};
+            (e.value_int ? ", eviction_policy=\"evict_last\"" : "") + ")"};
   case ExprKind::Arange: {
     const Extent& x = e.type.shape[0];
     return {"tl.arange(0, " + (x.param.empty() ? std::to_string(x.n) : x.param) + ")"};

@@ -84,7 +84,8 @@ std::string dump(const Expr& e) {
            ")";
   case ExprKind::Load:
     return "load(" + dump(*e.args[0]) +
-           (e.args.size() > 1 ? ", mask=" + dump(*e.args[1]) : std::string()) + ")";
+           (e.args.size() > 1 ? ", mask=" + dump(*e.args[1]) : std::string()) +
+           (e.value_int ? ", evict_last" : "") + ")";
   case ExprKind::Arange:
     return "arange(" + extent(e.type.shape[0]) + ")";
   case ExprKind::Expand: {

@@ -13,18 +13,9 @@ using kir::Stmt;
 using kir::StmtKind;
 using kir::StmtPtr;
 
-/// The pointer parameter an address is based on; "" when it cannot be told.
-std::string base_pointer(const Expr& address) {
-  if (address.kind == ExprKind::Var && address.type.scalar == kir::Scalar::Ptr) return address.name;
-  if (address.kind == ExprKind::Binary)
-    for (const kir::ExprPtr& a : address.args)
-      if (a->type.scalar == kir::Scalar::Ptr) return base_pointer(*a);
-  return "";
-}
-
 /// The pointers `e` loads through ("" for one that cannot be told).
 void loaded_pointers(const Expr& e, std::set<std::string>& out) {
-  if (e.kind == ExprKind::Load) out.insert(base_pointer(*e.args[0]));
+  if (e.kind == ExprKind::Load) out.insert(kir::base_pointer(*e.args[0]));
   for (const kir::ExprPtr& a : e.args)
     loaded_pointers(*a, out);
 }
@@ -40,7 +31,7 @@ struct Effects : kir::KirVisitor {
   LoopEffects out;
   void visit(const Stmt& s) override {
     if (s.kind == StmtKind::Assign || s.kind == StmtKind::For) out.bound.insert(s.name);
-    if (s.kind == StmtKind::Store) out.stored.insert(base_pointer(*s.ptr));
+    if (s.kind == StmtKind::Store) out.stored.insert(kir::base_pointer(*s.ptr));
     if (s.kind == StmtKind::Barrier) out.barrier = true;
     visit(s.body);
   }

@@ -312,6 +312,13 @@ ExprPtr load(ExprPtr ptr, ExprPtr mask) {
   return e;
 }
 
+ExprPtr keep_in_cache(const Expr& load) {
+  if (load.kind != ExprKind::Load) ill_typed("a cache hint on a value that is not a load");
+  auto e = std::make_shared<Expr>(load);
+  e->value_int = 1;
+  return e;
+}
+
 ExprPtr arange(Extent extent) {
   auto e = node(ExprKind::Arange);
   e->type.scalar = Scalar::I32;
@@ -485,6 +492,14 @@ void free_vars(const Expr& e, std::set<std::string>& out) {
   if (e.kind == ExprKind::Var) out.insert(e.name);
   for (const ExprPtr& a : e.args)
     free_vars(*a, out);
+}
+
+std::string base_pointer(const Expr& address) {
+  if (address.kind == ExprKind::Var && address.type.scalar == Scalar::Ptr) return address.name;
+  if (address.kind == ExprKind::Binary)
+    for (const ExprPtr& a : address.args)
+      if (a->type.scalar == Scalar::Ptr) return base_pointer(*a);
+  return "";
 }
 
 ExprPtr with_args(const Expr& e, std::vector<ExprPtr> args) {

@@ -70,7 +70,7 @@ enum class ExprKind {
   Call,        // an element-wise intrinsic: fn(args)
   Select,      // tl.where(cond, a, b)
   Cast,        // a converted to `type`
-  Load,        // tl.load(ptr, mask=mask, other=0.0)
+  Load,        // tl.load(ptr, mask=mask, other=0.0); value_int 1: eviction_policy="evict_last"
   Arange,      // tl.arange(0, extent): int32 [extent]
   Expand,      // a[:, None]-style: a new axis of extent 1 where `expand` is false
   Full,        // tl.full(shape, value, tl.float32)
@@ -135,6 +135,8 @@ ExprPtr call(Intrinsic fn, std::vector<ExprPtr> args);
 ExprPtr select(ExprPtr cond, ExprPtr a, ExprPtr b);
 ExprPtr cast(ExprPtr a, Scalar to, std::string elem_of = "");
 ExprPtr load(ExprPtr ptr, ExprPtr mask);
+/// Load `load` with the hint that its lines stay in L2 (`eviction_policy="evict_last"`).
+ExprPtr keep_in_cache(const Expr& load);
 ExprPtr arange(Extent extent);
 ExprPtr expand(ExprPtr a, std::vector<bool> keep);
 ExprPtr full(Shape shape, double value);
@@ -161,6 +163,10 @@ ExprPtr half(ExprPtr a, int which);
 
 /// The type of a loop variable `for v in range(lo, hi, step)`: the widest of its bounds'.
 Type loop_var_type(const Expr& lo, const Expr& hi, const Expr& step);
+
+/// The pointer parameter an address (a pointer plus offsets) is based on; "" when it cannot be
+/// told.
+std::string base_pointer(const Expr& address);
 
 /// The names an expression reads.
 void free_vars(const Expr& e, std::set<std::string>& out);
