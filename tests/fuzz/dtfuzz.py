@@ -1723,7 +1723,8 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
-            "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "subtile": "tl.split(tl.permute(", "warp_specialize": "warp_specialize=", "flatten": "flatten=True"}
+            "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "subtile": "tl.split(tl.permute(", "warp_specialize": "warp_specialize=", "flatten": "flatten=True",
+            "cache hint": 'eviction_policy="evict_last"'}
 
 
 def module_coverage(text):

@@ -98,6 +98,12 @@ kir::StmtPtr descriptor_store(LowerState& s, const Value& ptr, const Value& stor
   const ir::FuncDef& def = s.def;
   const std::vector<const ir::Symbol*>& tma = s.fs.tma;
   if (std::find(tma.begin(), tma.end(), s.func) == tma.end()) return nullptr;
+  // After an error (a product's tile too small for tl.dot, say) the value stored may be a
+  // stand-in without the tile's shape; the kernel is not printed, so no descriptor is needed.
+  if (s.diags.has_errors()) {
+    s.tma_used.insert(s.func);
+    return nullptr;
+  }
   kir::Shape block = store_block(s, s.tma_store_refused);
   if (block.empty()) return nullptr;
   int parts = s.fs.subtile ? s.fs.subtile->second : 1;
