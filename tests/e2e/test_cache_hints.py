@@ -81,3 +81,39 @@ def test_a_row_read_once_has_no_hint(tmp_path, schedule):
 def test_a_matrix_product_has_no_hint(tmp_path):
     _, text = compile_source(tmp_path, MATMUL, "c.block(m:32, n:32); c.tensorize(m:0, n:0, k:16)")
     assert HINT not in text
+
+
+def test_a_gather_is_no_second_pass(tmp_path):
+    """Cross-entropy's shape: the row's sum, then one element of the row at a position an
+    integer input gives. The sum's loop is the last pass over the row: no hint."""
+    src = """Func out;
+In P;
+In T: int(y);
+Var x;
+RVar y;
+out[x] = rsum(P[x, y], y) - P[x, T[x]];
+out.compile();
+"""
+    module, text = compile_source(tmp_path, src, "out.block(x:1); out.tensorize(x:0, y:64)")
+    assert loads(text) == [("P", False), ("T", False), ("P", False)]
+    sizes = {"x": 3, "y": 200}
+    inputs = module.make_inputs_out(sizes, dtype=torch.float32, seed=3)
+    torch.testing.assert_close(module.out(*inputs), module.reference_out(*inputs))
+
+
+def test_a_tensor_the_kernel_writes_is_not_hinted(tmp_path):
+    """A Func fused into its consumer through a temporary the kernel writes and reads back
+    twice: only inputs are hinted."""
+    src = """Func out, t;
+In X;
+Var x, y;
+RVar k;
+t[x, y] = sigmoid(X[x, y]);
+out[x, y] = t[x, y] * rsum(t[x, k], k);
+t.fuse_at(out, x);
+out.compile();
+"""
+    module, text = compile_source(tmp_path, src)
+    assert "_fuse_ptr" in text and HINT not in text
+    inputs = module.make_inputs_out({"x": 3, "y": 50}, dtype=torch.float32, seed=3)
+    torch.testing.assert_close(module.out(*inputs), module.reference_out(*inputs))

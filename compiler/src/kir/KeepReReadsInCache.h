@@ -9,8 +9,10 @@
 // 2048-wide steps) the hint made RMSNorm 3–5% faster at every schedule timed and LayerNorm and
 // softmax 1–3% at most (docs/benchmarks.md). Inductor gives the same hint in the same place.
 //
-// Kernels with a matrix product are left alone (their tiles are re-read by other program
-// instances, an L2 reuse the hint was not measured on), as are descriptor loads.
+// Only tiles of inputs count: a gather's load (`P[x, T[x]]`, one element per row) is no second
+// pass over the row, and a tensor the kernel writes (an output, a fusion temporary) is not
+// hinted. Kernels with a product on tl.dot are left alone (their tiles are re-read by other
+// program instances, an L2 reuse the hint was not measured on), as are descriptor loads.
 //
 // Preconditions: a verified kernel. Changes no value: only the loads' eviction hint.
 #include "kir/KernelIR.h"
