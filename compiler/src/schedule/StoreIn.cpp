@@ -116,6 +116,22 @@ void settle_stores(const ir::Program& program, Schedule& schedule, DiagnosticEng
                                    "in a Func whose reduction is not split");
         continue;
       }
+      // g is computed in f's kernel: a split of g's own reduction (a partial kernel, an atomic
+      // combination) has no kernel to run in.
+      const ir::Symbol* g_split = nullptr;
+      for (const auto& [l, b] : gs.block)
+        if (!ir::contains(program.def(g).dims, l)) g_split = l;
+      if (g_split || gs.atomic) {
+        fail("store-in-split",
+             "`" + g->name + "` reduces over blocks of program instances (" +
+                 (g_split ? "its reduction label `" + g_split->name + "` is blocked"
+                          : std::string("its blocks combine atomically")) +
+                 "), which needs kernels of its own, but `store_in` computes it in `" + f->name +
+                 "`'s kernel; drop " +
+                 (g_split ? "the block of `" + g_split->name + "`" : std::string("`atomic`")) +
+                 " from `" + g->name + "`'s schedule, or compile `" + g->name + "` on its own");
+        continue;
+      }
       if (gs.fuse_at && gs.fuse_at->into != f) {
         fail("store-fused-elsewhere", "`" + g->name + "` is fused into `" + gs.fuse_at->into->name +
                                           "`; a stored Func is fused into the Func that stores "
