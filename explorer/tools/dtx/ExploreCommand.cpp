@@ -231,16 +231,17 @@ int explore_cmd(const ExploreArgs& a) {
         std::cerr << "\r\033[K" << progress_line(p) << std::flush;
       } else if (p.elapsed_s - last_print >= 10 || p.phase == "done" || p.phase == "full") {
         last_print = p.elapsed_s;
-        std::cerr << progress_line(p) << "\n";
+        std::cerr << (progress_line(p) + "\n");
       }
     };
     ExploreControl control;
     control.cancel = &g_cancel;
     control.took_over = [](const results::Lease& replaced) {
-      std::cerr << "dtx: exploration " << replaced.exploration_id << " was left by "
-                << replaced.holder.describe()
-                << (replaced.holder_gone ? ", which has ended" : ", whose lease expired")
-                << "; resuming it\n";
+      // One write: the worker pool's threads write lines of their own to stderr meanwhile.
+      std::cerr << ("dtx: exploration " + std::to_string(replaced.exploration_id) +
+                    " was left by " + replaced.holder.describe() +
+                    (replaced.holder_gone ? ", which has ended" : ", whose lease expired") +
+                    "; resuming it\n");
     };
     try {
       ExploreSummary s = explore(job, pool, *store, progress, control);

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <mutex>
 #include <sstream>
 #include <string_view>
 
@@ -131,9 +130,8 @@ std::function<void(const std::string&, const std::string&)> pool_log(bool verbos
     for (const char* prefix : {"started pid", "hello:", "worker ", "request ", "CUDA error"})
       event = event || line.rfind(prefix, 0) == 0;
     if (!verbose && !event) return;
-    static std::mutex m;
-    std::lock_guard lock(m);
-    std::cerr << "dtx: [" << who << "] " << line << "\n";
+    // One write per line: the exploration's own messages go to stderr from another thread.
+    std::cerr << ("dtx: [" + who + "] " + line + "\n");
   };
 }
 
