@@ -648,3 +648,36 @@ def test_half_precision_products_under_the_interpreter(tmp_path, dtype):
     assert got.dtype == dtype
     want = (A.double() @ B.double()).to(dtype)
     torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+
+
+# A producer fused into a product on tl.dot, along a dimension that the product only tiles as
+# its operands' (the rdot's label): the kernel kept that label off its axes, and filling the
+# producer's temporary along it ended in "ill-typed kernel IR" (the fuzzer's find, seeds 12 and
+# 13). The temporary is now filled on an axis of that label.
+@pytest.mark.parametrize("value", ["1", "C[m, k] * 2"])
+def test_producer_along_the_label_of_a_product_on_tl_dot(tmp_path, value):
+    module = build(tmp_path, "Func f0, f1; In A, B, C; Var m, n; RVar k;\n"
+                             f"f0[m, k] = {value};\n"
+                             "f1[m, n] = rdot(A[m, k], B[k, n], k) + f0[m, n] + C[m, n] * 0;\n"
+                             "f0.fuse_at(f1, m);\nf1.tensorize(m:16, k:16, n:0);\nf1.compile();\n")
+    gen = torch.Generator().manual_seed(3)
+    A, B, C = (torch.randn(20, 24, generator=gen), torch.randn(24, 24, generator=gen),
+               torch.randn(20, 24, generator=gen))
+    f0 = torch.ones(20, 24, dtype=torch.float64) if value == "1" else 2 * C.double()
+    want = A.double() @ B.double() + f0
+    close(module.f1(A, B, C), want, rtol=1e-3, atol=1e-3)
+    close(module.reference(A, B, C), want, rtol=1e-3, atol=1e-3)
+
+
+def test_two_levels_of_producers_along_the_label_of_a_product_on_tl_dot(tmp_path):
+    # f1 sums f0 = 1 over w, its own dimension too, and is read along m: f1 is len(w) everywhere.
+    module = build(tmp_path, "Func f0, f1, f2; In I1, I2; Var m, r; RVar w;\n"
+                             "f0[r, w] = 1;\nf1[r, w] = rdot(f0[r, w], f0[r, w], w);\n"
+                             "f2[r, m] = rdot(I1[w, m], I2[w, r], w) + f1[r, m];\n"
+                             "f2.tensorize(r:0);\nf2.tensorize(m:0, w:16);\n"
+                             "f0.fuse_at(f1, w);\nf1.fuse_at(f2, r);\nf2.compile();\n")
+    gen = torch.Generator().manual_seed(4)
+    I1, I2 = torch.randn(24, 24, generator=gen), torch.randn(24, 20, generator=gen)
+    want = I2.double().t() @ I1.double() + 24
+    close(module.f2(I1, I2), want, rtol=1e-3, atol=1e-3)
+    close(module.reference(I1, I2), want, rtol=1e-3, atol=1e-3)

@@ -7,7 +7,9 @@
 // operands, leaves the layout's axes for its loop tiles: the products are then 2-D to the
 // store, which Triton's warp specialization (warp_specialize, the product's loop) needs.
 #include "lower/LowerState.h"
+
 #include "lower/Names.h"
+#include <functional>
 
 namespace dtc::lowering {
 namespace {
@@ -211,11 +213,22 @@ void plan_loop_tiles(LowerState& s) {
   LabelsOfValues labels(s, /*tiles=*/true);
   s.def.value->accept(labels);
   // What else the kernel computes: fused producers, and Funcs it stores besides its own. A
-  // producer computed into a temporary (LowerProducers.cpp) runs its products on the kernel's
-  // axes, its reduction labels among them.
+  // producer computed into a temporary (LowerProducers.cpp) is computed on the kernel's axes,
+  // over every one of its dimensions and reduction labels, a constant's too (`f0[m, k] = 1`
+  // fused into `rdot(A[m, k], B[k, n], k) + f0[m, n]` fills its temporary along k).
   LabelsOfValues temporaries(s, /*tiles=*/false);
-  for (const auto& [f, at] : s.materialized)
-    s.prog.def(f).value->accept(temporaries);
+  for (const auto& [f, at] : s.materialized) {
+    const ir::FuncDef& fd = s.prog.def(f);
+    fd.value->accept(temporaries);
+    temporaries.varying.insert(fd.dims.begin(), fd.dims.end());
+    std::function<void(const ir::Expr&)> reductions = [&](const ir::Expr& e) {
+      if (const auto* r = e.as<ir::Reduce>()) temporaries.varying.insert(r->rvar);
+      if (const auto* d = e.as<ir::Dot>()) temporaries.varying.insert(d->rvar);
+      for (const ir::Expr* c : ir::children(e))
+        reductions(*c);
+    };
+    reductions(*fd.value);
+  }
   labels.varying.insert(temporaries.varying.begin(), temporaries.varying.end());
   for (const ir::Symbol* f : s.stored)
     s.prog.def(f).value->accept(labels);
