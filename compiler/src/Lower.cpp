@@ -21,6 +21,7 @@
 #include "kir/FoldScaleConstants.h"
 #include "kir/HoistLoopInvariants.h"
 #include "kir/KeepReReadsInCache.h"
+#include "kir/PeelPartialTile.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "lower/CheckTensorSizes.h"
@@ -51,6 +52,7 @@ constexpr KernelPass kKernelPasses[] = {
     {"masks", "mask simplification", simplify_masks},
     {"dce", "dead code", eliminate_dead_code},
     {"evict", "cache hints for re-read inputs", keep_rereads_in_cache},
+    {"peel", "the partial tile in a loop of its own", peel_partial_tiles},
 };
 
 /// Lowers `k`, then runs every kernel pass, verifying after each and dumping where asked.

@@ -33,10 +33,28 @@ out.compile();
 HINT = 'eviction_policy="evict_last"'
 
 
+def without_full_tiles(text):
+    """The text without the loops over whole tiles that the `peel` pass puts before a loop's
+    partial tile (`for y_iter in range(0, y_iter_full, 64):`): each is that loop's twin."""
+    out, skip = [], None
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if skip is not None and (not line.strip() or indent > skip):
+            continue
+        skip = None
+        if re.match(r"\s+for \w+ in range\([^,]+, \w+_full(_\d+)?, ", line):
+            skip = indent
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
 def loads(text):
-    """Each tl.load of the kernels: (the tensor it reads, hinted or not), in order."""
+    """Each tl.load of the kernels: (the tensor it reads, hinted or not), in order, those of
+    the loops over whole tiles left out (each is a twin of the loop after it, hints included:
+    test_the_whole_tiles_loop_has_its_twins_hints)."""
     return [(m.group(1), HINT in m.group(0))
-            for m in re.finditer(r"tl\.load\((\w+)_ptr \+ [^\n]*", text)]
+            for m in re.finditer(r"tl\.load\((\w+)_ptr \+ [^\n]*", without_full_tiles(text))]
 
 
 def run(module, sizes, dtype=torch.float32):
@@ -117,3 +135,11 @@ out.compile();
     assert "_fuse_ptr" in text and HINT not in text
     inputs = module.make_inputs_out({"x": 3, "y": 50}, dtype=torch.float32, seed=3)
     torch.testing.assert_close(module.out(*inputs), module.reference_out(*inputs))
+
+
+def test_the_whole_tiles_loop_has_its_twins_hints(tmp_path):
+    _, text = compile_source(tmp_path, RMSNORM, "out.block(x:2); out.tensorize(x:0, y:64, k:64)")
+    every = [(m.group(1), HINT in m.group(0))
+             for m in re.finditer(r"tl\.load\((\w+)_ptr \+ [^\n]*", text)]
+    # Each loop's whole tiles, then its partial tile.
+    assert every == [("X", True), ("X", True), ("X", False), ("W", False), ("X", False), ("W", False)]

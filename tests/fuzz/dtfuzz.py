@@ -1724,7 +1724,7 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
             "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "subtile": "tl.split(tl.permute(", "warp_specialize": "warp_specialize=", "flatten": "flatten=True",
-            "cache hint": 'eviction_policy="evict_last"'}
+            "cache hint": 'eviction_policy="evict_last"', "peeled tile": "_iter_full = "}
 
 
 def module_coverage(text):

@@ -148,7 +148,8 @@ std::string dump(const std::vector<StmtPtr>& stmts, int depth) {
       out += indent + "for " + s->name + " in range(" + dump(*s->lo) + ", " + dump(*s->hi) + ", " +
              dump(*s->step) +
              (s->warp_specialize ? ", warp_specialize=" + dump(*s->warp_specialize) : "") +
-             (s->flatten ? ", flatten" : "") + "):\n" + dump(s->body, depth + 1);
+             (s->flatten ? ", flatten" : "") + "):" + (s->full_tiles ? "  // full tiles" : "") +
+             "\n" + dump(s->body, depth + 1);
       break;
     case StmtKind::Comment:
       out += indent + "// " + s->text + "\n";

@@ -511,6 +511,29 @@ ExprPtr with_args(const Expr& e, std::vector<ExprPtr> args) {
   return copy;
 }
 
+StmtPtr clone(const Stmt& s) {
+  auto copy = std::make_unique<Stmt>();
+  copy->kind = s.kind;
+  copy->name = s.name;
+  copy->text = s.text;
+  copy->value = s.value;
+  copy->ptr = s.ptr;
+  copy->mask = s.mask;
+  copy->lo = s.lo;
+  copy->hi = s.hi;
+  copy->step = s.step;
+  copy->warp_specialize = s.warp_specialize;
+  copy->flatten = s.flatten;
+  copy->full_tiles = s.full_tiles;
+  copy->atomic = s.atomic;
+  copy->desc = s.desc;
+  copy->desc_parts = s.desc_parts;
+  copy->desc_flag = s.desc_flag;
+  for (const StmtPtr& b : s.body)
+    copy->body.push_back(clone(*b));
+  return copy;
+}
+
 static void count_bindings(const std::vector<StmtPtr>& stmts, std::map<std::string, int>& n) {
   for (const StmtPtr& s : stmts) {
     if (s->kind == StmtKind::Assign || s->kind == StmtKind::For) ++n[s->name];

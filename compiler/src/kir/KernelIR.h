@@ -205,6 +205,10 @@ struct Stmt {
   ExprPtr warp_specialize;
   /// For: Triton fuses this loop with the loop nested in it (`tl.range(..., flatten=True)`).
   bool flatten = false;
+  /// For: every iteration's tiles lie within their tensors (the whole tiles of a loop whose
+  /// last, partial tile runs in a loop of its own: kir/PeelPartialTile.h), so the loop's loads
+  /// and stores need no mask.
+  bool full_tiles = false;
   Atomic atomic = Atomic::None; // Store
   /// Store: the tile stored through tensor descriptor `desc` (a MakeDesc's name) instead, in
   /// one or more parts (`desc.store(offsets, value)` each, the value in the tensor's dtype),
@@ -235,6 +239,9 @@ struct Stmt {
   static StmtPtr comment(std::string text);
   static StmtPtr barrier();
 };
+
+/// A deep copy of `s` (its body's statements copied too; expressions, immutable, shared).
+StmtPtr clone(const Stmt& s);
 
 /// How many statements bind each name (assignments and loops, nested bodies included).
 std::map<std::string, int> binding_counts(const std::vector<StmtPtr>& stmts);

@@ -50,7 +50,8 @@ private:
         fail("reads " + e.name + " as " + kir::to_string(e.type) + ", bound as " +
              kir::to_string(it->second));
     }
-    if (e.kind == kir::ExprKind::Load && !e.args[0]->type.shape.empty() && e.args.size() < 2)
+    if (e.kind == kir::ExprKind::Load && !e.args[0]->type.shape.empty() && e.args.size() < 2 &&
+        !full_tiles_)
       fail("unmasked tensor load: " + kir::dump(e));
     KirVisitor::visit(e);
   }
@@ -67,7 +68,7 @@ private:
         visit(*s->ptr);
         visit(*s->value);
         if (s->mask) visit(*s->mask);
-        if (!s->ptr->type.shape.empty() && !s->mask)
+        if (!s->ptr->type.shape.empty() && !s->mask && !full_tiles_)
           fail("unmasked tensor store: " + kir::dump(*s->ptr));
         if (s->value->type.shape.size() > s->ptr->type.shape.size())
           fail("stores a " + kir::to_string(s->value->type) + " to " +
@@ -114,7 +115,10 @@ private:
         }
         bind(s->name, kir::loop_var_type(*s->lo, *s->hi, *s->step));
         loops_.push_back(bound_);
+        const int outer = full_tiles_;
+        full_tiles_ += s->full_tiles;
         visit(s->body);
+        full_tiles_ = outer;
         loops_.pop_back();
         break;
       }
@@ -131,6 +135,7 @@ private:
   std::set<std::string> constexprs_;
   std::map<std::string, kir::Type> bound_;
   std::vector<std::map<std::string, kir::Type>> loops_; // names bound before each open loop
+  int full_tiles_ = 0; // open loops over whole tiles: their loads and stores need no mask
 };
 
 } // namespace
