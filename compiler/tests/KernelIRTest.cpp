@@ -7,6 +7,7 @@
 #include "kir/EliminateDeadCode.h"
 #include "kir/HoistLoopInvariants.h"
 #include "kir/KirVisitor.h"
+#include "kir/PeelPartialTile.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "support/Diagnostics.h"
@@ -462,6 +463,76 @@ TEST(SimplifyMasks, AConjunctionRepeatsNoCondition) {
       Stmt::store(add(m.b.p("out_ptr"), m.idx), m.a, and_(and_(m.mask, m.row), m.mask)));
   simplify_masks(m.b.k);
   EXPECT_EQ(print(*m.b.k.body.back()->mask), "mask & row");
+}
+
+// ---- the partial tile peeled ------------------------------------------------------------------
+
+/// for i in range(0, n_size, 8): idx = i + r; mask = idx < n_size; A = load(A_ptr + idx, mask
+/// [& row]); acc = acc + VALUE(mask, A), row a scalar condition, r = arange(8).
+struct TiledLoop {
+  KernelBuilder b;
+  ExprPtr r, row;
+  std::vector<StmtPtr>* body = nullptr;
+  ExprPtr idx, mask, a;
+  TiledLoop(bool with_row) {
+    auto& k = b.k.body;
+    r = b.let(k, "r", cast(arange({8, ""}), Scalar::I64));
+    row = b.let(k, "row", lt(cast(b.p("A_stride0"), Scalar::I64), b.p("n_size")));
+    b.let(k, "acc", full({{8, ""}}, 0.0));
+    StmtPtr loop = Stmt::loop("i", int_imm(0), b.p("n_size"), int_imm(8));
+    body = &loop->body;
+    k.push_back(std::move(loop));
+    idx = b.let(*body, "idx", add(var("i", b.p("n_size")->type), r));
+    mask = b.let(*body, "mask", lt(idx, b.p("n_size")));
+    ExprPtr cond = with_row ? b.let(*body, "both", and_(row, mask)) : mask;
+    a = b.let(*body, "A", cast(load(add(b.p("A_ptr"), idx), cond), Scalar::F32));
+  }
+  std::string peeled(ExprPtr summand) {
+    body->push_back(Stmt::assign("acc", add(var("acc", tile(Scalar::F32, {{8, ""}})), summand)));
+    peel_partial_tiles(b.k);
+    verify_kernel(b.k, "peel");
+    return b.text();
+  }
+};
+
+TEST(PeelPartialTile, RunsTheWholeTilesWithoutTheMask) {
+  TiledLoop t(false);
+  std::string text = t.peeled(select(t.mask, add(t.a, float_imm(1.0)), float_imm(0.0)));
+  EXPECT_NE(text.find("i_full = n_size // 8 * 8\n"
+                      "for i in range(0, i_full, 8):\n"
+                      "    idx = i + r\n"
+                      "    A = tl.load(A_ptr + idx).to(tl.float32)\n"
+                      "    acc = acc + (A + 1.0)\n"
+                      "for i in range(i_full, n_size, 8):\n"
+                      "    idx = i + r\n"
+                      "    mask = idx < n_size\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(PeelPartialTile, ANarrowerConditionReadOtherThanAsAMaskKeepsTheLoop) {
+  // both = row & mask would be row, a scalar, where the select takes its shape from it.
+  TiledLoop t(true);
+  ExprPtr both = var("both", t.mask->type);
+  std::string text = t.peeled(select(both, t.a, float_imm(0.0)));
+  EXPECT_EQ(text.find("_full"), std::string::npos) << text;
+}
+
+TEST(PeelPartialTile, ANarrowerMaskOfLoadsIsRenamed) {
+  TiledLoop t(true);
+  std::string text = t.peeled(t.a);
+  EXPECT_NE(text.find("for i in range(0, i_full, 8):\n"
+                      "    idx = i + r\n"
+                      "    A = tl.load(A_ptr + idx, mask=row, other=0.0).to(tl.float32)\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(PeelPartialTile, AMaskReadAfterTheLoopKeepsIt) {
+  TiledLoop t(false);
+  t.b.k.body.push_back(Stmt::store(add(t.b.p("out_ptr"), t.r), t.a, t.mask));
+  std::string text = t.peeled(t.a);
+  EXPECT_EQ(text.find("_full"), std::string::npos) << text;
 }
 
 // ---- dead code ------------------------------------------------------------------------------

@@ -164,8 +164,20 @@ private:
       bool is_mask(const ExprPtr& e) const {
         return e && e->kind == ExprKind::Var && masks.count(e->name);
       }
-      ExprPtr drop(ExprPtr e) {
+      // A load's or store's mask, or an assignment's value: there a conjunction may drop a
+      // mask that gave it its shape (a narrower mask broadcasts against the pointers; an
+      // assigned name is renamed, and read nowhere else).
+      const Expr* narrow_root = nullptr;
+      bool unsafe = false; // a narrower value reached an operand that takes its shape
+      ExprPtr rooted(const ExprPtr& e) {
+        const Expr* outer = narrow_root;
+        narrow_root = e.get();
         ExprPtr out = mutate(e);
+        narrow_root = outer;
+        return out;
+      }
+      ExprPtr drop(ExprPtr e) {
+        ExprPtr out = rooted(e);
         return is_mask(out) ? nullptr : out;
       }
       // Names whose value lost a mask's broadcast (`x_y_mask = x_mask & y_mask` is x_mask, of
@@ -177,8 +189,9 @@ private:
       std::vector<StmtPtr> mutate(StmtPtr s) override {
         if (s->kind == StmtKind::Assign && masks.count(s->name)) return {};
         if (s->kind == StmtKind::Assign) {
+          retyped.erase(s->name); // bound again: its reads below read this binding
           kir::Type before = s->value->type;
-          s->value = mutate(s->value);
+          s->value = rooted(s->value);
           if (!(s->value->type == before)) {
             // A name for another (`x_y_mask = x_mask`) is read as that one.
             if (s->value->kind == ExprKind::Var && !bound_here.count(s->value->name)) {
@@ -211,7 +224,10 @@ private:
       }
       ExprPtr mutate(const ExprPtr& e) override {
         if (e->kind == ExprKind::Var)
-          if (auto it = retyped.find(e->name); it != retyped.end()) return it->second;
+          if (auto it = retyped.find(e->name); it != retyped.end()) {
+            unsafe |= e.get() != narrow_root; // read other than as a mask or a copy
+            return it->second;
+          }
         if (e->kind == ExprKind::Load && e->args.size() == 2) {
           ExprPtr ptr = mutate(e->args[0]);
           ExprPtr mask = drop(e->args[1]);
@@ -222,10 +238,12 @@ private:
                      : kir::with_args(*e, std::move(args));
         }
         ExprPtr out = KirMutator::mutate(e);
-        if (is_binary(*out, BinOp::And)) {
-          if (is_mask(out->args[0])) return out->args[1];
-          if (is_mask(out->args[1])) return out->args[0];
-        }
+        if (is_binary(*out, BinOp::And))
+          for (int i = 0; i < 2; ++i)
+            if (is_mask(out->args[i])) {
+              const ExprPtr& other = out->args[1 - i];
+              if (other->type == out->type || e.get() == narrow_root) return other;
+            }
         if (out->kind == ExprKind::Select && is_mask(out->args[0]) &&
             out->args[1]->type == out->type)
           return out->args[1];
@@ -238,7 +256,7 @@ private:
     full.bound_here = kir::binding_counts(copy->body);
     full.bound_here[copy->name] = 1;
     full.mutate(copy->body);
-    if (reads(copy->body, masks)) return nullptr;
+    if (full.unsafe || reads(copy->body, masks)) return nullptr;
     copy->full_tiles = true;
     return copy;
   }
