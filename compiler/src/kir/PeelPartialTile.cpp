@@ -120,16 +120,22 @@ private:
     return masks;
   }
 
+  // Whether the operands of `s` itself (not its body's) read one of `names`.
+  static bool operands_read(const Stmt& s, const std::set<std::string>& names) {
+    std::set<std::string> used;
+    for (const ExprPtr* e : s.operands())
+      if (*e) kir::free_vars(**e, used);
+    for (const std::string& n : used)
+      if (names.count(n)) return true;
+    return false;
+  }
+
   // Whether the statements from `from` on, in program order, read one of `names` before
   // binding it again.
   static bool read_later(const std::vector<const std::vector<StmtPtr>*>& blocks,
                          const std::vector<size_t>& from, std::set<std::string> names) {
     std::function<bool(const Stmt&)> reads = [&](const Stmt& s) {
-      std::set<std::string> used;
-      for (const ExprPtr* e : s.operands())
-        if (*e) kir::free_vars(**e, used);
-      for (const std::string& n : used)
-        if (names.count(n)) return true;
+      if (operands_read(s, names)) return true;
       if (s.kind == StmtKind::Assign || s.kind == StmtKind::For) names.erase(s.name);
       for (const StmtPtr& b : s.body)
         if (reads(*b)) return true;
@@ -143,14 +149,8 @@ private:
 
   // Whether a statement of `block` (or one nested in it) reads one of `names`.
   static bool reads(const std::vector<StmtPtr>& block, const std::set<std::string>& names) {
-    for (const StmtPtr& s : block) {
-      std::set<std::string> used;
-      for (const ExprPtr* e : s->operands())
-        if (*e) kir::free_vars(**e, used);
-      for (const std::string& n : used)
-        if (names.count(n)) return true;
-      if (reads(s->body, names)) return true;
-    }
+    for (const StmtPtr& s : block)
+      if (operands_read(*s, names) || reads(s->body, names)) return true;
     return false;
   }
 
