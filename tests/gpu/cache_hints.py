@@ -6,12 +6,13 @@ median, the better of two rounds; bfloat16, 16384x4096). Benchmarks, not tests.
     python3 tests/gpu/cache_hints.py make .gpu/hints        # here: needs build/compiler/dtc
     python3 tests/gpu/cache_hints.py time .gpu/hints        # there
 """
-import importlib.util
 import pathlib
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from gpu_common import ROOT, load  # noqa: E402
+
 HINT = ', eviction_policy="evict_last"'
 SCHEDULES = {
     "rmsnorm": ("rms_norm_out.block(x:{bx}); rms_norm_out.tensorize(x:0, y:{t}, k:{t}); "
@@ -36,13 +37,6 @@ def make(out):
             text = path.read_text()
             assert HINT in text, path
             path.with_name(path.stem + "__plain.py").write_text(text.replace(HINT, ""))
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def time(out):

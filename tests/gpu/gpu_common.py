@@ -6,6 +6,8 @@ import time
 
 import torch
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
 
 def load(path, name=None):
     """Imports the Python file at `path` (a generated module, templates/baselines.py) under

@@ -8,13 +8,14 @@ bfloat16, 4096x128256 and 4096x32000). Benchmarks, not tests.
     python3 tests/gpu/peel_ab.py make .gpu/peel_ab        # here: needs build/compiler/dtc
     python3 tests/gpu/peel_ab.py time .gpu/peel_ab        # there, with liger-kernel installed
 """
-import importlib.util
 import pathlib
 import re
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from gpu_common import ROOT, load  # noqa: E402
+
 SCHEDULE = "kl_div.block(x:1); kl_div.tensorize(x:0, y:{t}); kl_div.num_warps({w})"
 POINTS = [(16384, 16), (16384, 32), (8192, 16), (8192, 32), (4096, 16), (4096, 8)]
 SHAPES = [{"x": 4096, "y": 128256}, {"x": 4096, "y": 32000}]
@@ -37,13 +38,6 @@ def make(out):
         subprocess.run([str(ROOT / "build" / "compiler" / "dtc"), str(ROOT / "templates" / "kl_div.dt"),
                         "-o", str(path), "--schedule", SCHEDULE.format(t=t, w=w)], check=True)
         path.with_name(path.stem + "__unpeeled.py").write_text(unpeeled(path.read_text()))
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def time(out):
