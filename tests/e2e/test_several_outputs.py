@@ -63,6 +63,25 @@ def test_fused_add_and_rms_norm_returns_the_sum_and_the_norm(tmp_path, schedule,
     close(ref_s, want_s, tol)
 
 
+@pytest.mark.parametrize("tiles", ["y:16, k:16", "y:8, k:0", "y:16, k:8"])
+def test_s_fused_at_its_innermost_label_is_recomputed_in_both_loops(tmp_path, tiles):
+    """`s.fuse_at(out, y)` with the row in steps: no temporary, s recomputed from X and R in the
+    sum of squares and again where out stores it (Inductor's two passes, the first one's loads
+    kept in the cache), at a row that is not a multiple of the step."""
+    module, text = compile_source(tmp_path, ADD_RMS_NORM, "s.fuse_at(out, y); s.store_in(out); "
+                                  f"out.block(x:2); out.tensorize(x:0, {tiles}); out.compile()")
+    assert "s_fuse_ptr" not in text and "debug_barrier" not in text
+    body = text[text.index("def out__kernel("):text.index("def _dt_args_out")]
+    assert body.count("tl.store(s_ptr") >= 1 and body.count("X_ptr +") >= 2
+    if "k:0" not in tiles:
+        assert 'eviction_policy="evict_last"' in body
+    X, R, W = torch.randn(5, 41), torch.randn(5, 41), torch.randn(41)
+    want_out, want_s = add_rms_norm(X, R, W, 1e-6)
+    out, s = module.out(X, R, W, 1e-6)
+    close(out, want_out)
+    close(s, want_s)
+
+
 def test_every_element_of_every_result_is_written_into_out(tmp_path):
     module, _ = compile_source(tmp_path, ADD_RMS_NORM, "s.fuse_at(out, x); s.store_in(out); "
                       "out.block(x:4); out.tensorize(x:0, y:16, k:16); out.compile()")
