@@ -279,12 +279,22 @@ struct PrinterHelper {
 
 // The @triton.jit helpers that the printer's own spellings call: a maximum or minimum of a tile
 // and an atomic maximum or minimum, all NaN-propagating as torch.amax and torch.amin are. A
-// tile's costs what tl.max costs: one reduction, its combine max.NaN where tl.max's is max.
+// tile's costs what tl.max costs on the GPU: one reduction, its combine max.NaN where tl.max's
+// is max; under the interpreter (`_DT_PTX` false), whose reductions with a combine of their own
+// run element by element in Python, it is tl.max and a count of the NaN.
 const PrinterHelper kPrinterHelpers[] = {
     {"_dt_max", R"py(def _dt_max(v, axis: tl.constexpr):
-    # torch.amax: NaN where the values hold one; tl.max skips NaN (maxnum). One reduction whose
-    # combine is the NaN-propagating maximum, one instruction on the GPU (max.NaN).
-    return tl.reduce(v, axis, _dt_maximum, keep_dims=True)
+    # torch.amax: NaN where the values hold one; tl.max skips NaN (maxnum). On the GPU one
+    # reduction whose combine is the NaN-propagating maximum, one instruction (max.NaN). Under
+    # the interpreter, which runs a combine of ours element by element in Python, tl.max and a
+    # count of the NaN: two reductions over whole arrays.
+    if _DT_PTX:
+        return tl.reduce(v, axis, _dt_maximum, keep_dims=True)
+    elif v.dtype.is_floating():
+        nan = tl.max((v != v).to(tl.int32), axis, keep_dims=True) > 0
+        return tl.where(nan, float("nan"), tl.max(v, axis, keep_dims=True))
+    else:
+        return tl.max(v, axis, keep_dims=True)
 
 
 @triton.jit
@@ -292,8 +302,15 @@ def _dt_maximum(a, b):
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 )py"},
     {"_dt_min", R"py(def _dt_min(v, axis: tl.constexpr):
-    # torch.amin, as _dt_max: the NaN-propagating minimum (min.NaN).
-    return tl.reduce(v, axis, _dt_minimum, keep_dims=True)
+    # torch.amin, as _dt_max: the NaN-propagating minimum (min.NaN) on the GPU, tl.min and a
+    # count of the NaN under the interpreter.
+    if _DT_PTX:
+        return tl.reduce(v, axis, _dt_minimum, keep_dims=True)
+    elif v.dtype.is_floating():
+        nan = tl.max((v != v).to(tl.int32), axis, keep_dims=True) > 0
+        return tl.where(nan, float("nan"), tl.min(v, axis, keep_dims=True))
+    else:
+        return tl.min(v, axis, keep_dims=True)
 
 
 @triton.jit
