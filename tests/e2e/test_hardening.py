@@ -681,3 +681,19 @@ def test_two_levels_of_producers_along_the_label_of_a_product_on_tl_dot(tmp_path
     want = I2.double().t() @ I1.double() + 24
     close(module.f2(I1, I2), want, rtol=1e-3, atol=1e-3)
     close(module.reference(I1, I2), want, rtol=1e-3, atol=1e-3)
+
+
+# A reduction over k whose operand itself reduces over w, where k and w index one dimension of
+# the input and w is the Func's own (whole-tile) dimension: folding the outer reduction onto w
+# renamed k to w inside the inner one, which then reduced over w twice ("IR verification failed
+# after folding tied reductions: bad reduction", the fuzzer's find, seed 78). The fold now leaves
+# a reduction alone when its operand reduces over the label it would take.
+@pytest.mark.parametrize("size", [1, 5, 33])
+def test_a_tied_reduction_whose_operand_reduces_over_the_output_label(tmp_path, size):
+    module = build(tmp_path, "Func f0; In I0; RVar w, k;\n"
+                             "f0[w] = rsum(rsum(I0[k] + I0[w], w), k);\n"
+                             "f0.tensorize(w:0, k:0);\nf0.compile();\n")
+    I0 = torch.randn(size, generator=torch.Generator().manual_seed(5))
+    want = (I0.double()[:, None] + I0.double()[None, :]).sum().expand(size)
+    close(module.f0(I0), want, rtol=1e-4, atol=1e-4)
+    close(module.reference(I0), want, rtol=1e-4, atol=1e-4)

@@ -40,6 +40,26 @@ ir::Labels dot_labels(const ir::Expr& e) {
   return dots.out;
 }
 
+/// Whether a reduction or product inside `e` runs over `l` (a label bound there, which `e`'s dims
+/// do not show).
+bool binds(const ir::Expr& e, Label l) {
+  struct Binds : ir::IRVisitor {
+    Label l;
+    bool found = false;
+    void visit(const ir::Reduce& r) override {
+      found = found || r.rvar == l;
+      ir::IRVisitor::visit(r);
+    }
+    void visit(const ir::Dot& d) override {
+      found = found || d.rvar == l;
+      ir::IRVisitor::visit(d);
+    }
+  } b;
+  b.l = l;
+  e.accept(b);
+  return b.found;
+}
+
 /// Renames label `from` to `to` in an expression.
 class Rename : public ir::IRMutator {
 public:
@@ -98,9 +118,10 @@ private:
     Label k = r.rvar;
     if (ir::contains(def_.dims, k) || !whole_tile(k) || ir::contains(dots_, k)) return folded;
     for (Label y : def_.dims) {
-      // The operand must not vary along y already: y would then name two things inside.
+      // The operand must not vary along y already, nor reduce over it inside: y would then
+      // name two things there.
       if (!whole_tile(y) || ir::contains(dots_, y) || ir::contains(r.a->dims, y) ||
-          !tied_.count({k, y}))
+          binds(*r.a, y) || !tied_.count({k, y}))
         continue;
       return Rename(k, y).mutate(folded);
     }
