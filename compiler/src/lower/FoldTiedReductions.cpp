@@ -40,24 +40,28 @@ ir::Labels dot_labels(const ir::Expr& e) {
   return dots.out;
 }
 
-/// Whether a reduction or product inside `e` runs over `l` (a label bound there, which `e`'s dims
-/// do not show).
-bool binds(const ir::Expr& e, Label l) {
-  struct Binds : ir::IRVisitor {
-    Label l;
+/// Whether renaming `from` to `to` in `e` would capture: a reduction or product inside `e` runs
+/// over `to` and its operand reads `from` (after the rename it would read its own label).
+/// `e`'s dims do not show a label bound inside it; a closed inner reduction over `to` (a folded
+/// mean beside the variance, in LayerNorm) is no obstacle.
+bool captures(const ir::Expr& e, Label from, Label to) {
+  struct Captures : ir::IRVisitor {
+    Label from, to;
     bool found = false;
     void visit(const ir::Reduce& r) override {
-      found = found || r.rvar == l;
+      found = found || (r.rvar == to && ir::contains(r.a->dims, from));
       ir::IRVisitor::visit(r);
     }
     void visit(const ir::Dot& d) override {
-      found = found || d.rvar == l;
+      found = found ||
+              (d.rvar == to && (ir::contains(d.a->dims, from) || ir::contains(d.b->dims, from)));
       ir::IRVisitor::visit(d);
     }
-  } b;
-  b.l = l;
-  e.accept(b);
-  return b.found;
+  } c;
+  c.from = from;
+  c.to = to;
+  e.accept(c);
+  return c.found;
 }
 
 /// Renames label `from` to `to` in an expression.
@@ -118,10 +122,10 @@ private:
     Label k = r.rvar;
     if (ir::contains(def_.dims, k) || !whole_tile(k) || ir::contains(dots_, k)) return folded;
     for (Label y : def_.dims) {
-      // The operand must not vary along y already, nor reduce over it inside: y would then
-      // name two things there.
+      // The operand must not vary along y already, nor reduce over y where it reads k: y
+      // would then name two things there.
       if (!whole_tile(y) || ir::contains(dots_, y) || ir::contains(r.a->dims, y) ||
-          binds(*r.a, y) || !tied_.count({k, y}))
+          captures(*r.a, k, y) || !tied_.count({k, y}))
         continue;
       return Rename(k, y).mutate(folded);
     }
