@@ -178,6 +178,12 @@ def _dt_outs(out, names):
     if not isinstance(out, (tuple, list)) or len(out) != len(names):
         raise ValueError(f"out must be None or a tuple of {len(names)} tensors (or None), one per "
                          f"result ({', '.join(names)}), got {type(out).__name__}")
+    given = [(name, o) for name, o in zip(names, out) if isinstance(o, torch.Tensor) and o.numel()]
+    for i, (a, ta) in enumerate(given):
+        for b, tb in given[i + 1:]:
+            if ta.device == tb.device and _dt_shares(ta, [tb]):
+                raise ValueError(f"out gives {a} and {b} tensors that share memory; each result "
+                                 "needs memory of its own")
     rest = tuple(out[1:])
     return out[0], (rest if any(o is not None for o in rest) else None)
 

@@ -82,6 +82,24 @@ def test_s_fused_at_its_innermost_label_is_recomputed_in_both_loops(tmp_path, ti
     close(s, want_s)
 
 
+def test_results_given_overlapping_memory_are_refused(tmp_path):
+    module, _ = compile_source(tmp_path, ADD_RMS_NORM, "s.fuse_at(out, y); s.store_in(out); "
+                               "out.block(x:2); out.tensorize(x:0, y:8, k:16); out.compile()")
+    X, R, W = torch.randn(5, 33), torch.randn(5, 33), torch.randn(33)
+    T = torch.empty(5, 33)
+    big = torch.empty(5, 40)
+    for given in [(T, T), (big[:, :33], big[:, 7:])]:
+        with pytest.raises(ValueError, match="share memory"):
+            module.out(X, R, W, 1e-6, out=given)
+    # Disjoint parts of one buffer are fine.
+    want_out, want_s = add_rms_norm(X, R, W, 1e-6)
+    pair = torch.empty(2, 5, 33)
+    out, s = module.out(X, R, W, 1e-6, out=(pair[0], pair[1]))
+    assert out.data_ptr() == pair[0].data_ptr() and s.data_ptr() == pair[1].data_ptr()
+    close(out, want_out)
+    close(s, want_s)
+
+
 def test_every_element_of_every_result_is_written_into_out(tmp_path):
     module, _ = compile_source(tmp_path, ADD_RMS_NORM, "s.fuse_at(out, x); s.store_in(out); "
                       "out.block(x:4); out.tensorize(x:0, y:16, k:16); out.compile()")
