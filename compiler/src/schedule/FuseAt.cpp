@@ -36,6 +36,16 @@ Primitive fuse_at_primitive() {
                           "itself");
       return false;
     }
+    // Before the consumer check: once fused, f is no longer among g's dependencies.
+    if (ctx.target.fuse_at) {
+      if (ctx.target.fuse_at->into == g && ctx.target.fuse_at->at->name == args[1].name)
+        return true; // the same statement again
+      ctx.diags.error("fuse-twice", ctx.stmt.loc,
+                      "in " + stmt_text(ctx.stmt) + ": `" + ctx.func->name +
+                          "` is already fused into `" + ctx.target.fuse_at->into->name + "` at `" +
+                          ctx.target.fuse_at->at->name + "`; a Func is fused at one place");
+      return false;
+    }
     const std::vector<const ir::Symbol*>& gdeps = ctx.schedule.deps_of(ctx.program, g);
     if (!ir::contains(gdeps, ctx.func)) {
       ctx.diags.error("fuse-not-a-consumer", args[0].loc,
@@ -76,14 +86,6 @@ Primitive fuse_at_primitive() {
                           "dimensions are equal");
       return false;
     }
-    if (ctx.target.fuse_at && (ctx.target.fuse_at->into != g || ctx.target.fuse_at->at != v)) {
-      ctx.diags.error("fuse-twice", ctx.stmt.loc,
-                      "in " + stmt_text(ctx.stmt) + ": `" + ctx.func->name +
-                          "` is already fused into `" + ctx.target.fuse_at->into->name +
-                          "`; a Func is fused at one place");
-      return false;
-    }
-    if (ctx.target.fuse_at) return true; // the same statement again
     ctx.target.fuse_at = FuseAt{g, v, ctx.stmt.loc};
     // Dependency update: g now reads what f read, instead of f.
     std::vector<const ir::Symbol*> updated;
