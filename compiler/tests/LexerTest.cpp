@@ -36,3 +36,18 @@ TEST(Lexer, BadCharacterReportedAndSkipped) {
   EXPECT_NE(diags.render().find("t.dt:1:7: error: unexpected character `$`"), std::string::npos);
   EXPECT_EQ(toks.size(), 4u);
 }
+
+TEST(Diagnostics, AnErrorRepeatedAtItsPlaceIsReportedOnceWithItsNotes) {
+  DiagnosticEngine diags("t.dt", "a b\n");
+  diags.error("x-code", Loc{1, 1}, "bad a");
+  diags.note(Loc{1, 1}, "because");
+  diags.error("x-code", Loc{1, 1}, "bad a"); // the same check of an expression lowered twice
+  diags.note(Loc{1, 1}, "because");
+  diags.error("x-code", Loc{1, 3}, "bad a");   // another place: kept
+  diags.error("x-code", Loc{1, 1}, "worse a"); // other words: kept
+  EXPECT_EQ(diags.error_count(), 3);
+  ASSERT_EQ(diags.diagnostics().size(), 4u);
+  EXPECT_EQ(diags.diagnostics()[1].severity, Severity::Note);
+  EXPECT_EQ(diags.diagnostics()[2].loc.col, 3);
+  EXPECT_EQ(diags.diagnostics()[3].message, "worse a");
+}

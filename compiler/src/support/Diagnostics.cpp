@@ -9,6 +9,15 @@ void DiagnosticEngine::error(Loc loc, std::string message) {
 }
 
 void DiagnosticEngine::error(const char* code, Loc loc, std::string message) {
+  // The same error at the same place once (an expression inlined into two loops is lowered,
+  // and checked, twice), and the notes that follow a repeat with it.
+  skipping_repeat_ = false;
+  for (const Diagnostic& d : diagnostics_)
+    if (d.severity == Severity::Error && d.loc.line == loc.line && d.loc.col == loc.col &&
+        d.loc.source == loc.source && d.message == message) {
+      skipping_repeat_ = true;
+      return;
+    }
   ++error_count_;
   if (error_count_ == kMaxErrors + 1) {
     diagnostics_.push_back({Severity::Error, loc, "too many errors; stopping here", "too-many"});
@@ -19,11 +28,12 @@ void DiagnosticEngine::error(const char* code, Loc loc, std::string message) {
 }
 
 void DiagnosticEngine::warning(Loc loc, std::string message) {
+  skipping_repeat_ = false;
   diagnostics_.push_back({Severity::Warning, loc, std::move(message), "warning"});
 }
 
 void DiagnosticEngine::note(Loc loc, std::string message) {
-  if (error_count_ > kMaxErrors) return;
+  if (error_count_ > kMaxErrors || skipping_repeat_) return;
   diagnostics_.push_back({Severity::Note, loc, std::move(message), "note"});
 }
 

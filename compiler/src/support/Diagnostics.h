@@ -40,6 +40,8 @@ public:
     return static_cast<int>(sources_.size()) - 1;
   }
 
+  /// An error; one identical to an earlier one (same place, same words) is dropped, with the
+  /// notes that follow it.
   void error(Loc loc, std::string message);
   /// An error with its own stable code (see Diagnostic::code).
   void error(const char* code, Loc loc, std::string message);
@@ -72,6 +74,7 @@ private:
   std::vector<Source> sources_;
   std::vector<Diagnostic> diagnostics_;
   int error_count_ = 0;
+  bool skipping_repeat_ = false; // the last error repeated an earlier one: its notes go too
   const char* phase_ = "syntax";
 };
 
