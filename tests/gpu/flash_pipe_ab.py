@@ -15,35 +15,10 @@ import triton
 import triton.language as tl
 import triton.testing
 
+from flash_probe import inputs, lean
+
 SHAPES = [(16, 16, 1024, 128), (4, 16, 4096, 128), (4, 32, 4096, 64)]
 CONFIGS = [(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 8, 4), (128, 128, 8, 2), (128, 64, 4, 3)]
-
-
-@triton.jit
-def _plain(Q, K, V, O, sz, sh, sm, H, N, qk_scale, D: tl.constexpr, BM: tl.constexpr,
-           BN: tl.constexpr):
-    start_m = tl.program_id(0)
-    zh = tl.program_id(1)
-    base = (zh // H) * sz + (zh % H) * sh
-    offs_m = start_m * BM + tl.arange(0, BM)
-    offs_n = tl.arange(0, BN)
-    offs_d = tl.arange(0, D)
-    q = tl.load(Q + base + offs_m[:, None] * sm + offs_d[None, :])
-    m_i = tl.full([BM], float("-inf"), tl.float32)
-    l_i = tl.zeros([BM], tl.float32)
-    acc = tl.zeros([BM, D], tl.float32)
-    for start in range(0, N, BN):
-        k = tl.load(K + base + (start + offs_n)[None, :] * sm + offs_d[:, None])
-        qk = tl.dot(q, k) * qk_scale
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_ij[:, None])
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V + base + (start + offs_n)[:, None] * sm + offs_d[None, :])
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
-        m_i = m_ij
-    acc = acc / l_i[:, None]
-    tl.store(O + base + offs_m[:, None] * sm + offs_d[None, :], acc.to(O.dtype.element_ty))
 
 
 @triton.jit
@@ -79,13 +54,18 @@ def _pipelined(Q, K, V, O, sz, sh, sm, H, N, qk_scale, D: tl.constexpr, BM: tl.c
     tl.store(O + base + offs_m[:, None] * sm + offs_d[None, :], acc.to(O.dtype.element_ty))
 
 
-def run(kernel, q, k, v, bm, bn, warps, stages):
+def pipelined(q, k, v, bm, bn, warps, stages):
     b, h, n, d = q.shape
     o = torch.empty_like(q)
-    kernel[(triton.cdiv(n, bm), b * h)](q, k, v, o, q.stride(0), q.stride(1), q.stride(2), h, n,
-                                        1.4426950408889634 / math.sqrt(d), D=d, BM=bm, BN=bn,
-                                        num_warps=warps, num_stages=stages)
+    _pipelined[(triton.cdiv(n, bm), b * h)](q, k, v, o, q.stride(0), q.stride(1), q.stride(2), h,
+                                            n, 1.4426950408889634 / math.sqrt(d), D=d, BM=bm,
+                                            BN=bn, num_warps=warps, num_stages=stages)
     return o
+
+
+def plain(q, k, v, bm, bn, warps, stages):
+    """flash_probe.py's lean kernel, non-causal."""
+    return lean(q, k, v, False, bm, bn, warps, stages)
 
 
 def main():
@@ -94,21 +74,19 @@ def main():
     for shape in SHAPES:
         b, h, s, d = shape
         flop = 4 * b * h * s * s * d
-        g = torch.Generator(device="cuda").manual_seed(1)
-        q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
-                   for _ in range(3))
+        q, k, v = inputs(shape)
         want = F.scaled_dot_product_attention(q, k, v).float()
         sdpa = triton.testing.do_bench(lambda: F.scaled_dot_product_attention(q, k, v), warmup=25, rep=100)
         line = [f"b{b} h{h} s{s} d{d}: sdpa {sdpa:.3f} ms {flop / sdpa / 1e9:.0f} TF"]
         for cfg in CONFIGS:
-            for name, kernel in (("plain", _plain), ("pipe", _pipelined)):
+            for name, kernel in (("plain", plain), ("pipe", pipelined)):
                 try:
-                    got = run(kernel, q, k, v, *cfg).float()
+                    got = kernel(q, k, v, *cfg).float()
                     err = ((got - want).norm() / want.norm()).item()
                     if not err < 2e-2:
                         line.append(f"{name}{cfg} WRONG {err:.3g}")
                         continue
-                    ms = triton.testing.do_bench(lambda: run(kernel, q, k, v, *cfg), warmup=25, rep=100)
+                    ms = triton.testing.do_bench(lambda: kernel(q, k, v, *cfg), warmup=25, rep=100)
                     line.append(f"{name}{cfg} {ms:.3f} {flop / ms / 1e9:.0f}")
                 except Exception as e:  # noqa: BLE001 - out of shared memory: the probe goes on
                     line.append(f"{name}{cfg} {type(e).__name__}")

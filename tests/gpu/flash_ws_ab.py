@@ -17,6 +17,8 @@ import triton
 import triton.language as tl
 import triton.testing
 
+from flash_probe import inputs
+
 SHAPES = [(4, 16, 4096, 128), (4, 32, 4096, 64)]
 
 
@@ -65,9 +67,7 @@ def main():
     for shape in SHAPES:
         b, h, s, d = shape
         flop = 4 * b * h * s * s * d
-        g = torch.Generator(device="cuda").manual_seed(1)
-        q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
-                   for _ in range(3))
+        q, k, v = inputs(shape)
         want = F.scaled_dot_product_attention(q, k, v).float()
         sdpa = triton.testing.do_bench(lambda: F.scaled_dot_product_attention(q, k, v), warmup=25, rep=100)
         print(f"b{b} h{h} s{s} d{d}: sdpa {sdpa:.3f} ms {flop / sdpa / 1e9:.0f} TF", flush=True)
