@@ -148,17 +148,24 @@ def test_gpus_none_means_the_interpreter(tmp_path):
     assert r.returncode == 1 and "no GPU: exploring the template's test_shapes" in r.stderr
     assert "cannot reach dtxd" in r.stderr, r.stderr
     # dtxd: as docs/server.md says.
-    proc = subprocess.Popen([*binary("dtxd"), "--port", "0", "--no-example", "--gpus", "none",
-                             "--data-dir", str(tmp_path / "d")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    # Its log in a file, not a pipe: waiting for a pipe's end also waits for every process that
+    # inherited it, and on CI's two loaded cores that once outlasted dtxd's own stop by minutes
+    # (the log said "stopped in 0.11 s"), which is not this test's subject.
+    log = tmp_path / "dtxd.log"
+    with open(log, "w") as err_file:
+        proc = subprocess.Popen([*binary("dtxd"), "--port", "0", "--no-example", "--gpus", "none",
+                                 "--data-dir", str(tmp_path / "d")], stdout=subprocess.PIPE,
+                                stderr=err_file, text=True)
     try:
         line = proc.stdout.readline()
-        assert re.search(r"http://127\.0\.0\.1:\d+/", line), proc.stderr.read()
+        assert re.search(r"http://127\.0\.0\.1:\d+/", line), log.read_text()
     finally:
         proc.terminate()
-        # Its workers may still be importing torch on a loaded machine (CI's two cores): a stop
-        # there once took over 60 s, which is a slow stop, not this test's subject.
-        _, err = proc.communicate(timeout=240)
+        # Its workers may still be importing torch on a loaded machine: a stop there once took
+        # over 60 s, which is a slow stop, not this test's subject.
+        proc.wait(timeout=240)
+        proc.stdout.close()
+    err = log.read_text()
     assert proc.returncode == 0, err
     assert "on the Triton interpreter (no GPU)" in err
 
