@@ -1,0 +1,494 @@
+"""GPU benchmark (not a test): can a warp-specialized Hopper GEMM written in Gluon (Triton 3.6's
+lower-level language) take the bias + GELU epilogue for free, where the Triton-language kernels
+dtc prints cannot (docs/benchmarks.md, Hopper GEMMs)?
+
+The kernel is persistent (one program per multiprocessor, tiles in groups of GROUP_M row blocks)
+and warp-specialized: a producer warp streams A's and W's tiles into a ring of STAGES
+shared-memory buffers through TMA, and one or two consumers (4 or 8 warps each) multiply them
+with wgmma. Two consumers take alternate output tiles and their products take turns (a pair of
+barriers): one consumer's product runs while the other applies the epilogue to its finished tile
+and stores it, the ping-pong of FlashAttention-3 and CUTLASS's Hopper kernels. The turns are
+also what makes the shared ring correct: a consumer that ran ahead to its next tile would wait
+on a ring barrier two phases behind, which a parity wait cannot tell from the phase it wants.
+The epilogue is dtc's own exact GELU (the `_dt_*` helpers of a module dtc printed, recompiled as
+Gluon functions), on the tile in registers or staged through shared memory (gelu_staged).
+
+Each configuration is first run once in a child process with a time limit (a kernel whose
+barriers deadlock must not hang the run) and checked against float32 torch; those that pass are
+timed in this process beside cuBLAS's bare product, `addmm` + GELU, torch.compile of the eager
+formula and dtc's best kernel of the last lease (do_bench median, and GPU-only through a CUDA
+graph).
+
+    python3 tests/gpu/gluon_gemm_ab.py make DIR      (prints dtc's kernel into DIR)
+    python3 tests/gpu/gluon_gemm_ab.py compile DIR   (every configuration for sm_90, no GPU)
+    python3 tests/gpu/gluon_gemm_ab.py time DIR      (on the GPU)
+"""
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+from triton.runtime.jit import JITFunction
+
+from gpu_common import ROOT, load
+
+DT_BEST = ("out.block(m:128, n:128); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
+           "mm.fuse_at(out, n); out.tma(A, W); out.persistent(interleaved); out.num_warps(8); "
+           "out.num_stages(4)")
+SHAPES = [(8192, 4096, 4096), (8192, 16384, 4096), (4096, 4096, 4096)]
+# The launcher's arguments; epi 0 the bare product, 1 + bias, 2 + bias and dtc's exact GELU on
+# the tile in registers, 3 + bias and the textbook GELU (libdevice's erf), 4 + bias and dtc's GELU
+# staged through shared memory (gelu_staged). A ring of 4 stages of 128x64 + 64x128 (k steps of
+# 64) and two 128x128 result buffers fill 192 KiB of shared memory. Consumers of 4 warps hold 128
+# accumulators a thread, of 8 warps 64. One consumer of 8 warps on 128x256 tiles: warp
+# specialization without the ping-pong (a producer warp beside Triton's usual kernel).
+COOPERATIVE = {"consumers": 1, "consumer_warps": 8, "bn": 256, "stages": 3}
+CONFIGS = ([{"epi": e} for e in (0, 1, 2, 4)]
+           + [{"epi": e, "consumer_warps": 8} for e in (2, 3, 4)]
+           + [dict(COOPERATIVE, epi=e) for e in (0, 1, 4)])
+BARE = [{"epi": 0}, dict(COOPERATIVE, epi=0), dict(COOPERATIVE, epi=0, stages=4, tma_store=False)]
+
+
+def name(config):
+    return " ".join(f"{k} {v}" for k, v in config.items())
+
+
+def make(out_dir):
+    """dtc's best Triton-language kernel of the epilogue space, printed into `out_dir`."""
+    os.makedirs(out_dir, exist_ok=True)
+    subprocess.run([str(ROOT / "build/compiler/dtc"), str(ROOT / "templates/gemm_epilogue.dt"),
+                    "--schedule", DT_BEST, "-o", os.path.join(out_dir, "dt_best.py")], check=True)
+
+
+def kernels(out_dir):
+    """The Gluon kernel and its launcher, with dtc's GELU helpers (from `out_dir`/dt_best.py)
+    recompiled as Gluon functions."""
+    import torch
+
+    dt = load(os.path.join(out_dir, "dt_best.py"), "dt_best_helpers")
+    for name, value in list(vars(dt).items()):
+        if name.startswith("_dt_") and isinstance(value, JITFunction):
+            setattr(dt, name, gluon.jit(value.fn))
+    gelu = dt._dt_gelu
+
+    @gluon.jit
+    def halves(x):
+        """x's first and second halves along its columns."""
+        return x.reshape([x.shape[0], 2, x.shape[1] // 2]).permute(0, 2, 1).split()
+
+    @gluon.jit
+    def gelu_staged(acc, half, stage, c_ptr, bias_ptr, off_m, off_n, N):
+        """The epilogue through shared memory: each half of the float32 tile `acc` [BM, BN] is
+        stored to `half` [BM, BN // 2] and read back from `stage`, a view of the same memory as
+        [BM // ROWS, ROWS, BN // 2], ROWS rows at a time in a loop, the bias and dtc's GELU applied and the result stored: the GELU's code once for
+        ROWS x BN / 2 elements, where applied to the tile in registers it is inlined for every
+        element a thread holds (128 at 4 warps), more code than the instruction cache holds."""
+        CHUNKS: gl.constexpr = stage.shape[0]
+        ROWS: gl.constexpr = stage.shape[1]
+        HALF: gl.constexpr = stage.shape[2]
+        blocked: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [gl.num_warps(), 1], [1, 0])
+        parts = halves(acc)
+        for h in gl.static_range(2):
+            half.store(parts[h])
+            gl.thread_barrier()
+            cols = off_n + h * HALF + gl.arange(0, HALF, layout=gl.SliceLayout(0, blocked))
+            bias = gl.load(bias_ptr + cols).to(gl.float32)
+            for r in range(CHUNKS):
+                v = stage.index(r).load(blocked) + bias[None, :]
+                rows = off_m + r * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, blocked))
+                gl.store(c_ptr + rows[:, None] * N + cols[None, :],
+                         gelu(v).to(c_ptr.dtype.element_ty))
+            gl.thread_barrier()
+
+    @gluon.jit
+    def tile_of(t, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
+        in_group = GROUP_M * num_pid_n
+        first_m = (t // in_group) * GROUP_M
+        rows = gl.minimum(num_pid_m - first_m, GROUP_M)
+        return first_m + (t % in_group) % rows, (t % in_group) // rows
+
+    @gluon.jit
+    def producer(a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty, turn,
+                 c_bufs, M, N, K, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr, EPI: gl.constexpr,
+                 CONSUMERS: gl.constexpr, TMA_STORE: gl.constexpr, WHICH: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_bufs.type.shape[0]
+        num_pid_m = gl.cdiv(M, BM)
+        num_pid_n = gl.cdiv(N, BN)
+        k_tiles = gl.cdiv(K, BK)
+        pid = gl.program_id(0)
+        mine = gl.cdiv(num_pid_m * num_pid_n - pid, NUM_SMS)
+        for i in range(mine):
+            pid_m, pid_n = tile_of(pid + i * NUM_SMS, num_pid_m, num_pid_n, GROUP_M)
+            for kk in range(k_tiles):
+                n = i * k_tiles + kk
+                s = n % STAGES
+                mbarrier.wait(empty.index(s), ((n // STAGES) & 1) ^ 1)
+                bar = ready.index(s)
+                mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(a_desc, [pid_m * BM, kk * BK], bar, a_bufs.index(s))
+                tma.async_copy_global_to_shared(b_desc, [kk * BK, pid_n * BN], bar, b_bufs.index(s))
+
+    @gluon.jit
+    def consumer(a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty, turn,
+                 c_bufs, M, N, K, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr, EPI: gl.constexpr,
+                 CONSUMERS: gl.constexpr, TMA_STORE: gl.constexpr, WHICH: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_bufs.type.shape[0]
+        layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
+        c_smem = c_bufs.index(WHICH)
+        num_pid_m = gl.cdiv(M, BM)
+        num_pid_n = gl.cdiv(N, BN)
+        k_tiles = gl.cdiv(K, BK)
+        pid = gl.program_id(0)
+        mine = gl.cdiv(num_pid_m * num_pid_n - pid, NUM_SMS)
+        for i in range(WHICH, mine, CONSUMERS):
+            pid_m, pid_n = tile_of(pid + i * NUM_SMS, num_pid_m, num_pid_n, GROUP_M)
+            if CONSUMERS == 2:
+                # The consumers' products take turns (tile i - 1's consumer has waited for all
+                # of its operands): the ring's barriers are then never waited on a phase
+                # ahead, and one consumer's epilogue runs beside the other's product.
+                j = i // 2
+                if WHICH == 1:
+                    mbarrier.wait(turn.index(1), j & 1)
+                else:
+                    mbarrier.wait(turn.index(0), (j - 1) & 1, pred=j > 0)
+            acc = gl.zeros([BM, BN], gl.float32, layout)
+            n0 = i * k_tiles
+            for kk in range(k_tiles):
+                n = n0 + kk
+                mbarrier.wait(ready.index(n % STAGES), (n // STAGES) & 1)
+                acc = warpgroup_mma(a_bufs.index(n % STAGES), b_bufs.index(n % STAGES), acc,
+                                    is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+                # The product of the step before has retired: its stage is free.
+                mbarrier.arrive(empty.index((n + STAGES - 1) % STAGES), count=1, pred=kk > 0)
+            if CONSUMERS == 2:
+                mbarrier.arrive(turn.index(1 - WHICH), count=1)
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+            mbarrier.arrive(empty.index((n0 + k_tiles - 1) % STAGES), count=1)
+            if EPI == 4:
+                # The float32 tile staged through the result buffers (32 KiB each, a half tile).
+                # Two views of it: a whole half, and chunks of 16 rows (the same addresses: the
+                # swizzle repeats every 8 rows).
+                swizzle: gl.constexpr = gl.SwizzledSharedLayout(4, 1, 8, [1, 0])
+                gelu_staged(acc, c_smem._reinterpret(gl.float32, [BM, BN // 2], swizzle),
+                            c_smem._reinterpret(gl.float32, [BM // 16, 16, BN // 2], swizzle),
+                            c_ptr, bias_ptr, pid_m * BM, pid_n * BN, N)
+            else:
+                if EPI >= 1:
+                    offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+                    bias = gl.load(bias_ptr + offs_n).to(gl.float32)
+                    acc = acc + bias[None, :]
+                if EPI == 2:
+                    acc = gelu(acc)
+                if EPI == 3:  # the textbook form, libdevice's erf: shorter code, less accurate
+                    acc = 0.5 * acc * (1.0 + gl.erf(acc * 0.7071067811865476))
+                if TMA_STORE:
+                    tma.store_wait(0)
+                    c_smem.store(acc.to(c_desc.dtype))
+                    fence_async_shared()
+                    tma.async_copy_shared_to_global(c_desc, [pid_m * BM, pid_n * BN], c_smem)
+                else:
+                    rows = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+                    cols = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+                    gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_desc.dtype))
+        if TMA_STORE and EPI != 4:
+            tma.store_wait(0)
+
+    @gluon.jit
+    def gemm_ws(a_desc, b_desc, c_desc, c_ptr, bias_ptr, M, N, K, GROUP_M: gl.constexpr,
+                NUM_SMS: gl.constexpr, EPI: gl.constexpr, STAGES: gl.constexpr,
+                CONSUMERS: gl.constexpr, PRODUCER_WARPS: gl.constexpr, TMA_STORE: gl.constexpr,
+                CONSUMER_REGS: gl.constexpr):
+        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                           a_desc.layout)
+        b_bufs = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                           b_desc.layout)
+        c_bufs = gl.allocate_shared_memory(c_desc.dtype, [CONSUMERS] + c_desc.block_type.shape,
+                                           c_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        for s in gl.static_range(STAGES):
+            mbarrier.init(ready.index(s), count=1)
+            mbarrier.init(empty.index(s), count=1)
+        for s in gl.static_range(2):
+            mbarrier.init(turn.index(s), count=1)
+        if CONSUMERS == 2:
+            gl.warp_specialize([
+                (consumer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
+                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 0)),
+                (consumer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
+                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 1)),
+                (producer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
+                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 0)),
+            ], [gl.num_warps(), PRODUCER_WARPS], [CONSUMER_REGS, 24])
+        else:
+            gl.warp_specialize([
+                (consumer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
+                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 0)),
+                (producer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
+                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 0)),
+            ], [PRODUCER_WARPS], [24])
+
+    def launch(A, W, bias, C, epi, bn=128, bk=64, stages=4, group_m=8, consumers=2,
+               producer_warps=1, consumer_warps=4, tma_store=True, consumer_regs=None,
+               maxnreg=None, sms=None, compile_only=False):
+        """Runs the kernel on A [M, K] and W [K, N] into C through a ring of `stages`
+        buffers."""
+        M, K = A.shape
+        N = W.shape[1]
+        bm = 128
+        # Registers: the warps of the partitions, each rounded up to a warpgroup, share 64K; the
+        # producer's warpgroup gives all but 24 a thread back, the consumers share the rest.
+        groups = 2 * consumer_warps // 4 + 1 if consumers == 2 else consumer_warps // 4 + 1
+        maxnreg = maxnreg or (65536 // (128 * groups)) // 8 * 8
+        consumer_regs = consumer_regs or min(
+            256, (maxnreg * 128 * groups - 24 * 128) // (128 * (groups - 1)) // 8 * 8)
+        assert M % bm == 0 and N % bn == 0 and K % bk == 0
+        el = gl.bfloat16 if A.dtype.is_floating_point and A.element_size() == 2 else gl.float16
+        a_desc = TensorDescriptor.from_tensor(
+            A, [bm, bk], gl.NVMMASharedLayout.get_default_for([bm, bk], el))
+        b_desc = TensorDescriptor.from_tensor(
+            W, [bk, bn], gl.NVMMASharedLayout.get_default_for([bk, bn], el))
+        c_desc = TensorDescriptor.from_tensor(
+            C, [bm, bn], gl.NVMMASharedLayout.get_default_for([bm, bn], el))
+        sms = sms or torch.cuda.get_device_properties(A.device).multi_processor_count
+        grid = (min(sms, (M // bm) * (N // bn)), )
+        options = dict(GROUP_M=group_m, NUM_SMS=sms, EPI=epi, STAGES=stages,
+                       CONSUMERS=consumers, PRODUCER_WARPS=producer_warps, TMA_STORE=tma_store,
+                       CONSUMER_REGS=consumer_regs, num_warps=consumer_warps)
+        if maxnreg:
+            options["maxnreg"] = maxnreg
+        args = (a_desc, b_desc, c_desc, C, bias, M, N, K)
+        if compile_only:
+            return gemm_ws.warmup(*args, grid=grid, **options)
+        gemm_ws[grid](*args, **options)
+        return C
+
+    return launch
+
+
+def make_inputs(m, n, k):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(0)
+    A = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    W = (torch.randn(k, n, device="cuda", dtype=torch.bfloat16, generator=g) / 64)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16, generator=g)
+    return A, W, bias
+
+
+def reference(A, W, bias, epi):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    y = A.float() @ W.float()
+    if epi >= 1:
+        y = y + bias.float()
+    if epi >= 2:  # 3: a GELU of another form; 4: dtc's, staged
+        y = torch.nn.functional.gelu(y)
+    return y
+
+
+def error(got, want):
+    """Relative L2 error, and the count of values not written (NaN where the output began NaN)."""
+    import torch
+    g = got.float()
+    return (float(torch.linalg.vector_norm(g - want) / torch.linalg.vector_norm(want)),
+            int(torch.isnan(g).sum()))
+
+
+def check_each(out_dir, shape, configs, queue):
+    """Runs each configuration once and reports its error (in a child process)."""
+    import torch
+    launch = kernels(out_dir)
+    A, W, bias = make_inputs(*shape)
+    want = {epi: reference(A, W, bias, epi) for epi in {c["epi"] for c in configs}}
+    for config in configs:
+        queue.put(("start", config))
+        try:
+            C = torch.full((shape[0], shape[1]), float("nan"), device="cuda",
+                           dtype=torch.bfloat16)
+            launch(A, W, bias, C, **config)
+            torch.cuda.synchronize()
+            queue.put(("ok", error(C, want[config["epi"]])))
+        except Exception as e:  # reported; the configuration is left out of the timing
+            queue.put(("error", f"{type(e).__name__}: {str(e)[:300]}"))
+            return  # a CUDA error leaves the context unusable: the parent starts another
+
+
+def checked(out_dir, shape, configs, limit_s=60):
+    """{configuration: (status, detail)}: each run once in a child process, which is killed
+    and started again after the configuration it was running when it gives no answer in
+    `limit_s` seconds (a deadlocked kernel)."""
+    import queue as queues
+    ctx = multiprocessing.get_context("spawn")
+    results, todo = {}, list(configs)
+    key = json.dumps
+    while todo:
+        q = ctx.Queue()
+        p = ctx.Process(target=check_each, args=(out_dir, shape, todo, q))
+        p.start()
+        current = None
+        while len(results) < len(configs):
+            try:
+                kind, detail = q.get(timeout=limit_s + (120 if current is None else 0))
+            except queues.Empty:
+                results[key(current or todo[0])] = ("hung", f"no answer within {limit_s} s")
+                break
+            if kind == "start":
+                current = detail
+            else:
+                results[key(current)] = (kind, detail)
+                if kind == "error":
+                    break
+        p.kill()
+        p.join()
+        todo = [c for c in configs if key(c) not in results]
+    return [(c, results[key(c)]) for c in configs]
+
+
+VARIANTS = [{}, {"tma_store": False}, {"consumers": 1, "stages": 4}, {"producer_warps": 4}]
+
+
+def debug(out_dir):
+    """Each variant of the kernel (VARIANTS) at small shapes, each in a process of its own with
+    CUDA_LAUNCH_BLOCKING=1: which of its parts makes it fail."""
+    env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
+    for shape in [(256, 256, 128), (4096, 4096, 512)]:
+        for variant in VARIANTS:
+            try:
+                r = subprocess.run([sys.executable, __file__, "one", out_dir,
+                                    json.dumps([shape, variant])], env=env, capture_output=True,
+                                   text=True, timeout=60)
+                out = (r.stdout.strip().splitlines() or ["(nothing)"])[-1]
+                err = [line for line in r.stderr.splitlines() if "Error" in line][-1:]
+                print(f"{shape} {variant}: rc {r.returncode} {out} {' '.join(err)[:300]}",
+                      flush=True)
+            except subprocess.TimeoutExpired:
+                print(f"{shape} {variant}: hung (60 s)", flush=True)
+
+
+def one(out_dir, spec):
+    import torch
+    shape, variant = json.loads(spec)
+    launch = kernels(out_dir)
+    A, W, bias = make_inputs(*shape)
+    C = torch.full((shape[0], shape[1]), float("nan"), device="cuda", dtype=torch.bfloat16)
+    launch(A, W, bias, C, 2, **variant)
+    torch.cuda.synchronize()
+    print("error", error(C, reference(A, W, bias, 2)))
+
+
+def time_all(out_dir):
+    import torch
+    import triton.testing
+
+    def bench(fn):
+        fn()
+        torch.cuda.synchronize()
+        ms = triton.testing.do_bench(fn, warmup=100, rep=500)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(20):
+                fn()
+        gpu = triton.testing.do_bench(g.replay, warmup=50, rep=300) / 20
+        return ms, gpu
+
+    launch = kernels(out_dir)
+    dt = load(os.path.join(out_dir, "dt_best.py"), "dt_best")
+    compiled = torch.compile(lambda a, w, b: torch.nn.functional.gelu(a @ w + b))
+    for shape in SHAPES:
+        m, n, k = shape
+        A, W, bias = make_inputs(m, n, k)
+        flop = 2 * m * n * k
+        rows = []
+        ok = {}
+        for config, (status, detail) in checked(out_dir, shape, BARE if m == n == k else CONFIGS):
+            good = status == "ok" and detail[1] == 0 and detail[0] < 2e-2
+            print(f"{shape} {name(config)}: {status} {detail}{'' if good else '  (left out)'}",
+                  flush=True)
+            if good:
+                ok[name(config)] = config
+        want = reference(A, W, bias, 2)
+        dt_out_ = getattr(dt, dt.PYTHON_NAMES["out"])
+        dt_out = dt_out_(A, W, bias)
+        print(f"{shape} dtc's kernel: error {error(dt_out, want)}", flush=True)
+        peers = {
+            "cuBLAS A @ W": lambda: A @ W,
+            "addmm + gelu": lambda: torch.nn.functional.gelu(torch.addmm(bias, A, W)),
+            "torch.compile": lambda: compiled(A, W, bias),
+            "dtc best (Triton)": lambda: dt_out_(A, W, bias),
+        }
+        for label, fn in peers.items():
+            rows.append((label, *bench(fn)))
+        C = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        for label, config in ok.items():
+            rows.append((f"gluon {label}", *bench(lambda: launch(A, W, bias, C, **config))))
+        bare = rows[0][1]
+        print(f"\n{shape}: do_bench ms, GPU-only ms, TFLOP/s, / cuBLAS's bare product")
+        for label, ms, gpu in rows:
+            print(f"  {label:36s} {ms:8.4f} {gpu:8.4f} {flop / ms / 1e9:7.1f} {ms / bare:6.3f}",
+                  flush=True)
+        print(json.dumps({"shape": shape, "rows": rows}), flush=True)
+
+
+def compile_all(out_dir):
+    """Each configuration compiled for sm_90 without a GPU (a driver that reports an H100's
+    target), with the shared memory it takes and ptxas's registers and spills."""
+    import tempfile
+    import torch
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import get_ptxas
+    from triton.runtime import driver
+
+    class Hopper:
+        def get_current_target(self):
+            return GPUTarget("cuda", 90, 32)
+
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 0
+
+        def get_active_torch_device(self):
+            return torch.device("cpu")
+
+    driver.set_active(Hopper())
+    launch = kernels(out_dir)
+    m, n, k = SHAPES[0]
+    A, W = torch.empty(m, k, dtype=torch.bfloat16), torch.empty(k, n, dtype=torch.bfloat16)
+    bias, C = torch.empty(n, dtype=torch.bfloat16), torch.empty(m, n, dtype=torch.bfloat16)
+    for config in CONFIGS:
+        compiled = launch(A, W, bias, C, **config, sms=132, compile_only=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+            f.write(compiled.asm["ptx"])
+            f.flush()
+            r = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", f.name, "-o", os.devnull],
+                               capture_output=True, text=True, check=True)
+        info = [line.split(" : ")[-1].strip() for line in r.stderr.splitlines()
+                if "registers" in line or "spill" in line]
+        print(f"{name(config)}: shared "
+              f"{compiled.metadata.shared} B; {'; '.join(info)}", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["one"]:
+        one(*sys.argv[2:])
+        sys.exit(0)
+    if len(sys.argv) != 3 or sys.argv[1] not in ("make", "time", "compile", "debug"):
+        sys.exit(__doc__)
+    {"make": make, "time": time_all, "compile": compile_all, "debug": debug}[sys.argv[1]](
+        sys.argv[2])
