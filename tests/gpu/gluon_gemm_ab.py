@@ -21,7 +21,7 @@ graph).
 
     python3 tests/gpu/gluon_gemm_ab.py make DIR      (prints dtc's kernel into DIR)
     python3 tests/gpu/gluon_gemm_ab.py compile DIR   (every configuration for sm_90, no GPU)
-    python3 tests/gpu/gluon_gemm_ab.py time DIR      (on the GPU)
+    python3 tests/gpu/gluon_gemm_ab.py time DIR [--only TEXT] [--shape M,N,K]   (on the GPU)
 """
 import json
 import multiprocessing
@@ -391,7 +391,9 @@ def one(out_dir, spec):
     print("error", error(C, reference(A, W, bias, 2)))
 
 
-def time_all(out_dir):
+def time_all(out_dir, only=None, shapes=None):
+    """Checks and times the configurations (those whose name contains `only`) at `shapes`
+    (default SHAPES) beside the peers."""
     import torch
     import triton.testing
 
@@ -409,13 +411,14 @@ def time_all(out_dir):
     launch = kernels(out_dir)
     dt = load(os.path.join(out_dir, "dt_best.py"), "dt_best")
     compiled = torch.compile(lambda a, w, b: torch.nn.functional.gelu(a @ w + b))
-    for shape in SHAPES:
+    for shape in shapes or SHAPES:
         m, n, k = shape
         A, W, bias = make_inputs(m, n, k)
         flop = 2 * m * n * k
         rows = []
         ok = {}
-        for config, (status, detail) in checked(out_dir, shape, BARE if m == n == k else CONFIGS):
+        configs = [c for c in (BARE if m == n == k else CONFIGS) if only is None or only in name(c)]
+        for config, (status, detail) in checked(out_dir, shape, configs):
             good = status == "ok" and detail[1] == 0 and detail[0] < 2e-2
             print(f"{shape} {name(config)}: {status} {detail}{'' if good else '  (left out)'}",
                   flush=True)
@@ -488,7 +491,14 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["one"]:
         one(*sys.argv[2:])
         sys.exit(0)
-    if len(sys.argv) != 3 or sys.argv[1] not in ("make", "time", "compile", "debug"):
-        sys.exit(__doc__)
-    {"make": make, "time": time_all, "compile": compile_all, "debug": debug}[sys.argv[1]](
-        sys.argv[2])
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", choices=["make", "compile", "time", "debug"])
+    parser.add_argument("dir")
+    parser.add_argument("--only", help="time the configurations whose name contains this")
+    parser.add_argument("--shape", action="append", help="M,N,K (repeatable; default SHAPES)")
+    a = parser.parse_args()
+    if a.step == "time":
+        time_all(a.dir, a.only, [tuple(map(int, s.split(","))) for s in a.shape or []])
+    else:
+        {"make": make, "compile": compile_all, "debug": debug}[a.step](a.dir)
