@@ -114,6 +114,15 @@ def kernels(out_dir):
         return first_m + (t % in_group) % rows, (t % in_group) // rows
 
     @gluon.jit
+    def tiles(a_desc, b_desc, M, N, K, NUM_SMS: gl.constexpr):
+        """The output tiles along m and n, the k steps, and the count of tiles this program
+        takes (tiles pid, pid + NUM_SMS, ...)."""
+        num_pid_m = gl.cdiv(M, a_desc.block_type.shape[0])
+        num_pid_n = gl.cdiv(N, b_desc.block_type.shape[1])
+        mine = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), NUM_SMS)
+        return num_pid_m, num_pid_n, gl.cdiv(K, a_desc.block_type.shape[1]), mine
+
+    @gluon.jit
     def producer(a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty, turn,
                  c_bufs, M, N, K, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr, EPI: gl.constexpr,
                  CONSUMERS: gl.constexpr, TMA_STORE: gl.constexpr, WHICH: gl.constexpr):
@@ -121,11 +130,8 @@ def kernels(out_dir):
         BK: gl.constexpr = a_desc.block_type.shape[1]
         BN: gl.constexpr = b_desc.block_type.shape[1]
         STAGES: gl.constexpr = a_bufs.type.shape[0]
-        num_pid_m = gl.cdiv(M, BM)
-        num_pid_n = gl.cdiv(N, BN)
-        k_tiles = gl.cdiv(K, BK)
+        num_pid_m, num_pid_n, k_tiles, mine = tiles(a_desc, b_desc, M, N, K, NUM_SMS)
         pid = gl.program_id(0)
-        mine = gl.cdiv(num_pid_m * num_pid_n - pid, NUM_SMS)
         for i in range(mine):
             pid_m, pid_n = tile_of(pid + i * NUM_SMS, num_pid_m, num_pid_n, GROUP_M)
             for kk in range(k_tiles):
@@ -142,17 +148,13 @@ def kernels(out_dir):
                  c_bufs, M, N, K, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr, EPI: gl.constexpr,
                  CONSUMERS: gl.constexpr, TMA_STORE: gl.constexpr, WHICH: gl.constexpr):
         BM: gl.constexpr = a_desc.block_type.shape[0]
-        BK: gl.constexpr = a_desc.block_type.shape[1]
         BN: gl.constexpr = b_desc.block_type.shape[1]
         STAGES: gl.constexpr = a_bufs.type.shape[0]
         layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
         c_smem = c_bufs.index(WHICH)
-        num_pid_m = gl.cdiv(M, BM)
-        num_pid_n = gl.cdiv(N, BN)
-        k_tiles = gl.cdiv(K, BK)
+        num_pid_m, num_pid_n, k_tiles, mine = tiles(a_desc, b_desc, M, N, K, NUM_SMS)
         pid = gl.program_id(0)
-        mine = gl.cdiv(num_pid_m * num_pid_n - pid, NUM_SMS)
         for i in range(WHICH, mine, CONSUMERS):
             pid_m, pid_n = tile_of(pid + i * NUM_SMS, num_pid_m, num_pid_n, GROUP_M)
             if CONSUMERS == 2:
