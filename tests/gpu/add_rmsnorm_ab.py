@@ -10,12 +10,10 @@ function to $OUT (or the directory given) for reading. Benchmarks, not tests.
 """
 import os
 import pathlib
-import re
-import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from gpu_common import ROOT, load  # noqa: E402
+from gpu_common import ROOT, dtc, load  # noqa: E402
 
 SCHEDULE = ("add_rmsnorm.block(x:{b}); add_rmsnorm.tensorize(x:0, y:0, k:0); s.fuse_at(add_rmsnorm, x); "
             "s.store_in(add_rmsnorm); add_rmsnorm.num_warps({w})")
@@ -45,9 +43,7 @@ def make(out):
     out.mkdir(parents=True, exist_ok=True)
     for b, w in POINTS:
         path = out / f"ar__{b}_{w}.py"
-        subprocess.run([str(ROOT / "build" / "compiler" / "dtc"), str(ROOT / "templates" / "add_rmsnorm.dt"),
-                        "-o", str(path), "--schedule", SCHEDULE.format(b=b, w=w)], check=True)
-        text = path.read_text()
+        text = dtc("add_rmsnorm", SCHEDULE.format(b=b, w=w), path)
         for name, edit in VARIANTS.items():
             edited = edit(text)
             assert edited != text, name

@@ -7,11 +7,10 @@ median, the better of two rounds; bfloat16, 16384x4096). Benchmarks, not tests.
     python3 tests/gpu/cache_hints.py time .gpu/hints        # there
 """
 import pathlib
-import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from gpu_common import ROOT, load  # noqa: E402
+from gpu_common import dtc, load  # noqa: E402
 
 HINT = ', eviction_policy="evict_last"'
 SCHEDULES = {
@@ -31,10 +30,7 @@ def make(out):
     for name, schedule in SCHEDULES.items():
         for bx, t, w in POINTS:
             path = out / f"{name}__{bx}_{t}_{w}.py"
-            subprocess.run([str(ROOT / "build" / "compiler" / "dtc"),
-                            str(ROOT / "templates" / f"{name}.dt"), "-o", str(path), "--schedule",
-                            schedule.format(bx=bx, t=t, w=w)], check=True)
-            text = path.read_text()
+            text = dtc(name, schedule.format(bx=bx, t=t, w=w), path)
             assert HINT in text, path
             path.with_name(path.stem + "__plain.py").write_text(text.replace(HINT, ""))
 

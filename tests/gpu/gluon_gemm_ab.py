@@ -36,7 +36,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import JITFunction
 
-from gpu_common import ROOT, load
+from gpu_common import dtc, load
 
 DT_BEST = ("out.block(m:128, n:128); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
            "mm.fuse_at(out, n); out.tma(A, W); out.persistent(interleaved); out.num_warps(8); "
@@ -62,8 +62,7 @@ def name(config):
 def make(out_dir):
     """dtc's best Triton-language kernel of the epilogue space, printed into `out_dir`."""
     os.makedirs(out_dir, exist_ok=True)
-    subprocess.run([str(ROOT / "build/compiler/dtc"), str(ROOT / "templates/gemm_epilogue.dt"),
-                    "--schedule", DT_BEST, "-o", os.path.join(out_dir, "dt_best.py")], check=True)
+    dtc("gemm_epilogue", DT_BEST, os.path.join(out_dir, "dt_best.py"))
 
 
 def kernels(out_dir):

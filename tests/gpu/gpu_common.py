@@ -2,6 +2,7 @@
 this directory is on their import path)."""
 import importlib.util
 import pathlib
+import subprocess
 import time
 
 import torch
@@ -16,6 +17,15 @@ def load(path, name=None):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def dtc(template, schedule, path):
+    """Prints templates/`template`.dt with `schedule` into the module `path` (the dtc built in
+    build/, on the machine that prepares a probe's modules) and returns the module's text."""
+    subprocess.run([str(ROOT / "build" / "compiler" / "dtc"),
+                    str(ROOT / "templates" / f"{template}.dt"), "-o", str(path),
+                    "--schedule", schedule], check=True)
+    return pathlib.Path(path).read_text()
 
 
 def per_call_us(fn, calls):

@@ -10,11 +10,10 @@ bfloat16, 4096x128256 and 4096x32000). Benchmarks, not tests.
 """
 import pathlib
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from gpu_common import ROOT, load  # noqa: E402
+from gpu_common import ROOT, dtc, load  # noqa: E402
 
 SCHEDULE = "kl_div.block(x:1); kl_div.tensorize(x:0, y:{t}); kl_div.num_warps({w})"
 POINTS = [(16384, 16), (16384, 32), (8192, 16), (8192, 32), (4096, 16), (4096, 8)]
@@ -35,9 +34,8 @@ def make(out):
     out.mkdir(parents=True, exist_ok=True)
     for t, w in POINTS:
         path = out / f"kl_div__{t}_{w}.py"
-        subprocess.run([str(ROOT / "build" / "compiler" / "dtc"), str(ROOT / "templates" / "kl_div.dt"),
-                        "-o", str(path), "--schedule", SCHEDULE.format(t=t, w=w)], check=True)
-        path.with_name(path.stem + "__unpeeled.py").write_text(unpeeled(path.read_text()))
+        text = dtc("kl_div", SCHEDULE.format(t=t, w=w), path)
+        path.with_name(path.stem + "__unpeeled.py").write_text(unpeeled(text))
 
 
 def time(out):
