@@ -11,7 +11,10 @@ and stores it, the ping-pong of FlashAttention-3 and CUTLASS's Hopper kernels. T
 also what makes the shared ring correct: a consumer that ran ahead to its next tile would wait
 on a ring barrier two phases behind, which a parity wait cannot tell from the phase it wants.
 The epilogue is dtc's own exact GELU (the `_dt_*` helpers of a module dtc printed, recompiled as
-Gluon functions), on the tile in registers or staged through shared memory (gelu_staged).
+Gluon functions), on the tile in registers, staged through shared memory (gelu_staged), or in
+an epilogue partition of 4 or 8 warps of its own to which the consumers hand their float32
+tiles through shared memory (a pair of barriers), so that neither consumer's product waits for
+the GELU.
 
 Each configuration is first run once in a child process with a time limit (a kernel whose
 barriers deadlock must not hang the run) and checked against float32 torch; those that pass are
@@ -34,7 +37,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-from triton.runtime.jit import JITFunction
+from triton.language.core import _aggregate as aggregate
+from triton.runtime.jit import JITFunction, constexpr_function
 
 from gpu_common import dtc, load
 
@@ -44,15 +48,50 @@ DT_BEST = ("out.block(m:128, n:128); out.tensorize(m:0, n:0, k:64); out.map(m:mi
 SHAPES = [(8192, 4096, 4096), (8192, 16384, 4096), (4096, 4096, 4096)]
 # The launcher's arguments; epi 0 the bare product, 1 + bias, 2 + bias and dtc's exact GELU on
 # the tile in registers, 3 + bias and the textbook GELU (libdevice's erf), 4 + bias and dtc's GELU
-# staged through shared memory (gelu_staged). A ring of 4 stages of 128x64 + 64x128 (k steps of
+# staged through shared memory (gelu_staged), 5 the same in an epilogue partition of its own that
+# the consumers hand their float32 tiles to. A ring of 4 stages of 128x64 + 64x128 (k steps of
 # 64) and two 128x128 result buffers fill 192 KiB of shared memory. Consumers of 4 warps hold 128
 # accumulators a thread, of 8 warps 64. One consumer of 8 warps on 128x256 tiles: warp
 # specialization without the ping-pong (a producer warp beside Triton's usual kernel).
 COOPERATIVE = {"consumers": 1, "consumer_warps": 8, "bn": 256, "stages": 3}
-CONFIGS = ([{"epi": e} for e in (0, 1, 2, 4)]
+CONFIGS = ([{"epi": e} for e in (0, 1, 2, 4, 5)]
+           + [{"epi": 5, "epilogue_warps": 8, "epilogue_regs": 64}]
            + [{"epi": e, "consumer_warps": 8} for e in (2, 3, 4)]
            + [dict(COOPERATIVE, epi=e) for e in (0, 1, 4)])
 BARE = [{"epi": 0}, dict(COOPERATIVE, epi=0), dict(COOPERATIVE, epi=0, stages=4, tma_store=False)]
+
+
+@aggregate
+class Shared:
+    """What the partitions share: the descriptors, the operand ring and its barriers (`ready`:
+    a stage filled, `empty`: a stage consumed), the consumers' turns, the result buffers, and
+    the hand-off of a finished tile to an epilogue partition (`handoff`: 0 a tile staged, 1 the
+    staging read), and the launch's constants (the kernel's parameters of the same names)."""
+    a_desc: tma.tensor_descriptor
+    b_desc: tma.tensor_descriptor
+    c_desc: tma.tensor_descriptor
+    a_bufs: gl.shared_memory_descriptor
+    b_bufs: gl.shared_memory_descriptor
+    c_bufs: gl.shared_memory_descriptor
+    ready: gl.shared_memory_descriptor
+    empty: gl.shared_memory_descriptor
+    turn: gl.shared_memory_descriptor
+    handoff: gl.shared_memory_descriptor
+    GROUP_M: gl.constexpr
+    NUM_SMS: gl.constexpr
+    EPI: gl.constexpr
+    CONSUMERS: gl.constexpr
+    TMA_STORE: gl.constexpr
+
+    @constexpr_function
+    def __init__(self, a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, ready, empty, turn,
+                 handoff, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE):
+        self.a_desc, self.b_desc, self.c_desc = a_desc, b_desc, c_desc
+        self.a_bufs, self.b_bufs, self.c_bufs = a_bufs, b_bufs, c_bufs
+        self.ready, self.empty, self.turn, self.handoff = ready, empty, turn, handoff
+        self.GROUP_M, self.NUM_SMS = gl.constexpr(GROUP_M), gl.constexpr(NUM_SMS)
+        self.EPI, self.CONSUMERS = gl.constexpr(EPI), gl.constexpr(CONSUMERS)
+        self.TMA_STORE = gl.constexpr(TMA_STORE)
 
 
 def name(config):
@@ -85,9 +124,10 @@ def kernels(out_dir):
     def gelu_staged(acc, half, stage, c_ptr, bias_ptr, off_m, off_n, N):
         """The epilogue through shared memory: each half of the float32 tile `acc` [BM, BN] is
         stored to `half` [BM, BN // 2] and read back from `stage`, a view of the same memory as
-        [BM // ROWS, ROWS, BN // 2], ROWS rows at a time in a loop, the bias and dtc's GELU applied and the result stored: the GELU's code once for
-        ROWS x BN / 2 elements, where applied to the tile in registers it is inlined for every
-        element a thread holds (128 at 4 warps), more code than the instruction cache holds."""
+        [BM // ROWS, ROWS, BN // 2], ROWS rows at a time in a loop, the bias and dtc's GELU
+        applied and the result stored: the GELU's code once for ROWS x BN / 2 elements, where
+        applied to the tile in registers it is inlined for every element a thread holds (128 at
+        4 warps), more code than the instruction cache holds."""
         CHUNKS: gl.constexpr = stage.shape[0]
         ROWS: gl.constexpr = stage.shape[1]
         HALF: gl.constexpr = stage.shape[2]
@@ -122,97 +162,125 @@ def kernels(out_dir):
         return num_pid_m, num_pid_n, gl.cdiv(K, a_desc.block_type.shape[1]), mine
 
     @gluon.jit
-    def producer(a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty, turn,
-                 c_bufs, M, N, K, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr, EPI: gl.constexpr,
-                 CONSUMERS: gl.constexpr, TMA_STORE: gl.constexpr, WHICH: gl.constexpr):
-        BM: gl.constexpr = a_desc.block_type.shape[0]
-        BK: gl.constexpr = a_desc.block_type.shape[1]
-        BN: gl.constexpr = b_desc.block_type.shape[1]
-        STAGES: gl.constexpr = a_bufs.type.shape[0]
-        num_pid_m, num_pid_n, k_tiles, mine = tiles(a_desc, b_desc, M, N, K, NUM_SMS)
+    def producer(s, c_ptr, bias_ptr, M, N, K, WHICH: gl.constexpr):
+        BM: gl.constexpr = s.a_desc.block_type.shape[0]
+        BK: gl.constexpr = s.a_desc.block_type.shape[1]
+        BN: gl.constexpr = s.b_desc.block_type.shape[1]
+        STAGES: gl.constexpr = s.a_bufs.type.shape[0]
+        num_pid_m, num_pid_n, k_tiles, mine = tiles(s.a_desc, s.b_desc, M, N, K, s.NUM_SMS)
         pid = gl.program_id(0)
         for i in range(mine):
-            pid_m, pid_n = tile_of(pid + i * NUM_SMS, num_pid_m, num_pid_n, GROUP_M)
+            pid_m, pid_n = tile_of(pid + i * s.NUM_SMS, num_pid_m, num_pid_n, s.GROUP_M)
             for kk in range(k_tiles):
                 n = i * k_tiles + kk
-                s = n % STAGES
-                mbarrier.wait(empty.index(s), ((n // STAGES) & 1) ^ 1)
-                bar = ready.index(s)
-                mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(a_desc, [pid_m * BM, kk * BK], bar, a_bufs.index(s))
-                tma.async_copy_global_to_shared(b_desc, [kk * BK, pid_n * BN], bar, b_bufs.index(s))
+                bar = s.ready.index(n % STAGES)
+                mbarrier.wait(s.empty.index(n % STAGES), ((n // STAGES) & 1) ^ 1)
+                mbarrier.expect(bar, s.a_desc.block_type.nbytes + s.b_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(s.a_desc, [pid_m * BM, kk * BK], bar,
+                                                s.a_bufs.index(n % STAGES))
+                tma.async_copy_global_to_shared(s.b_desc, [kk * BK, pid_n * BN], bar,
+                                                s.b_bufs.index(n % STAGES))
 
     @gluon.jit
-    def consumer(a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty, turn,
-                 c_bufs, M, N, K, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr, EPI: gl.constexpr,
-                 CONSUMERS: gl.constexpr, TMA_STORE: gl.constexpr, WHICH: gl.constexpr):
-        BM: gl.constexpr = a_desc.block_type.shape[0]
-        BN: gl.constexpr = b_desc.block_type.shape[1]
-        STAGES: gl.constexpr = a_bufs.type.shape[0]
+    def consumer(s, c_ptr, bias_ptr, M, N, K, WHICH: gl.constexpr):
+        BM: gl.constexpr = s.a_desc.block_type.shape[0]
+        BN: gl.constexpr = s.b_desc.block_type.shape[1]
+        STAGES: gl.constexpr = s.a_bufs.type.shape[0]
         layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
-        c_smem = c_bufs.index(WHICH)
-        num_pid_m, num_pid_n, k_tiles, mine = tiles(a_desc, b_desc, M, N, K, NUM_SMS)
+        # Float32 tiles staged in the result buffers: the swizzle repeats every 8 rows, so views
+        # of whole halves or tiles and of chunks of 16 rows address the same memory alike.
+        swizzle: gl.constexpr = gl.SwizzledSharedLayout(4, 1, 8, [1, 0])
+        c_smem = s.c_bufs.index(WHICH)
+        num_pid_m, num_pid_n, k_tiles, mine = tiles(s.a_desc, s.b_desc, M, N, K, s.NUM_SMS)
         pid = gl.program_id(0)
-        for i in range(WHICH, mine, CONSUMERS):
-            pid_m, pid_n = tile_of(pid + i * NUM_SMS, num_pid_m, num_pid_n, GROUP_M)
-            if CONSUMERS == 2:
+        for i in range(WHICH, mine, s.CONSUMERS):
+            pid_m, pid_n = tile_of(pid + i * s.NUM_SMS, num_pid_m, num_pid_n, s.GROUP_M)
+            if s.CONSUMERS == 2:
                 # The consumers' products take turns (tile i - 1's consumer has waited for all
                 # of its operands): the ring's barriers are then never waited on a phase
                 # ahead, and one consumer's epilogue runs beside the other's product.
                 j = i // 2
                 if WHICH == 1:
-                    mbarrier.wait(turn.index(1), j & 1)
+                    mbarrier.wait(s.turn.index(1), j & 1)
                 else:
-                    mbarrier.wait(turn.index(0), (j - 1) & 1, pred=j > 0)
+                    mbarrier.wait(s.turn.index(0), (j - 1) & 1, pred=j > 0)
             acc = gl.zeros([BM, BN], gl.float32, layout)
             n0 = i * k_tiles
             for kk in range(k_tiles):
                 n = n0 + kk
-                mbarrier.wait(ready.index(n % STAGES), (n // STAGES) & 1)
-                acc = warpgroup_mma(a_bufs.index(n % STAGES), b_bufs.index(n % STAGES), acc,
+                mbarrier.wait(s.ready.index(n % STAGES), (n // STAGES) & 1)
+                acc = warpgroup_mma(s.a_bufs.index(n % STAGES), s.b_bufs.index(n % STAGES), acc,
                                     is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
                 # The product of the step before has retired: its stage is free.
-                mbarrier.arrive(empty.index((n + STAGES - 1) % STAGES), count=1, pred=kk > 0)
-            if CONSUMERS == 2:
-                mbarrier.arrive(turn.index(1 - WHICH), count=1)
+                mbarrier.arrive(s.empty.index((n + STAGES - 1) % STAGES), count=1, pred=kk > 0)
+            if s.CONSUMERS == 2:
+                mbarrier.arrive(s.turn.index(1 - WHICH), count=1)
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-            mbarrier.arrive(empty.index((n0 + k_tiles - 1) % STAGES), count=1)
-            if EPI == 4:
-                # The float32 tile staged through the result buffers (32 KiB each, a half tile).
-                # Two views of it: a whole half, and chunks of 16 rows (the same addresses: the
-                # swizzle repeats every 8 rows).
-                swizzle: gl.constexpr = gl.SwizzledSharedLayout(4, 1, 8, [1, 0])
+            mbarrier.arrive(s.empty.index((n0 + k_tiles - 1) % STAGES), count=1)
+            if s.EPI == 5:
+                # The tile to the epilogue partition, through both result buffers (a float32
+                # tile); tile i - 1 read from them first.
+                mbarrier.wait(s.handoff.index(1), (i & 1) ^ 1)
+                s.c_bufs._reinterpret(gl.float32, [BM, BN], swizzle).store(acc)
+                gl.thread_barrier()
+                mbarrier.arrive(s.handoff.index(0), count=1)
+            elif s.EPI == 4:
                 gelu_staged(acc, c_smem._reinterpret(gl.float32, [BM, BN // 2], swizzle),
                             c_smem._reinterpret(gl.float32, [BM // 16, 16, BN // 2], swizzle),
                             c_ptr, bias_ptr, pid_m * BM, pid_n * BN, N)
             else:
-                if EPI >= 1:
+                if s.EPI >= 1:
                     offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
                     bias = gl.load(bias_ptr + offs_n).to(gl.float32)
                     acc = acc + bias[None, :]
-                if EPI == 2:
+                if s.EPI == 2:
                     acc = gelu(acc)
-                if EPI == 3:  # the textbook form, libdevice's erf: shorter code, less accurate
+                if s.EPI == 3:  # the textbook form, libdevice's erf: shorter code, less accurate
                     acc = 0.5 * acc * (1.0 + gl.erf(acc * 0.7071067811865476))
-                if TMA_STORE:
+                if s.TMA_STORE:
                     tma.store_wait(0)
-                    c_smem.store(acc.to(c_desc.dtype))
+                    c_smem.store(acc.to(s.c_desc.dtype))
                     fence_async_shared()
-                    tma.async_copy_shared_to_global(c_desc, [pid_m * BM, pid_n * BN], c_smem)
+                    tma.async_copy_shared_to_global(s.c_desc, [pid_m * BM, pid_n * BN], c_smem)
                 else:
                     rows = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
                     cols = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-                    gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_desc.dtype))
-        if TMA_STORE and EPI != 4:
+                    gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(s.c_desc.dtype))
+        if s.TMA_STORE and s.EPI < 4:
             tma.store_wait(0)
+
+    @gluon.jit
+    def epilogue(s, c_ptr, bias_ptr, M, N, K, WHICH: gl.constexpr):
+        """The bias and dtc's GELU of every tile the consumers hand over (EPI 5), 16 rows at a
+        time, in warps of their own: the consumers' products do not wait for it."""
+        BM: gl.constexpr = s.a_desc.block_type.shape[0]
+        BN: gl.constexpr = s.b_desc.block_type.shape[1]
+        swizzle: gl.constexpr = gl.SwizzledSharedLayout(4, 1, 8, [1, 0])
+        blocked: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [gl.num_warps(), 1], [1, 0])
+        stage = s.c_bufs._reinterpret(gl.float32, [BM // 16, 16, BN], swizzle)
+        num_pid_m, num_pid_n, k_tiles, mine = tiles(s.a_desc, s.b_desc, M, N, K, s.NUM_SMS)
+        pid = gl.program_id(0)
+        for i in range(mine):
+            pid_m, pid_n = tile_of(pid + i * s.NUM_SMS, num_pid_m, num_pid_n, s.GROUP_M)
+            cols = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, blocked))
+            bias = gl.load(bias_ptr + cols).to(gl.float32)
+            mbarrier.wait(s.handoff.index(0), i & 1)
+            for r in range(BM // 16):
+                v = stage.index(r).load(blocked) + bias[None, :]
+                rows = pid_m * BM + r * 16 + gl.arange(0, 16, layout=gl.SliceLayout(1, blocked))
+                gl.store(c_ptr + rows[:, None] * N + cols[None, :],
+                         gelu(v).to(c_ptr.dtype.element_ty))
+            gl.thread_barrier()
+            mbarrier.arrive(s.handoff.index(1), count=1)
 
     @gluon.jit
     def gemm_ws(a_desc, b_desc, c_desc, c_ptr, bias_ptr, M, N, K, GROUP_M: gl.constexpr,
                 NUM_SMS: gl.constexpr, EPI: gl.constexpr, STAGES: gl.constexpr,
                 CONSUMERS: gl.constexpr, PRODUCER_WARPS: gl.constexpr, TMA_STORE: gl.constexpr,
-                CONSUMER_REGS: gl.constexpr):
+                CONSUMER_REGS: gl.constexpr, EPILOGUE_WARPS: gl.constexpr,
+                EPILOGUE_REGS: gl.constexpr):
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
                                            a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
@@ -222,42 +290,55 @@ def kernels(out_dir):
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        for s in gl.static_range(STAGES):
-            mbarrier.init(ready.index(s), count=1)
-            mbarrier.init(empty.index(s), count=1)
-        for s in gl.static_range(2):
-            mbarrier.init(turn.index(s), count=1)
-        if CONSUMERS == 2:
+        handoff = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        for i in gl.static_range(2):
+            mbarrier.init(turn.index(i), count=1)
+            mbarrier.init(handoff.index(i), count=1)
+        s = Shared(a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, ready, empty, turn, handoff,
+                   GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE)
+        if EPI == 5:
             gl.warp_specialize([
-                (consumer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
-                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 0)),
-                (consumer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
-                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 1)),
-                (producer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
-                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 0)),
+                (consumer, (s, c_ptr, bias_ptr, M, N, K, 0)),
+                (consumer, (s, c_ptr, bias_ptr, M, N, K, 1)),
+                (producer, (s, c_ptr, bias_ptr, M, N, K, 0)),
+                (epilogue, (s, c_ptr, bias_ptr, M, N, K, 0)),
+            ], [gl.num_warps(), PRODUCER_WARPS, EPILOGUE_WARPS],
+                [CONSUMER_REGS, 24, EPILOGUE_REGS])
+        elif CONSUMERS == 2:
+            gl.warp_specialize([
+                (consumer, (s, c_ptr, bias_ptr, M, N, K, 0)),
+                (consumer, (s, c_ptr, bias_ptr, M, N, K, 1)),
+                (producer, (s, c_ptr, bias_ptr, M, N, K, 0)),
             ], [gl.num_warps(), PRODUCER_WARPS], [CONSUMER_REGS, 24])
         else:
             gl.warp_specialize([
-                (consumer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
-                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 0)),
-                (producer, (a_desc, b_desc, c_desc, c_ptr, bias_ptr, a_bufs, b_bufs, ready, empty,
-                            turn, c_bufs, M, N, K, GROUP_M, NUM_SMS, EPI, CONSUMERS, TMA_STORE, 0)),
+                (consumer, (s, c_ptr, bias_ptr, M, N, K, 0)),
+                (producer, (s, c_ptr, bias_ptr, M, N, K, 0)),
             ], [PRODUCER_WARPS], [24])
 
     def launch(A, W, bias, C, epi, bn=128, bk=64, stages=4, group_m=8, consumers=2,
-               producer_warps=1, consumer_warps=4, tma_store=True, consumer_regs=None,
-               maxnreg=None, sms=None, compile_only=False):
+               producer_warps=1, consumer_warps=4, tma_store=True, epilogue_warps=4,
+               epilogue_regs=80, consumer_regs=None, maxnreg=None, sms=None,
+               compile_only=False):
         """Runs the kernel on A [M, K] and W [K, N] into C through a ring of `stages`
-        buffers."""
+        buffers; with epi 5, an epilogue partition of `epilogue_warps` warps."""
         M, K = A.shape
         N = W.shape[1]
         bm = 128
+        assert epi != 5 or (consumers == 2 and bn == 128), "epi 5 stages a tile in both buffers"
         # Registers: the warps of the partitions, each rounded up to a warpgroup, share 64K; the
-        # producer's warpgroup gives all but 24 a thread back, the consumers share the rest.
-        groups = 2 * consumer_warps // 4 + 1 if consumers == 2 else consumer_warps // 4 + 1
+        # producer's warpgroup keeps 24 a thread, the epilogue's `epilogue_regs`, and the
+        # consumers share the rest.
+        consumer_groups = consumers * consumer_warps // 4
+        epilogue_groups = epilogue_warps // 4 if epi == 5 else 0
+        groups = consumer_groups + 1 + epilogue_groups
         maxnreg = maxnreg or (65536 // (128 * groups)) // 8 * 8
-        consumer_regs = consumer_regs or min(
-            256, (maxnreg * 128 * groups - 24 * 128) // (128 * (groups - 1)) // 8 * 8)
+        consumer_regs = consumer_regs or min(256, (
+            maxnreg * 128 * groups - 24 * 128 - epilogue_regs * 128 * epilogue_groups)
+            // (128 * consumer_groups) // 8 * 8)
         assert M % bm == 0 and N % bn == 0 and K % bk == 0
         el = gl.bfloat16 if A.dtype.is_floating_point and A.element_size() == 2 else gl.float16
         a_desc = TensorDescriptor.from_tensor(
@@ -270,7 +351,8 @@ def kernels(out_dir):
         grid = (min(sms, (M // bm) * (N // bn)), )
         options = dict(GROUP_M=group_m, NUM_SMS=sms, EPI=epi, STAGES=stages,
                        CONSUMERS=consumers, PRODUCER_WARPS=producer_warps, TMA_STORE=tma_store,
-                       CONSUMER_REGS=consumer_regs, num_warps=consumer_warps)
+                       CONSUMER_REGS=consumer_regs, EPILOGUE_WARPS=epilogue_warps,
+                       EPILOGUE_REGS=epilogue_regs, num_warps=consumer_warps)
         if maxnreg:
             options["maxnreg"] = maxnreg
         args = (a_desc, b_desc, c_desc, C, bias, M, N, K)
@@ -297,7 +379,7 @@ def reference(A, W, bias, epi):
     y = A.float() @ W.float()
     if epi >= 1:
         y = y + bias.float()
-    if epi >= 2:  # 3: a GELU of another form; 4: dtc's, staged
+    if epi >= 2:  # 3: a GELU of another form; 4 and 5: dtc's, staged
         y = torch.nn.functional.gelu(y)
     return y
 
