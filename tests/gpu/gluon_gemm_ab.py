@@ -16,8 +16,8 @@ an epilogue partition of 4 or 8 warps of its own to which the consumers hand the
 tiles through shared memory (a pair of barriers), so that neither consumer's product waits for
 the GELU.
 
-Each configuration is first run once in a child process with a time limit (a kernel whose
-barriers deadlock must not hang the run) and checked against float32 torch; those that pass are
+Each configuration is first run once in a child process with a time limit (gpu_common.checked:
+a kernel whose barriers deadlock must not hang the run) and checked against float32 torch; those that pass are
 timed in this process beside cuBLAS's bare product, `addmm` + GELU, torch.compile of the eager
 formula and dtc's best kernel of the last lease (do_bench median, and GPU-only through a CUDA
 graph).
@@ -27,7 +27,6 @@ graph).
     python3 tests/gpu/gluon_gemm_ab.py time DIR [--only TEXT] [--shape M,N,K]   (on the GPU)
 """
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.language.core import _aggregate as aggregate
 from triton.runtime.jit import JITFunction, constexpr_function
 
-from gpu_common import dtc, load
+from gpu_common import checked, dtc, load
 
 DT_BEST = ("out.block(m:128, n:128); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
            "mm.fuse_at(out, n); out.tma(A, W); out.persistent(interleaved); out.num_warps(8); "
@@ -392,54 +391,19 @@ def error(got, want):
             int(torch.isnan(g).sum()))
 
 
-def check_each(out_dir, shape, configs, queue):
-    """Runs each configuration once and reports its error (in a child process)."""
+def check_each(configs, report, out_dir, shape):
+    """Runs each configuration once and reports its error (in a child process: checked)."""
     import torch
     launch = kernels(out_dir)
     A, W, bias = make_inputs(*shape)
     want = {epi: reference(A, W, bias, epi) for epi in {c["epi"] for c in configs}}
     for config in configs:
-        queue.put(("start", config))
-        try:
+        with report(config):
             C = torch.full((shape[0], shape[1]), float("nan"), device="cuda",
                            dtype=torch.bfloat16)
             launch(A, W, bias, C, **config)
             torch.cuda.synchronize()
-            queue.put(("ok", error(C, want[config["epi"]])))
-        except Exception as e:  # reported; the configuration is left out of the timing
-            queue.put(("error", f"{type(e).__name__}: {str(e)[:300]}"))
-            return  # a CUDA error leaves the context unusable: the parent starts another
-
-
-def checked(out_dir, shape, configs, limit_s=60):
-    """{configuration: (status, detail)}: each run once in a child process, which is killed
-    and started again after the configuration it was running when it gives no answer in
-    `limit_s` seconds (a deadlocked kernel)."""
-    import queue as queues
-    ctx = multiprocessing.get_context("spawn")
-    results, todo = {}, list(configs)
-    key = json.dumps
-    while todo:
-        q = ctx.Queue()
-        p = ctx.Process(target=check_each, args=(out_dir, shape, todo, q))
-        p.start()
-        current = None
-        while len(results) < len(configs):
-            try:
-                kind, detail = q.get(timeout=limit_s + (120 if current is None else 0))
-            except queues.Empty:
-                results[key(current or todo[0])] = ("hung", f"no answer within {limit_s} s")
-                break
-            if kind == "start":
-                current = detail
-            else:
-                results[key(current)] = (kind, detail)
-                if kind == "error":
-                    break
-        p.kill()
-        p.join()
-        todo = [c for c in configs if key(c) not in results]
-    return [(c, results[key(c)]) for c in configs]
+            report.result = error(C, want[config["epi"]])
 
 
 VARIANTS = [{}, {"tma_store": False}, {"consumers": 1, "stages": 4}, {"producer_warps": 4}]
@@ -501,7 +465,7 @@ def time_all(out_dir, only=None, shapes=None):
         rows = []
         ok = {}
         configs = [c for c in (BARE if m == n == k else CONFIGS) if only is None or only in name(c)]
-        for config, (status, detail) in checked(out_dir, shape, configs):
+        for config, (status, detail) in checked(check_each, configs, out_dir, shape):
             good = status == "ok" and detail[1] == 0 and detail[0] < 2e-2
             print(f"{shape} {name(config)}: {status} {detail}{'' if good else '  (left out)'}",
                   flush=True)

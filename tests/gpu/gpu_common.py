@@ -1,7 +1,11 @@
 """Helpers the GPU scripts beside this file share (they run as `python3 tests/gpu/NAME.py`, so
 this directory is on their import path)."""
+import contextlib
 import importlib.util
+import json
+import multiprocessing
 import pathlib
+import queue as queues
 import subprocess
 import time
 
@@ -36,3 +40,60 @@ def per_call_us(fn, calls):
         fn()
     torch.cuda.synchronize()
     return (time.perf_counter() - start) / calls * 1e6
+
+
+class _Report:
+    """What a child of `checked` tells its parent: `with report(config):` around one
+    configuration's run, which sets `report.result` (something that pickles); an exception
+    inside is reported as the configuration's error and ends the child (a CUDA error leaves its
+    context unusable), and the parent starts another for the configurations left."""
+
+    def __init__(self, queue):
+        self.queue, self.result = queue, None
+
+    @contextlib.contextmanager
+    def __call__(self, config):
+        self.queue.put(("start", config))
+        self.result = None
+        try:
+            yield self
+        except Exception as e:  # noqa: BLE001 - reported; the configuration is left out
+            self.queue.put(("error", f"{type(e).__name__}: {str(e)[:300]}"))
+            raise SystemExit(0)
+        self.queue.put(("ok", self.result))
+
+
+def _child(run, configs, queue, args):
+    run(configs, _Report(queue), *args)
+
+
+def checked(run, configs, *args, limit_s=60):
+    """[(configuration, (status, detail))]: `run(configs, report, *args)` (a function of a
+    module, which a spawned process can import) runs each configuration once in a child
+    process, which is killed and started again after the configuration it was running when it
+    gives no answer in `limit_s` seconds (a deadlocked kernel: status "hung"). Status "ok" with
+    the result the run reported, or "error" with the exception's text. Configurations are
+    JSON-serializable (dicts of numbers and strings)."""
+    ctx = multiprocessing.get_context("spawn")
+    results, todo, key = {}, list(configs), json.dumps
+    while todo:
+        q = ctx.Queue()
+        p = ctx.Process(target=_child, args=(run, todo, q, args))
+        p.start()
+        current = None
+        while len(results) < len(configs):
+            try:  # the first answer waits for the child's imports and compilation too
+                kind, detail = q.get(timeout=limit_s + (120 if current is None else 0))
+            except queues.Empty:
+                results[key(current or todo[0])] = ("hung", f"no answer within {limit_s} s")
+                break
+            if kind == "start":
+                current = detail
+                continue
+            results[key(current)] = (kind, detail)
+            if kind == "error":
+                break
+        p.kill()
+        p.join()
+        todo = [c for c in configs if key(c) not in results]
+    return [(c, results[key(c)]) for c in configs]
