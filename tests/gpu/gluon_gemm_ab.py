@@ -220,7 +220,11 @@ def kernels(out_dir):
             mbarrier.arrive(s.empty.index((n0 + k_tiles - 1) % STAGES), count=1)
             if s.EPI == 5:
                 # The tile to the epilogue partition, through both result buffers (a float32
-                # tile); tile i - 1 read from them first.
+                # tile), once tile i - 1 (the other consumer's) has been staged there and read:
+                # without the first wait a consumer could find the barrier of reads two phases
+                # behind (tile i - 3 read, i - 2 still being read), which a parity wait takes
+                # for the phase it wants.
+                mbarrier.wait(s.handoff.index(0), (i - 1) & 1, pred=i > 0)
                 mbarrier.wait(s.handoff.index(1), (i & 1) ^ 1)
                 s.c_bufs._reinterpret(gl.float32, [BM, BN], swizzle).store(acc)
                 gl.thread_barrier()
