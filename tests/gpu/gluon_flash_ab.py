@@ -1,8 +1,8 @@
-"""GPU benchmark (not a test): FlashAttention's forward pass (non-causal, bf16) written in Gluon as
-FlashAttention-3 runs it on Hopper, against torch's scaled_dot_product_attention (default backend
-and forced FLASH_ATTENTION) and flash_probe.py's lean Triton kernel: does warp specialization,
-which Triton 3.6's `tl.range(..., warp_specialize=True)` gets wrong on Hopper (flash_ws_ab.py),
-reach SDPA's default at d = 128 when written out?
+"""GPU benchmark (not a test): FlashAttention's forward pass (bf16, causal and not) written in
+Gluon as FlashAttention-3 runs it on Hopper, against torch's scaled_dot_product_attention
+(default backend and forced FLASH_ATTENTION) and flash_probe.py's lean Triton kernel: does warp
+specialization, which Triton 3.6's `tl.range(..., warp_specialize=True)` gets wrong on Hopper
+(flash_ws_ab.py), reach SDPA's default at d = 128 when written out?
 
 Each program takes 2 x BMC query rows of one (batch, head): a producer warp loads both query
 tiles once and streams the key and value tiles into a ring of STAGES buffers through TMA (a
@@ -11,7 +11,9 @@ arrive); two consumer warpgroups of 4 warps take BMC rows each. With PINGPONG (F
 two overlaps) a consumer issues its step's Q·Kᵀ and the previous step's P·V together and then
 hands the tensor cores to the other consumer (a pair of turn barriers) while it computes its
 softmax; without it each consumer runs its steps in order (Q·Kᵀ, softmax, P·V) and the two only
-share the tensor cores as the warp schedulers interleave them.
+share the tensor cores as the warp schedulers interleave them. Causal: each program reads the
+key blocks up to its last query row, masks those that reach past a consumer's first row, and
+the programs of the most rows start first.
 
 Each configuration is first run once in a child process with a time limit (gpu_common.checked)
 and checked against SDPA (relative L2 error below 2e-2, every row written), then timed in this
@@ -42,17 +44,46 @@ CONFIGS = [{"pingpong": p, "bn": bn, "stages": st} for p in (True, False)
 
 
 @gluon.jit
+def _rows(N, BMC: gl.constexpr, BN: gl.constexpr, CAUSAL: gl.constexpr):
+    """This program's first query row within its (batch, head) and its count of key blocks:
+    all of them, or with CAUSAL those up to its last row, the programs of the most rows first
+    (they take longest)."""
+    if CAUSAL:
+        m0 = (gl.num_programs(0) - 1 - gl.program_id(0)) * 2 * BMC
+        steps = (m0 + 2 * BMC) // BN
+    else:
+        m0 = gl.program_id(0) * 2 * BMC
+        steps = N // BN
+    return m0, steps
+
+
+@gluon.jit
+def _masked(qk, j, first_row, BN: gl.constexpr, CAUSAL: gl.constexpr):
+    """qk with the keys after each query row at -inf, on the blocks that reach past the first
+    of this consumer's rows (CAUSAL)."""
+    if CAUSAL:
+        if (j + 1) * BN > first_row:
+            layout: gl.constexpr = qk.type.layout
+            rows = first_row + gl.arange(0, qk.shape[0], layout=gl.SliceLayout(1, layout))
+            cols = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+            qk = gl.where(rows[:, None] >= cols[None, :], qk, float("-inf"))
+    return qk
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready,
-              kv_empty, turn, N, qk_scale, WHICH: gl.constexpr, PINGPONG: gl.constexpr):
+              kv_empty, turn, N, qk_scale, WHICH: gl.constexpr, PINGPONG: gl.constexpr,
+              CAUSAL: gl.constexpr):
     BMC: gl.constexpr = q_desc.block_type.shape[0]
     BN: gl.constexpr = k_desc.block_type.shape[0]
     STAGES: gl.constexpr = k_smem.type.shape[0]
     row0 = gl.program_id(1) * N  # this (batch, head)'s first row of the [b * h * s, d] views
-    q_row = row0 + gl.program_id(0) * 2 * BMC
+    m0, steps = _rows(N, BMC, BN, CAUSAL)
+    q_row = row0 + m0
     mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_bar, q_smem.index(0))
     tma.async_copy_global_to_shared(q_desc, [q_row + BMC, 0], q_bar, q_smem.index(1))
-    for j in range(N // BN):
+    for j in range(steps):
         s = j % STAGES
         mbarrier.wait(kv_empty.index(s), ((j // STAGES) & 1) ^ 1)
         mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
@@ -65,7 +96,8 @@ def _producer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
 
 @gluon.jit
 def _consumer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready,
-              kv_empty, turn, N, qk_scale, WHICH: gl.constexpr, PINGPONG: gl.constexpr):
+              kv_empty, turn, N, qk_scale, WHICH: gl.constexpr, PINGPONG: gl.constexpr,
+              CAUSAL: gl.constexpr):
     BMC: gl.constexpr = q_desc.block_type.shape[0]
     D: gl.constexpr = q_desc.block_type.shape[1]
     BN: gl.constexpr = k_desc.block_type.shape[0]
@@ -83,7 +115,8 @@ def _consumer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
     acc = gl.zeros([BMC, D], gl.float32, o_layout)
     zero_s = gl.zeros([BMC, BN], gl.float32, s_layout)
     mbarrier.wait(q_bar, 0)
-    steps = N // BN
+    m0, steps = _rows(N, BMC, BN, CAUSAL)
+    first_row = m0 + WHICH * BMC
     if PINGPONG:
         # Step j: [my turn] Q·K_jᵀ and P_{j-1}·V_{j-1} issued together, [the other's turn], the
         # softmax of step j while the tensor cores run the other consumer's products, then the
@@ -93,7 +126,8 @@ def _consumer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
         qk = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), zero_s, use_acc=False,
                            is_async=True)
         mbarrier.arrive(turn.index(1 - WHICH), count=1)
-        qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+        qk = _masked(warpgroup_mma_wait(num_outstanding=0, deps=(qk, )), 0, first_row, BN,
+                     CAUSAL)
         m_i = gl.max(qk, 1) * qk_scale
         e = gl.exp2(qk * qk_scale - m_i[:, None])
         l_i = gl.sum(e, 1)
@@ -112,7 +146,8 @@ def _consumer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
             acc = warpgroup_mma(p, v_smem.index(sp), acc, is_async=True)
             mbarrier.arrive(turn.index(1 - WHICH), count=1)
             # The older of the two products, Q·K_jᵀ, done; P_{j-1}·V_{j-1} may still run.
-            qk = warpgroup_mma_wait(num_outstanding=1, deps=(qk, ))
+            qk = _masked(warpgroup_mma_wait(num_outstanding=1, deps=(qk, )), j, first_row, BN,
+                         CAUSAL)
             m_ij = gl.maximum(m_i, gl.max(qk, 1) * qk_scale)
             e = gl.exp2(qk * qk_scale - m_ij[:, None])
             alpha = gl.exp2(m_i - m_ij)
@@ -133,7 +168,8 @@ def _consumer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
             mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
             qk = warpgroup_mma(q, k_smem.index(s).permute((1, 0)), zero_s, use_acc=False,
                                is_async=True)
-            qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+            qk = _masked(warpgroup_mma_wait(num_outstanding=0, deps=(qk, )), j, first_row, BN,
+                         CAUSAL)
             m_ij = gl.maximum(m_i, gl.max(qk, 1) * qk_scale)
             e = gl.exp2(qk * qk_scale - m_ij[:, None])
             alpha = gl.exp2(m_i - m_ij)
@@ -146,15 +182,14 @@ def _consumer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
             mbarrier.arrive(kv_empty.index(s), count=1)
     acc = acc / gl.convert_layout(l_i, rows_o)[:, None]
-    rows = (gl.program_id(1) * N + gl.program_id(0) * 2 * BMC + WHICH * BMC
-            + gl.arange(0, BMC, layout=rows_o))
+    rows = gl.program_id(1) * N + first_row + gl.arange(0, BMC, layout=rows_o)
     cols = gl.arange(0, D, layout=gl.SliceLayout(0, o_layout))
     gl.store(o_ptr + rows[:, None] * D + cols[None, :], acc.to(gl.bfloat16))
 
 
 @gluon.jit
 def _attention(q_desc, k_desc, v_desc, o_ptr, N, qk_scale, STAGES: gl.constexpr,
-               PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+               PINGPONG: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [2] + q_desc.block_type.shape, q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape,
                                        k_desc.layout)
@@ -174,17 +209,18 @@ def _attention(q_desc, k_desc, v_desc, o_ptr, N, qk_scale, STAGES: gl.constexpr,
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([
         (_consumer, (q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_ready,
-                     v_ready, kv_empty, turn, N, qk_scale, 0, PINGPONG)),
+                     v_ready, kv_empty, turn, N, qk_scale, 0, PINGPONG, CAUSAL)),
         (_consumer, (q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_ready,
-                     v_ready, kv_empty, turn, N, qk_scale, 1, PINGPONG)),
+                     v_ready, kv_empty, turn, N, qk_scale, 1, PINGPONG, CAUSAL)),
         (_producer, (q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_ready,
-                     v_ready, kv_empty, turn, N, qk_scale, 0, PINGPONG)),
+                     v_ready, kv_empty, turn, N, qk_scale, 0, PINGPONG, CAUSAL)),
     ], [4, 1], [CONSUMER_REGS, 24])
 
 
-def attention(q, k, v, o, pingpong=True, bn=128, stages=2, bmc=64, compile_only=False):
-    """o = softmax(q kᵀ / sqrt(d)) v for contiguous [b, h, s, d] bf16 tensors, s a multiple of
-    2 * bmc and of bn."""
+def attention(q, k, v, o, causal=False, pingpong=True, bn=128, stages=2, bmc=64,
+              compile_only=False):
+    """o = softmax(q kᵀ / sqrt(d) + mask) v for contiguous [b, h, s, d] bf16 tensors, s a
+    multiple of 2 * bmc and of bn; the mask -inf above the diagonal with `causal`."""
     b, h, n, d = q.shape
     assert n % (2 * bmc) == 0 and n % bn == 0
     layout = gl.NVMMASharedLayout.get_default_for
@@ -198,7 +234,8 @@ def attention(q, k, v, o, pingpong=True, bn=128, stages=2, bmc=64, compile_only=
     # 12 warps (two consumer warpgroups and the producer's) share 64K registers: 168 each at
     # launch, then 24 for the producer's warpgroup and 240 for each consumer's.
     args = (q_desc, k_desc, v_desc, o, n, 1.4426950408889634 / math.sqrt(d))
-    options = dict(STAGES=stages, PINGPONG=pingpong, CONSUMER_REGS=240, num_warps=4, maxnreg=168)
+    options = dict(STAGES=stages, PINGPONG=pingpong, CAUSAL=causal, CONSUMER_REGS=240,
+                   num_warps=4, maxnreg=168)
     if compile_only:
         return _attention.warmup(*args, grid=grid, **options)
     _attention[grid](*args, **options)
@@ -209,17 +246,17 @@ def name(config):
     return " ".join(f"{k} {v}" for k, v in config.items())
 
 
-def check_each(configs, report, shape):
+def check_each(configs, report, shape, causal):
     """Runs each configuration once against SDPA (in a child process: checked)."""
     import torch
     import torch.nn.functional as F
     from flash_probe import inputs
     q, k, v = inputs(shape)
-    want = F.scaled_dot_product_attention(q, k, v).float()
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
     for config in configs:
         with report(config):
             o = torch.full_like(q, float("nan"))
-            attention(q, k, v, o, **config)
+            attention(q, k, v, o, causal, **config)
             torch.cuda.synchronize()
             got = o.float()
             report.result = (int(torch.isnan(got).any(dim=-1).sum()),
@@ -239,35 +276,39 @@ def time_all(only):
         torch.cuda.synchronize()
         return triton.testing.do_bench(fn, warmup=25, rep=200)
 
-    def flash(q, k, v):
+    def flash(q, k, v, causal):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}",
           flush=True)
     configs = [c for c in CONFIGS if only is None or only in name(c)]
     for shape in SHAPES:
-        b, h, n, d = shape
-        flop = 4 * b * h * n * n * d
-        ok = []
-        for config, (status, detail) in checked(check_each, configs, shape):
-            good = status == "ok" and detail[0] == 0 and detail[1] < 2e-2
-            print(f"{shape} {name(config)}: {status} {detail}{'' if good else '  (left out)'}",
-                  flush=True)
-            if good:
-                ok.append(config)
-        q, k, v = inputs(shape)
-        o = torch.empty_like(q)
-        rows = [("sdpa (default)", ms(lambda: F.scaled_dot_product_attention(q, k, v))),
-                ("sdpa FLASH_ATTENTION", ms(lambda: flash(q, k, v))),
-                ("lean Triton (bm 128, bn 64, 8 warps, 3 stages)",
-                 ms(lambda: lean(q, k, v, False, 128, 64, 8, 3)))]
-        rows += [(f"gluon {name(c)}", ms(lambda: attention(q, k, v, o, **c))) for c in ok]
-        best_sdpa = rows[0][1]
-        print(f"\nb{b} h{h} s{n} d{d}: ms, TFLOP/s, / SDPA's default")
-        for label, t in rows:
-            print(f"  {label:48s} {t:8.4f} {flop / t / 1e9:6.0f} {t / best_sdpa:6.3f}", flush=True)
-        torch.cuda.empty_cache()
+        for causal in (False, True):
+            b, h, n, d = shape
+            flop = 4 * b * h * n * n * d // (2 if causal else 1)
+            ok = []
+            for config, (status, detail) in checked(check_each, configs, shape, causal):
+                good = status == "ok" and detail[0] == 0 and detail[1] < 2e-2
+                print(f"{shape} causal {causal} {name(config)}: {status} {detail}"
+                      f"{'' if good else '  (left out)'}", flush=True)
+                if good:
+                    ok.append(config)
+            q, k, v = inputs(shape)
+            o = torch.empty_like(q)
+            rows = [("sdpa (default)",
+                     ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))),
+                    ("sdpa FLASH_ATTENTION", ms(lambda: flash(q, k, v, causal))),
+                    ("lean Triton (bm 128, bn 64, 8 warps, 3 stages)",
+                     ms(lambda: lean(q, k, v, causal, 128, 64, 8, 3)))]
+            rows += [(f"gluon {name(c)}", ms(lambda: attention(q, k, v, o, causal, **c)))
+                     for c in ok]
+            print(f"\nb{b} h{h} s{n} d{d}{' causal' if causal else ''}: ms, TFLOP/s, "
+                  "/ SDPA's default")
+            for label, t in rows:
+                print(f"  {label:48s} {t:8.4f} {flop / t / 1e9:6.0f} {t / rows[0][1]:6.3f}",
+                      flush=True)
+            torch.cuda.empty_cache()
 
 
 def compile_all():
@@ -294,7 +335,7 @@ def compile_all():
     driver.set_active(Hopper())
     for d in sorted({shape[3] for shape in SHAPES}):  # the kernel depends on d alone
         q, k, v, o = (torch.empty(1, 1, 1024, d, dtype=torch.bfloat16) for _ in range(4))
-        for config in CONFIGS:
+        for config in [dict(c, causal=causal) for causal in (False, True) for c in CONFIGS]:
             compiled = attention(q, k, v, o, **config, compile_only=True)
             with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
                 f.write(compiled.asm["ptx"])
