@@ -13,7 +13,7 @@ hands the tensor cores to the other consumer (a pair of turn barriers) while it 
 softmax; without it each consumer runs its steps in order (Q·Kᵀ, softmax, P·V) and the two only
 share the tensor cores as the warp schedulers interleave them. Causal: each program reads the
 key blocks up to its last query row, masks those that reach past a consumer's first row, and
-the programs of the most rows start first.
+the programs of the most rows start first (across all heads).
 
 Each configuration is first run once in a child process with a time limit (gpu_common.checked)
 and checked against SDPA (relative L2 error below 2e-2, every row written), then timed in this
@@ -45,16 +45,20 @@ CONFIGS = [{"pingpong": p, "bn": bn, "stages": st} for p in (True, False)
 
 @gluon.jit
 def _rows(N, BMC: gl.constexpr, BN: gl.constexpr, CAUSAL: gl.constexpr):
-    """This program's first query row within its (batch, head) and its count of key blocks:
-    all of them, or with CAUSAL those up to its last row, the programs of the most rows first
-    (they take longest)."""
+    """This program's (batch, head), its first query row within it and its count of key
+    blocks: all of them, or with CAUSAL those up to its last row. The grid's first axis, which
+    the GPU starts fastest, is the query blocks (the programs of one head, which read the same
+    keys, run together), or with CAUSAL the heads, the query blocks of most rows first (they
+    take longest)."""
     if CAUSAL:
-        m0 = (gl.num_programs(0) - 1 - gl.program_id(0)) * 2 * BMC
+        bh = gl.program_id(0)
+        m0 = (gl.num_programs(1) - 1 - gl.program_id(1)) * 2 * BMC
         steps = (m0 + 2 * BMC) // BN
     else:
+        bh = gl.program_id(1)
         m0 = gl.program_id(0) * 2 * BMC
         steps = N // BN
-    return m0, steps
+    return bh, m0, steps
 
 
 @gluon.jit
@@ -77,8 +81,8 @@ def _producer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
     BMC: gl.constexpr = q_desc.block_type.shape[0]
     BN: gl.constexpr = k_desc.block_type.shape[0]
     STAGES: gl.constexpr = k_smem.type.shape[0]
-    row0 = gl.program_id(1) * N  # this (batch, head)'s first row of the [b * h * s, d] views
-    m0, steps = _rows(N, BMC, BN, CAUSAL)
+    bh, m0, steps = _rows(N, BMC, BN, CAUSAL)
+    row0 = bh * N  # this (batch, head)'s first row of the [b * h * s, d] views
     q_row = row0 + m0
     mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_bar, q_smem.index(0))
@@ -115,7 +119,7 @@ def _consumer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
     acc = gl.zeros([BMC, D], gl.float32, o_layout)
     zero_s = gl.zeros([BMC, BN], gl.float32, s_layout)
     mbarrier.wait(q_bar, 0)
-    m0, steps = _rows(N, BMC, BN, CAUSAL)
+    bh, m0, steps = _rows(N, BMC, BN, CAUSAL)
     first_row = m0 + WHICH * BMC
     if PINGPONG:
         # Step j: [my turn] Q·K_jᵀ and P_{j-1}·V_{j-1} issued together, [the other's turn], the
@@ -182,7 +186,7 @@ def _consumer(q_desc, k_desc, v_desc, o_ptr, q_smem, k_smem, v_smem, q_bar, k_re
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
             mbarrier.arrive(kv_empty.index(s), count=1)
     acc = acc / gl.convert_layout(l_i, rows_o)[:, None]
-    rows = gl.program_id(1) * N + first_row + gl.arange(0, BMC, layout=rows_o)
+    rows = bh * N + first_row + gl.arange(0, BMC, layout=rows_o)
     cols = gl.arange(0, D, layout=gl.SliceLayout(0, o_layout))
     gl.store(o_ptr + rows[:, None] * D + cols[None, :], acc.to(gl.bfloat16))
 
@@ -230,7 +234,7 @@ def attention(q, k, v, o, causal=False, pingpong=True, bn=128, stages=2, bmc=64,
                                           layout([bn, d], gl.bfloat16))
     v_desc = TensorDescriptor.from_tensor(v.view(b * h * n, d), [bn, d],
                                           layout([bn, d], gl.bfloat16))
-    grid = (n // (2 * bmc), b * h)
+    grid = (b * h, n // (2 * bmc)) if causal else (n // (2 * bmc), b * h)
     # 12 warps (two consumer warpgroups and the producer's) share 64K registers: 168 each at
     # launch, then 24 for the producer's warpgroup and 240 for each consumer's.
     args = (q_desc, k_desc, v_desc, o, n, 1.4426950408889634 / math.sqrt(d))
