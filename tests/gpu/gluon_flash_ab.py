@@ -24,9 +24,6 @@ process beside the peers (do_bench median, TFLOP/s).
 """
 import argparse
 import math
-import os
-import subprocess
-import tempfile
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -34,7 +31,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from gpu_common import checked
+from gpu_common import checked, pretend_hopper, sm90_summary
 
 SHAPES = [(4, 16, 4096, 128), (16, 16, 1024, 128), (4, 32, 4096, 64)]  # b, h, s, d
 # With the ping-pong a consumer holds two stages at once (K_j and V_{j-1}): only a third lets the
@@ -316,40 +313,14 @@ def time_all(only):
 
 
 def compile_all():
-    """Each configuration at each shape compiled for sm_90 without a GPU (a driver that reports
-    an H100's target): shared memory, and ptxas's registers and spills."""
+    """Each configuration compiled for sm_90 without a GPU: shared memory, registers, spills."""
     import torch
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.nvidia.compiler import get_ptxas
-    from triton.runtime import driver
-
-    class Hopper:
-        def get_current_target(self):
-            return GPUTarget("cuda", 90, 32)
-
-        def get_current_device(self):
-            return 0
-
-        def get_current_stream(self, device=None):
-            return 0
-
-        def get_active_torch_device(self):
-            return torch.device("cpu")
-
-    driver.set_active(Hopper())
+    pretend_hopper()
     for d in sorted({shape[3] for shape in SHAPES}):  # the kernel depends on d alone
         q, k, v, o = (torch.empty(1, 1, 1024, d, dtype=torch.bfloat16) for _ in range(4))
         for config in [dict(c, causal=causal) for causal in (False, True) for c in CONFIGS]:
             compiled = attention(q, k, v, o, **config, compile_only=True)
-            with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
-                f.write(compiled.asm["ptx"])
-                f.flush()
-                r = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", f.name, "-o",
-                                    os.devnull], capture_output=True, text=True, check=True)
-            info = [line.split(" : ")[-1].strip() for line in r.stderr.splitlines()
-                    if "registers" in line or "spill" in line]
-            print(f"d {d} {name(config)}: shared {compiled.metadata.shared} B; "
-                  f"{'; '.join(info)}", flush=True)
+            print(f"d {d} {name(config)}: {sm90_summary(compiled)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.language.core import _aggregate as aggregate
 from triton.runtime.jit import JITFunction, constexpr_function
 
-from gpu_common import checked, dtc, load
+from gpu_common import checked, dtc, load, pretend_hopper, sm90_summary
 
 DT_BEST = ("out.block(m:128, n:128); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
            "mm.fuse_at(out, n); out.tma(A, W); out.persistent(interleaved); out.num_warps(8); "
@@ -499,43 +499,16 @@ def time_all(out_dir, only=None, shapes=None):
 
 
 def compile_all(out_dir):
-    """Each configuration compiled for sm_90 without a GPU (a driver that reports an H100's
-    target), with the shared memory it takes and ptxas's registers and spills."""
-    import tempfile
+    """Each configuration compiled for sm_90 without a GPU: shared memory, registers, spills."""
     import torch
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.nvidia.compiler import get_ptxas
-    from triton.runtime import driver
-
-    class Hopper:
-        def get_current_target(self):
-            return GPUTarget("cuda", 90, 32)
-
-        def get_current_device(self):
-            return 0
-
-        def get_current_stream(self, device=None):
-            return 0
-
-        def get_active_torch_device(self):
-            return torch.device("cpu")
-
-    driver.set_active(Hopper())
+    pretend_hopper()
     launch = kernels(out_dir)
     m, n, k = SHAPES[0]
     A, W = torch.empty(m, k, dtype=torch.bfloat16), torch.empty(k, n, dtype=torch.bfloat16)
     bias, C = torch.empty(n, dtype=torch.bfloat16), torch.empty(m, n, dtype=torch.bfloat16)
     for config in CONFIGS:
         compiled = launch(A, W, bias, C, **config, sms=132, compile_only=True)
-        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
-            f.write(compiled.asm["ptx"])
-            f.flush()
-            r = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", f.name, "-o", os.devnull],
-                               capture_output=True, text=True, check=True)
-        info = [line.split(" : ")[-1].strip() for line in r.stderr.splitlines()
-                if "registers" in line or "spill" in line]
-        print(f"{name(config)}: shared "
-              f"{compiled.metadata.shared} B; {'; '.join(info)}", flush=True)
+        print(f"{name(config)}: {sm90_summary(compiled)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,43 @@ def dtc(template, schedule, path):
     return pathlib.Path(path).read_text()
 
 
+def pretend_hopper():
+    """Makes Triton compile for an H100 (sm_90) on a machine without a GPU: its active driver
+    then reports that target (nothing can be launched: compile through a kernel's `warmup`)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    class Hopper:
+        def get_current_target(self):
+            return GPUTarget("cuda", 90, 32)
+
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 0
+
+        def get_active_torch_device(self):
+            return torch.device("cpu")
+
+    driver.set_active(Hopper())
+
+
+def sm90_summary(compiled):
+    """A kernel compiled for sm_90 in a line: its shared memory, and ptxas's registers and
+    spills (the wheel's ptxas, run again on its PTX with -v)."""
+    import tempfile
+    from triton.backends.nvidia.compiler import get_ptxas
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+        f.write(compiled.asm["ptx"])
+        f.flush()
+        r = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", f.name, "-o", "/dev/null"],
+                           capture_output=True, text=True, check=True)
+    info = [line.split(" : ")[-1].strip() for line in r.stderr.splitlines()
+            if "registers" in line or "spill" in line]
+    return f"shared {compiled.metadata.shared} B; {'; '.join(info)}"
+
+
 def per_call_us(fn, calls):
     """µs per call of `fn` over `calls` calls back to back (queued without synchronizing, as a
     model makes them), the GPU's work included by one synchronization at the end."""
