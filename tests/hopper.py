@@ -59,7 +59,10 @@ for i, p in enumerate(params):
     else:
         signature[p] = "i32"
         attrs[(i,)] = [["tt.divisibility", 16]]
-compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs),
+source = ASTSource
+if type(kernel).__name__ == "GluonJITFunction":  # a kernel written in Gluon (`<name>_gluon`)
+    from triton.experimental.gluon._runtime import GluonASTSource as source
+compiled = triton.compile(source(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs),
                           target=GPUTarget("cuda", 90, 32), options=options)
 json.dump({"ptx": compiled.asm["ptx"], "shared": compiled.metadata.shared}, sys.stdout)
 """

@@ -317,6 +317,43 @@ def _dt_warp_specialize(device):
     return torch.cuda.get_device_capability(device)[0] >= 10
 
 
+class _DtHopper:
+    """The launch of a kernel whose product loop is warp-specialized (`warp_specialize`), which
+    dtc prints twice: in Triton's language, which every GPU and the interpreter run, and in
+    Gluon with the producer and consumer partitions written out (kir/WarpPartitions.h), which
+    Hopper GPUs run, where Triton 3.6's own warp specialization is wrong. The Gluon kernel runs
+    on a GPU of compute capability 9 when the constexpr flags at positions `flags` of the
+    arguments all hold (each operand read through a tensor descriptor, in 16-bit floats), with
+    at most `maxnreg` registers a thread (None: ptxas's own cap). DT_GLUON=0 in the environment
+    keeps the Triton kernel everywhere, for comparison. `kernel[grid](*args, num_warps=,
+    num_stages=)` launches as a JIT function's does, returning the compiled kernel."""
+
+    __slots__ = ("kernel", "gluon", "flags", "maxnreg")
+
+    def __init__(self, kernel, gluon, flags, maxnreg):
+        self.kernel, self.gluon, self.flags, self.maxnreg = kernel, gluon, flags, maxnreg
+
+    def chosen(self, args):
+        """The kernel that runs on `args`: the Gluon one or the Triton one."""
+        if not _DT_PTX or os.environ.get("DT_GLUON", "1") == "0":
+            return self.kernel
+        if not all(args[i] for i in self.flags):
+            return self.kernel
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+        if device is None or device.type != "cuda":
+            return self.kernel
+        return self.gluon if torch.cuda.get_device_capability(device)[0] == 9 else self.kernel
+
+    def __getitem__(self, grid):
+        def launch(*args, num_warps, num_stages):
+            kernel = self.chosen(args)
+            if kernel is self.kernel:
+                return kernel[grid](*args, num_warps=num_warps, num_stages=num_stages)
+            options = {} if self.maxnreg is None else {"maxnreg": self.maxnreg}
+            return kernel[grid](*args, num_warps=num_warps, **options)
+        return launch
+
+
 def _dt_tma_memory(device):
     """A kernel that makes tensor descriptors needs global memory for them at each launch, which
     Triton takes from the allocator set for the launching thread (triton.set_allocator): where

@@ -6,7 +6,9 @@
 //   -> fold reductions onto tied output labels (verify IR) -> online softmax (verify IR)
 //   -> plan kernels
 //   -> lower each kernel (verify kernel) -> the kernel passes of kKernelPasses, each verified
-//      and dumped on request (`dtc --dump-after=PASS`) -> check tensor sizes -> print module
+//      and dumped on request (`dtc --dump-after=PASS`) -> check tensor sizes
+//   -> check a warp-specialized product's partitions (kir/WarpPartitions.h) -> print module
+//      (a warp-specialized kernel a second time in Gluon, codegen/GluonPrinter.cpp)
 #include "Pipeline.h"
 #include "codegen/PythonCodegen.h"
 #include "codegen/WrapperSignature.h"
@@ -24,6 +26,7 @@
 #include "kir/PeelPartialTile.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
+#include "kir/WarpPartitions.h"
 #include "lower/CheckTensorSizes.h"
 #include "lower/FoldTiedReductions.h"
 #include "lower/InlineFused.h"
@@ -76,6 +79,21 @@ kir::Kernel build_kernel(const ir::Program& program, const KernelPlan& plan, con
     dump(pass.name, kernel);
   }
   return kernel;
+}
+
+/// A warp-specialized product runs on Hopper as a Gluon kernel of a producer and a consumer
+/// partition (kir/WarpPartitions.h); a kernel whose product loop is specialized but does not
+/// split into them is refused rather than left to run the plain loop there.
+void check_warp_partitions(const kir::Kernel& kernel, const FuncSchedule& fs,
+                           DiagnosticEngine& diags) {
+  if (!fs.warp_specialize) return;
+  std::string why;
+  if (kir::warp_partitions(kernel, why)) return;
+  diags.error("warp-specialize-unsupported", fs.where.at("warp_specialize"),
+              "in `" + fs.func->name + ".warp_specialize(" + (*fs.warp_specialize)->name +
+                  ")`: on Hopper the product runs in a producer and a consumer partition, "
+                  "and here " +
+                  why + "; drop `warp_specialize`");
 }
 
 /// The Funcs that need a kernel to compute `func`, dependencies first (a Func fused into its
@@ -164,6 +182,8 @@ CompileResult run(std::string_view source, const CompileOptions& options, Diagno
       check_tensor_sizes(
           kernel, k->name,
           fs.where.count("tensorize") ? fs.where.at("tensorize") : program.def(k).loc, diags);
+      if (diags.has_errors()) return result;
+      check_warp_partitions(kernel, fs, diags);
       if (diags.has_errors()) return result;
       module.kernels.emplace(k, std::move(kernel));
     }

@@ -107,3 +107,76 @@ def test_compiles_warp_specialized_for_hopper(tmp_path, elem, specialized, persi
     assert "setmaxnreg" not in plain and "wgmma.mma_async" in plain
     assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+HOPPER = ("out.block(m:128, n:{bn}); out.tensorize(m:0, n:0, k:64); mm.fuse_at(out, n); "
+          "out.map(m:mi/8, n, mi); out.tma(A, W); out.warp_specialize(k); "
+          "out.persistent({persistent}); out.num_warps({warps}); out.num_stages(4)")
+
+
+def test_the_gluon_form_is_printed_and_launched(tmp_path):
+    """On Hopper the wrapper launches `out__kernel_hopper`, which picks the Gluon kernel; its
+    partitions read what each needs: the producer the descriptors and the operands' offsets, the
+    consumer the epilogue's indices (kir/WarpPartitions.h)."""
+    module, text = compile_source(tmp_path, EPILOGUE, HOPPER.format(bn=128, persistent="interleaved",
+                                                                     warps=8))
+    assert re.search(r"plan\.launch\(\d, out__kernel_hopper, \(", text), text
+    assert re.search(r"out__kernel_hopper = _DtHopper\(out__kernel, out__kernel_gluon, "
+                     r"\((\d+), (\d+), (\d+), (\d+)\), 168\)", text), text
+    load = kernel_of(text, "out__kernel_load").split('"""')[2]  # the bodies, past the docstrings
+    mma = kernel_of(text, "out__kernel_mma").split('"""')[2]
+    # The producer: descriptors, block indices, the copies; nothing of the epilogue.
+    assert "tma.make_tensor_descriptor(A_ptr, [m_size, k_size], [A_stride0, 1], [128, 64]" in load
+    assert "tma.async_copy_global_to_shared(A_desc, [tl.cast(m_start, tl.int32), " in load
+    assert "bias" not in load and "_dt_gelu" not in load and "warpgroup_mma" not in load
+    # The consumer: no descriptors, the products from the ring, the epilogue as in Triton's.
+    assert "make_tensor_descriptor" not in mma and "async_copy" not in mma
+    assert "k_acc = warpgroup_mma(_dt_a_ring.index(_dt_slot), _dt_b_ring.index(_dt_slot)" in mma
+    assert "out_ = _dt_gelu(k_dot + bias)" in mma
+    assert "m_arange = gl.arange(0, 128)[:, None].to(_dt_index)" in mma
+    # Under the interpreter the Triton kernel runs.
+    A, W, bias = torch.randn(130, 64).bfloat16(), torch.randn(64, 72).bfloat16(), torch.randn(72).bfloat16()
+    args = (A, W, bias) + (True,) * 30
+    assert module.out__kernel_hopper.chosen(args) is module.out__kernel
+    torch.testing.assert_close(module.out(A, W, bias).double(), gelu_product(A, W, bias).bfloat16().double(),
+                               rtol=2e-2, atol=5e-2)
+
+
+def test_the_kernel_without_a_gluon_form_is_launched_as_it_is(tmp_path):
+    _, text = compile_source(tmp_path, EPILOGUE, HOPPER.format(bn=128, persistent="interleaved",
+                                                               warps=8).replace("; out.warp_specialize(k)", ""))
+    assert re.search(r"plan\.launch\(\d, out__kernel, \(", text), text
+    assert "@gluon.jit" not in text and "from triton.experimental import gluon" not in text
+
+
+@pytest.mark.parametrize("persistent,warps,bn", [("none", 4, 128), ("interleaved", 4, 64),
+                                                 ("interleaved", 8, 128), ("none", 8, 256)])
+def test_the_gluon_kernel_compiles_for_hopper(tmp_path, persistent, warps, bn):
+    """The Gluon kernel compiled for sm_90 as the wrapper launches it there: the producer's
+    and consumers' registers set (setmaxnreg), TMA copies into the ring, warpgroup products,
+    no spills, and the ring's shared memory (4 stages of both operands' tiles)."""
+    out = tmp_path / "h.py"
+    src = tmp_path / "h.dt"
+    src.write_text(EPILOGUE)
+    r = run_dtc(src, "-o", out, "--schedule", HOPPER.format(bn=bn, persistent=persistent, warps=warps))
+    assert r.returncode == 0, r.stderr
+    compiled = compile_for_hopper(out, "out__kernel_gluon", "bf16", num_warps=warps, num_stages=4)
+    ptx = compiled["ptx"]
+    assert "setmaxnreg" in ptx and "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
+    assert "mbarrier.try_wait" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    ring = 4 * (128 * 64 + 64 * bn) * 2
+    assert ring <= compiled["shared"] <= ring + 1024, compiled["shared"]
+
+
+def test_a_plain_product_has_a_gluon_form(tmp_path):
+    """A product stored as it is (no epilogue) at 64-row tiles of 32 columns: compiles for
+    sm_90 (wgmma of 32 columns)."""
+    out = tmp_path / "p.py"
+    src = tmp_path / "p.dt"
+    src.write_text(MATMUL)
+    r = run_dtc(src, "-o", out, "--schedule", PRODUCT)
+    assert r.returncode == 0, r.stderr
+    assert "c_kernel_hopper = _DtHopper(c_kernel, c_kernel_gluon" in out.read_text()
+    ptx = compile_for_hopper(out, "c_kernel_gluon", "fp16", num_warps=4, num_stages=3)["ptx"]
+    assert "wgmma.mma_async" in ptx and "ld.local" not in ptx

@@ -39,11 +39,14 @@ def persistent_schedules(name):
     assert r.returncode == 0, r.stderr
     chosen = []
     # Spread over each choice's schedules (tma, storing through a descriptor or not; persistent
-    # alone), a third each.
+    # alone; warp-specialized, whose Gluon kernel is compiled too), evenly.
     listed = r.stdout.split()
-    groups = ([s for s in listed if ".tma(" in s and stores_through_a_descriptor(s)],
-              [s for s in listed if ".tma(" in s and not stores_through_a_descriptor(s)],
-              [s for s in listed if ".persistent(" in s and ".tma(" not in s])
+    groups = [[s for s in listed if ".tma(" in s and stores_through_a_descriptor(s)],
+              [s for s in listed if ".tma(" in s and not stores_through_a_descriptor(s)
+               and ".warp_specialize(" not in s],
+              [s for s in listed if ".persistent(" in s and ".tma(" not in s],
+              [s for s in listed if ".warp_specialize(" in s]]
+    groups = [g for g in groups if g]
     for group in groups:
         n = -(-PER_TEMPLATE // len(groups))
         picks = sorted({round(i * (len(group) - 1) / max(1, n - 1)) for i in range(n)})
@@ -79,8 +82,10 @@ def test_hopper_schedules_compile_for_hopper(name, index, tmp_path, dtc_binary):
     text = out.read_text()
     warps = int((re.search(r"num_warps\((\d+)\)", schedule) or [0, 4])[1])
     stages = int((re.search(r"num_stages\((\d+)\)", schedule) or [0, 3])[1])
-    kernels = [k for k in re.findall(r"^def (\w+_kernel)\(", text, re.M)
+    kernels = [k for k in re.findall(r"^def (\w+_kernel(?:_gluon)?)\(", text, re.M)
                if not k.startswith("_dt_")]
+    if ".warp_specialize(" in schedule:  # on Hopper the Gluon kernel runs (GluonPrinter.cpp)
+        assert any(k.endswith("_gluon") for k in kernels), schedule
     assert kernels
     for kernel in kernels:
         compiled = compile_for_hopper(out, kernel, ELEM[template["dtype"]],
@@ -94,6 +99,8 @@ def test_hopper_schedules_compile_for_hopper(name, index, tmp_path, dtc_binary):
         if stores_through_a_descriptor(schedule):
             assert "cp.async.bulk.tensor.2d.global.shared" in ptx, \
                 f"{kernel} of {schedule}: no TMA store"
+        if kernel.endswith("_gluon"):  # the producer's and the consumer's registers
+            assert "setmaxnreg" in ptx and "ld.local" not in ptx, f"{kernel} of {schedule}"
         if "tl.dot(" in text:  # on the tensor cores: wgmma, or mma.sync for small tiles
             assert "wgmma.mma_async" in ptx or "mma.sync" in ptx, schedule
         assert compiled["shared"] <= 232448, f"{schedule}: {compiled['shared']} B of shared memory"

@@ -59,12 +59,34 @@ int precedence(BinOp op) {
   return kMul;
 }
 
-Printed print_expr(const Expr& e);
+Printed print_expr(const Expr& e, Dialect d);
 
-std::string args_text(const Expr& e, size_t from = 0, size_t to = std::string::npos) {
+// The shared-memory layout of a descriptor's tiles (MakeDesc `e`) in Gluon: the swizzled one
+// the warpgroup instructions read, for the block's shape and the tensor's element type.
+std::string shared_layout(const Expr& e) {
+  std::string block;
+  for (const Extent& x : e.type.shape)
+    block += (block.empty() ? "" : ", ") + (x.param.empty() ? std::to_string(x.n) : x.param);
+  return "gl.NVMMASharedLayout.get_default_for([" + block + "], " +
+         print_expr(*e.args[0], Dialect::Triton).text + ".dtype.element_ty)";
+}
+
+// `range(lo, hi, step)`, or `tl.range(...)` with Triton's warp specialization or flattening
+// (Gluon's loops are plain: its partitions are written out).
+std::string loop_head(const Stmt& s, Dialect d) {
+  bool options = d == Dialect::Triton && (s.warp_specialize || s.flatten);
+  return std::string(options ? "tl.range(" : "range(") + print_expr(*s.lo, d).text + ", " +
+         print_expr(*s.hi, d).text + ", " + print_expr(*s.step, d).text +
+         (options && s.warp_specialize
+              ? ", warp_specialize=" + print_expr(*s.warp_specialize, d).text
+              : "") +
+         (options && s.flatten ? ", flatten=True" : "") + ")";
+}
+
+std::string args_text(const Expr& e, Dialect d, size_t from = 0, size_t to = std::string::npos) {
   std::string s;
   for (size_t i = from; i < std::min(to, e.args.size()); ++i)
-    s += (i > from ? ", " : "") + print_expr(*e.args[i]).text;
+    s += (i > from ? ", " : "") + print_expr(*e.args[i], d).text;
   return s;
 }
 
@@ -87,7 +109,7 @@ bool maybe_python_number(const Expr& e) {
   }
 }
 
-Printed print_expr(const Expr& e) {
+Printed print_expr(const Expr& e, Dialect d) {
   switch (e.kind) {
   case ExprKind::Var:
     return {e.name};
@@ -96,67 +118,70 @@ Printed print_expr(const Expr& e) {
   case ExprKind::Float:
     return {ir::python_float(e.value_float), e.value_float < 0 ? kUnary : kAtom};
   case ExprKind::Neg:
-    return {"-" + paren(print_expr(*e.args[0]), kUnary), kUnary};
+    return {"-" + paren(print_expr(*e.args[0], d), kUnary), kUnary};
   case ExprKind::Binary: {
     if (e.op == BinOp::Max || e.op == BinOp::Min) {
       // tl.maximum's default (PropagateNan.NONE) returns the other operand where one is NaN on
       // the GPU; torch.maximum returns NaN. Integers have no NaN.
       std::string fn = e.op == BinOp::Max ? "tl.maximum(" : "tl.minimum(";
-      return {fn + args_text(e) + (e.type.is_float() ? ", propagate_nan=tl.PropagateNan.ALL" : "") +
-              ")"};
+      return {fn + args_text(e, d) +
+              (e.type.is_float() ? ", propagate_nan=tl.PropagateNan.ALL" : "") + ")"};
     }
     int p = precedence(e.op);
     // Comparisons never chain in the generated code: Python would read `a < b < c` as a chain.
     int left_min = p == kCompare ? kCompare + 1 : p;
-    return {paren(print_expr(*e.args[0]), left_min) + " " + op_text(e.op) + " " +
-                paren(print_expr(*e.args[1]), p + 1),
+    return {paren(print_expr(*e.args[0], d), left_min) + " " + op_text(e.op) + " " +
+                paren(print_expr(*e.args[1], d), p + 1),
             p};
   }
   case ExprKind::Call:
-    return {std::string(triton_function(e.fn)) + "(" + args_text(e) + ")"};
+    return {std::string(triton_function(e.fn)) + "(" + args_text(e, d) + ")"};
   case ExprKind::Select:
-    return {"tl.where(" + args_text(e) + ")"};
+    return {"tl.where(" + args_text(e, d) + ")"};
   case ExprKind::Cast: {
     const Expr& a = *e.args[0];
     if (maybe_python_number(a))
-      return {"tl.cast(" + print_expr(a).text + ", " + dtype_text(e.type) + ")"};
-    return {paren(print_expr(a), kAtom) + ".to(" + dtype_text(e.type) + ")"};
+      return {"tl.cast(" + print_expr(a, d).text + ", " + dtype_text(e.type) + ")"};
+    return {paren(print_expr(a, d), kAtom) + ".to(" + dtype_text(e.type) + ")"};
   }
   case ExprKind::Load:
-    return {"tl.load(" + print_expr(*e.args[0]).text +
-            (e.args.size() > 1 ? ", mask=" + print_expr(*e.args[1]).text + ", other=0.0" : "") +
+    return {"tl.load(" + print_expr(*e.args[0], d).text +
+            (e.args.size() > 1 ? ", mask=" + print_expr(*e.args[1], d).text + ", other=0.0" : "") +
             (e.value_int ? ", eviction_policy=\"evict_last\"" : "") + ")"};
   case ExprKind::Arange: {
+    // Gluon's ranges and fills take the layout of the values they meet (its AutoLayout): the
+    // accumulator's, in a warp-specialized product's epilogue.
     const Extent& x = e.type.shape[0];
-    return {"tl.arange(0, " + (x.param.empty() ? std::to_string(x.n) : x.param) + ")"};
+    return {std::string(d == Dialect::Gluon ? "gl" : "tl") + ".arange(0, " +
+            (x.param.empty() ? std::to_string(x.n) : x.param) + ")"};
   }
   case ExprKind::Expand: {
     std::string s;
     for (bool k : e.expand)
       s += std::string(s.empty() ? "" : ", ") + (k ? ":" : "None");
-    return {paren(print_expr(*e.args[0]), kAtom) + "[" + s + "]"};
+    return {paren(print_expr(*e.args[0], d), kAtom) + "[" + s + "]"};
   }
   case ExprKind::Full:
-    if (e.value_float == 0 && !std::signbit(e.value_float))
+    if (e.value_float == 0 && !std::signbit(e.value_float) && d == Dialect::Triton)
       return {"tl.zeros(" + shape_text(e.type.shape) + ", tl.float32)"};
-    return {"tl.full(" + shape_text(e.type.shape) + ", " + ir::python_float(e.value_float) +
-            ", tl.float32)"};
+    return {std::string(d == Dialect::Gluon ? "gl" : "tl") + ".full(" + shape_text(e.type.shape) +
+            ", " + ir::python_float(e.value_float) + ", tl.float32)"};
   case ExprKind::Reduce: {
     // tl.max and tl.min drop NaN: a maximum or minimum goes through a helper that returns NaN
     // where the reduced values hold one (kPrinterHelpers).
     std::string axis = ", axis=" + std::to_string(e.value_int);
     if (e.reduce == ReduceOp::Sum)
-      return {"tl.sum(" + print_expr(*e.args[0]).text + axis + ", keep_dims=True)"};
+      return {"tl.sum(" + print_expr(*e.args[0], d).text + axis + ", keep_dims=True)"};
     return {std::string(e.reduce == ReduceOp::Max ? "_dt_max(" : "_dt_min(") +
-            print_expr(*e.args[0]).text + axis + ")"};
+            print_expr(*e.args[0], d).text + axis + ")"};
   }
   case ExprKind::Dot:
-    return {"tl.dot(" + args_text(e) +
+    return {"tl.dot(" + args_text(e, d) +
             (e.precision.empty() ? "" : ", input_precision=\"" + e.precision + "\"") + ")"};
   case ExprKind::Reshape:
-    return {"tl.reshape(" + print_expr(*e.args[0]).text + ", " + shape_text(e.type.shape) + ")"};
+    return {"tl.reshape(" + print_expr(*e.args[0], d).text + ", " + shape_text(e.type.shape) + ")"};
   case ExprKind::Trans:
-    return {"tl.trans(" + print_expr(*e.args[0]).text + ")"};
+    return {"tl.trans(" + print_expr(*e.args[0], d).text + ")"};
   case ExprKind::ProgramId:
     return {"tl.program_id(" + std::to_string(e.value_int) + ")"};
   case ExprKind::NumPrograms:
@@ -168,27 +193,32 @@ Printed print_expr(const Expr& e) {
     size_t rank = b.size();
     std::string sizes, strides, block;
     for (size_t i = 0; i < rank; ++i) {
-      sizes += (i ? ", " : "") + print_expr(*e.args[1 + i]).text;
-      strides += (i + 1 < rank ? print_expr(*e.args[1 + rank + i]).text + ", " : "1");
+      sizes += (i ? ", " : "") + print_expr(*e.args[1 + i], d).text;
+      strides += (i + 1 < rank ? print_expr(*e.args[1 + rank + i], d).text + ", " : "1");
       block += (i ? ", " : "") + extent(b[i]);
     }
-    return {"tl.make_tensor_descriptor(" + print_expr(*e.args[0]).text + ", [" + sizes + "], [" +
-                strides + "], [" + block + "]) if " + e.name + " else None",
+    std::string ptr = print_expr(*e.args[0], d).text;
+    if (d == Dialect::Gluon) // the layout of the shared memory the tiles are copied into
+      return {"tma.make_tensor_descriptor(" + ptr + ", [" + sizes + "], [" + strides + "], [" +
+                  block + "], " + shared_layout(e) + ") if " + e.name + " else None",
+              kCond};
+    return {"tl.make_tensor_descriptor(" + ptr + ", [" + sizes + "], [" + strides + "], [" + block +
+                "]) if " + e.name + " else None",
             kCond};
   }
   case ExprKind::Half: {
     // Columns [0, c/2) or [c/2, c): the tile reshaped to [r, 2, c/2], the pair axis moved last
     // and split (Triton's epilogue subtiling).
     const Shape& shape = e.args[0]->type.shape;
-    return {"tl.split(tl.permute(tl.reshape(" + print_expr(*e.args[0]).text + ", [" +
+    return {"tl.split(tl.permute(tl.reshape(" + print_expr(*e.args[0], d).text + ", [" +
             std::to_string(shape[0].n) + ", 2, " + std::to_string(shape[1].n / 2) +
             "]), (0, 2, 1)))[" + std::to_string(e.value_int) + "]"};
   }
   case ExprKind::DescLoad: {
     std::string offsets;
     for (size_t i = 1; i + 1 < e.args.size(); ++i)
-      offsets += (i > 1 ? ", " : "") + print_expr(*e.args[i]).text;
-    std::string block = print_expr(*e.args[0]).text + ".load([" + offsets + "])";
+      offsets += (i > 1 ? ", " : "") + print_expr(*e.args[i], d).text;
+    std::string block = print_expr(*e.args[0], d).text + ".load([" + offsets + "])";
     const Shape& b = e.args[0]->type.shape;
     if (b.size() > 2) { // the leading dimensions of one element dropped
       auto extent = [](const Extent& x) { return x.param.empty() ? std::to_string(x.n) : x.param; };
@@ -196,19 +226,19 @@ Printed print_expr(const Expr& e) {
               extent(b[b.size() - 1]) + "])";
     }
     if (e.value_int) block = "tl.trans(" + block + ")";
-    return {block + " if " + e.name + " else " + paren(print_expr(*e.args.back()), kCond + 1),
+    return {block + " if " + e.name + " else " + paren(print_expr(*e.args.back(), d), kCond + 1),
             kCond};
   }
   }
   throw InternalError("print: unknown kernel expression kind");
 }
 
-void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out) {
+void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out, Dialect d) {
   std::string indent(4 * depth, ' ');
   for (const StmtPtr& s : stmts) {
     switch (s->kind) {
     case StmtKind::Assign:
-      out += indent + s->name + " = " + print_expr(*s->value).text + "\n";
+      out += indent + s->name + " = " + print_expr(*s->value, d).text + "\n";
       break;
     case StmtKind::Comment:
       out += indent + "# " + s->text + "\n";
@@ -217,25 +247,25 @@ void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out)
       out += indent + "tl.debug_barrier()\n";
       break;
     case StmtKind::Store: {
-      std::string args = print_expr(*s->ptr).text + ", " + print_expr(*s->value).text;
+      std::string args = print_expr(*s->ptr, d).text + ", " + print_expr(*s->value, d).text;
       if (s->atomic == Atomic::Max || s->atomic == Atomic::Min) {
         // tl.atomic_max and tl.atomic_min drop NaN: a helper combines the bit patterns.
         out += indent + (s->atomic == Atomic::Max ? "_dt_atomic_max(" : "_dt_atomic_min(") + args +
-               ", " + (s->mask ? print_expr(*s->mask).text : "True") + ")\n";
+               ", " + (s->mask ? print_expr(*s->mask, d).text : "True") + ")\n";
         break;
       }
       std::string store = (s->atomic == Atomic::None ? "tl.store(" : "tl.atomic_add(") + args +
-                          (s->mask ? ", mask=" + print_expr(*s->mask).text : "") + ")\n";
-      if (s->desc) {
+                          (s->mask ? ", mask=" + print_expr(*s->mask, d).text : "") + ")\n";
+      if (s->desc && d == Dialect::Triton) {
         // Through the descriptor where the wrapper found the tensor qualifies (a constexpr:
         // Triton compiles one branch).
         out += indent + "if " + s->desc_flag + ":\n";
         for (const Stmt::DescPart& part : s->desc_parts) {
           std::string offsets;
           for (const ExprPtr& o : part.offsets)
-            offsets += (offsets.empty() ? "" : ", ") + print_expr(*o).text;
-          out += indent + "    " + print_expr(*s->desc).text + ".store([" + offsets + "], " +
-                 print_expr(*part.value).text + ")\n";
+            offsets += (offsets.empty() ? "" : ", ") + print_expr(*o, d).text;
+          out += indent + "    " + print_expr(*s->desc, d).text + ".store([" + offsets + "], " +
+                 print_expr(*part.value, d).text + ")\n";
         }
         out += indent + "else:\n" + indent + "    " + store;
         break;
@@ -244,13 +274,8 @@ void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out)
       break;
     }
     case StmtKind::For:
-      out +=
-          indent + "for " + s->name + " in " +
-          (s->warp_specialize || s->flatten ? "tl.range(" : "range(") + print_expr(*s->lo).text +
-          ", " + print_expr(*s->hi).text + ", " + print_expr(*s->step).text +
-          (s->warp_specialize ? ", warp_specialize=" + print_expr(*s->warp_specialize).text : "") +
-          (s->flatten ? ", flatten=True" : "") + "):\n";
-      print_stmts(s->body, depth + 1, out);
+      out += indent + "for " + s->name + " in " + loop_head(*s, d) + ":\n";
+      print_stmts(s->body, depth + 1, out, d);
       break;
     }
   }
@@ -258,14 +283,26 @@ void print_stmts(const std::vector<StmtPtr>& stmts, int depth, std::string& out)
 
 } // namespace
 
-std::string print(const Expr& e) {
-  return print_expr(e).text;
+std::string print(const Expr& e, Dialect d) {
+  return print_expr(e, d).text;
 }
 
-std::string print(const std::vector<StmtPtr>& stmts, int depth) {
+std::string print(const std::vector<StmtPtr>& stmts, int depth, Dialect d) {
   std::string out;
-  print_stmts(stmts, depth, out);
+  print_stmts(stmts, depth, out, d);
   return out;
+}
+
+std::string print(const Stmt& s, int depth, Dialect d) {
+  std::string out;
+  std::vector<StmtPtr> one;
+  one.push_back(clone(s));
+  print_stmts(one, depth, out, d);
+  return out;
+}
+
+std::string print_loop_head(const Stmt& loop, Dialect d) {
+  return loop_head(loop, d);
 }
 
 } // namespace kir
@@ -386,9 +423,8 @@ std::string kernel_helper_source(std::string_view name) {
   return source;
 }
 
-std::string print_kernel(const kir::Kernel& kernel) {
-  std::string out = "@triton.jit\ndef " + kernel.name + "(\n";
-  std::string line;
+std::string kernel_params_text(const kir::Kernel& kernel) {
+  std::string out, line;
   auto flush = [&] {
     if (!line.empty()) out += "    " + line + "\n";
     line.clear();
@@ -403,7 +439,11 @@ std::string print_kernel(const kir::Kernel& kernel) {
     line += (line.empty() ? "" : " ") + p.name + (p.is_constexpr ? ": tl.constexpr" : "") + ",";
   }
   flush();
-  out += "):\n";
+  return out;
+}
+
+std::string print_kernel(const kir::Kernel& kernel) {
+  std::string out = "@triton.jit\ndef " + kernel.name + "(\n" + kernel_params_text(kernel) + "):\n";
   out += "    \"\"\"" + kernel.doc + "\"\"\"\n";
   out += kir::print(kernel.body, 1);
   return out;

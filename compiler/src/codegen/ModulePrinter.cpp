@@ -36,7 +36,16 @@ public:
             "\n";
     out_ +=
         "\"\"\"\n\nimport math\nimport numbers\nimport os\n\nimport torch\nimport triton\nimport "
-        "triton.language as tl\n\n";
+        "triton.language as tl\n";
+    std::map<const ir::Symbol*, std::string> gluon; // kernels with a Gluon form for Hopper
+    for (const auto& [f, k] : in_.kernels)
+      if (std::string text = print_gluon_kernel(k); !text.empty()) gluon[f] = text;
+    if (!gluon.empty())
+      out_ += "from triton.experimental import gluon\n"
+              "from triton.experimental.gluon import language as gl\n"
+              "from triton.experimental.gluon.language.nvidia.hopper import (\n"
+              "    mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)\n";
+    out_ += "\n";
     out_ += "SCHEDULE = " + quote(in_.canonical_schedule) + "\n";
     size_t names_at = out_.size();
     print_names();
@@ -81,6 +90,7 @@ public:
       auto it = in_.kernels.find(&s);
       if (it == in_.kernels.end()) continue;
       out_ += "\n\n" + print_kernel(it->second);
+      if (gluon.count(&s)) out_ += "\n\n" + gluon.at(&s);
     }
     for (const CompiledFunc& c : in_.compiled)
       print_compiled(c);
@@ -586,9 +596,10 @@ private:
       out_ += fill("        direct[1][" + at + "](direct[0]" + (varying.empty() ? "" : ", "),
                    varying, "            ", ")\n");
       out_ += "    else:\n";
-      out_ += "        plan.launch(" + at + ", " + kernel.name + ", (" + grid_text(kernel) +
-              ",), (\n" + args("            ") + "        ), " + std::to_string(kernel.num_warps) +
-              ", " + std::to_string(kernel.num_stages) + ", " + tuple_of(positions) + ")\n";
+      out_ += "        plan.launch(" + at + ", " + launched_kernel_name(kernel) + ", (" +
+              grid_text(kernel) + ",), (\n" + args("            ") + "        ), " +
+              std::to_string(kernel.num_warps) + ", " + std::to_string(kernel.num_stages) + ", " +
+              tuple_of(positions) + ")\n";
     }
     // Every kernel launched: later calls may launch directly (not before, so that a call that
     // failed part-way, or another thread's first call, never finds a launch missing).

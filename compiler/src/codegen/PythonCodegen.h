@@ -30,6 +30,19 @@ struct ModuleInput {
 /// Prints one kernel as a `@triton.jit` function.
 std::string print_kernel(const kir::Kernel& kernel);
 
+/// A kernel's parameters, one group a line (a tensor's pointer and strides, the sizes, each
+/// constexpr), each line indented and ending in a comma.
+std::string kernel_params_text(const kir::Kernel& kernel);
+
+/// The Gluon form of a kernel whose product loop is warp-specialized (kir/WarpPartitions.h):
+/// `<name>_gluon`, its producer and consumer partitions, and `<name>_hopper`, the launch that
+/// runs it on Hopper GPUs where the product qualifies and the Triton kernel elsewhere
+/// (dt_runtime.py's _DtHopper). Empty where the kernel has no such partitions.
+std::string print_gluon_kernel(const kir::Kernel& kernel);
+
+/// The name the wrapper launches a kernel under: `<name>_hopper` where it has a Gluon form.
+std::string launched_kernel_name(const kir::Kernel& kernel);
+
 /// The `@triton.jit` helpers a printed kernel calls: its intrinsics' (TritonMath.h) and the
 /// printer's own (a NaN-propagating maximum or minimum, of a tile or atomic), and the helpers
 /// those call.

@@ -335,9 +335,18 @@ inline constexpr long long kMaxTensorNumel = 1LL << 20;
 /// Every distinct shape of a value in `stmts` (nested bodies included), in first-use order.
 std::vector<Shape> shapes_of(const std::vector<StmtPtr>& stmts);
 
+/// The language a kernel is printed in: Triton's, or Gluon's (a warp-specialized product on
+/// Hopper: kir/WarpPartitions.h), whose ranges and fills take the layout of the values they
+/// meet, whose descriptors name their shared-memory layout and whose loops are plain.
+enum class Dialect { Triton, Gluon };
+
 /// Prints an expression as Python (for the printer, diagnostics and tests).
-std::string print(const Expr& e);
+std::string print(const Expr& e, Dialect d = Dialect::Triton);
 /// Prints statements as Python at the given indentation depth.
-std::string print(const std::vector<StmtPtr>& stmts, int depth = 0);
+std::string print(const std::vector<StmtPtr>& stmts, int depth = 0, Dialect d = Dialect::Triton);
+/// Prints one statement (a loop with its body).
+std::string print(const Stmt& s, int depth, Dialect d);
+/// A loop's `range(lo, hi, step)` (`tl.range(...)` with Triton's options).
+std::string print_loop_head(const Stmt& loop, Dialect d);
 
 } // namespace dtc::kir

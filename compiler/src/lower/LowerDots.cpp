@@ -173,6 +173,14 @@ void warp_specialize(LowerState& s, const ir::Dot& d, const DotOnCores& o, kir::
         "64 rows or more (on fewer it leaves the loop as it is)";
     return;
   }
+  if (rows.param.empty() && rows.n < 16 * s.fs.warps()) {
+    s.warp_specialize_refused = "the product's tiles have " + std::to_string(rows.n) + " rows (`" +
+                                o.i->name + "`), and " + std::to_string(s.fs.warps()) +
+                                " warps multiply tiles of " + std::to_string(16 * s.fs.warps()) +
+                                " rows or more (16 a warp); use " +
+                                std::to_string(16 * s.fs.warps()) + " rows or `num_warps(4)`";
+    return;
+  }
   if (rows.param.empty() && cols.param.empty() && rows.n == 64 && cols.n == 256) {
     s.warp_specialize_refused = "Triton 3.6 does not compile a warp-specialized product of 64 by "
                                 "256 tiles (`" +

@@ -56,11 +56,11 @@ Primitive warp_specialize_primitive() {
                       fs.func->name + ".tma(...)` naming the product's inputs");
       return;
     }
-    if (fs.warps() != 4) {
+    if (fs.warps() != 4 && fs.warps() != 8) {
       diags.error("warp-specialize-warps", at,
-                  stmt + "Triton specializes warps on the H100 at 4 warps only (at " +
-                      std::to_string(fs.warps()) + " it leaves the loop as it is); use `" +
-                      fs.func->name + ".num_warps(4)`");
+                  stmt + "the product's warps are one or two warpgroups: 4 or 8 warps (not " +
+                      std::to_string(fs.warps()) + "); use `" + fs.func->name +
+                      ".num_warps(4)` or `" + fs.func->name + ".num_warps(8)`");
       return;
     }
     if (fs.online) {
