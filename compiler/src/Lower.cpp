@@ -82,18 +82,28 @@ kir::Kernel build_kernel(const ir::Program& program, const KernelPlan& plan, con
 }
 
 /// A warp-specialized product runs on Hopper as a Gluon kernel of a producer and a consumer
-/// partition (kir/WarpPartitions.h); a kernel whose product loop is specialized but does not
-/// split into them is refused rather than left to run the plain loop there.
+/// partition (kir/WarpPartitions.h). A kernel that does not split into them keeps Triton's own
+/// warp specialization after Hopper but runs its plain loop there, which a warning says; an
+/// epilogue that cannot run in the chunks `warp_specialize(k, m:R)` asks for is an error.
 void check_warp_partitions(const kir::Kernel& kernel, const FuncSchedule& fs,
                            DiagnosticEngine& diags) {
   if (!fs.warp_specialize) return;
+  const std::string stmt = "in `" + fs.warp_specialize_text() + "`: ";
   std::string why;
-  if (kir::warp_partitions(kernel, why)) return;
-  diags.error("warp-specialize-unsupported", fs.where.at("warp_specialize"),
-              "in `" + fs.func->name + ".warp_specialize(" + (*fs.warp_specialize)->name +
-                  ")`: on Hopper the product runs in a producer and a consumer partition, "
-                  "and here " +
-                  why + "; drop `warp_specialize`");
+  std::optional<kir::WarpPartitions> p = kir::warp_partitions(kernel, why);
+  if (!p) {
+    diags.warning(fs.where.at("warp_specialize"),
+                  stmt +
+                      "on Hopper the product runs in a producer and a consumer partition, "
+                      "and here " +
+                      why + "; there its loop is a plain one, as without `warp_specialize`");
+    return;
+  }
+  if (kernel.epilogue_rows &&
+      !kir::stage_epilogue(*p, kernel.epilogue_rows, 0, "_dt_row", "_dt_rows", why))
+    diags.error("warp-specialize-unsupported", fs.where.at("warp_specialize"),
+                stmt + why + "; drop the rows (`" + fs.func->name + ".warp_specialize(" +
+                    (*fs.warp_specialize)->name + ")`)");
 }
 
 /// The Funcs that need a kernel to compute `func`, dependencies first (a Func fused into its

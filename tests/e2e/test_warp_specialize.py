@@ -180,3 +180,84 @@ def test_a_plain_product_has_a_gluon_form(tmp_path):
     assert "c_kernel_hopper = _DtHopper(c_kernel, c_kernel_gluon" in out.read_text()
     ptx = compile_for_hopper(out, "c_kernel_gluon", "fp16", num_warps=4, num_stages=3)["ptx"]
     assert "wgmma.mma_async" in ptx and "ld.local" not in ptx
+
+
+def test_a_staged_epilogue(tmp_path):
+    """warp_specialize(k, m:16): the epilogue runs 16 rows at a time in a loop, the tile staged
+    in shared memory, 128 columns at a time (two parts of a 256-column tile); the statements
+    that depend on the rows move into the loop, rewritten; the rest stay in the block."""
+    out = tmp_path / "s.py"
+    src = tmp_path / "s.dt"
+    src.write_text(EPILOGUE)
+    schedule = HOPPER.format(bn=256, persistent="interleaved", warps=8).replace(
+        "warp_specialize(k)", "warp_specialize(k, m:16)").replace("num_stages(4)", "num_stages(3)")
+    r = run_dtc(src, "-o", out, "--schedule", schedule)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    mma = kernel_of(text, "out__kernel_mma").split('"""')[2]
+    assert "_dt_part0, _dt_part1 = k_acc.reshape([128, 2, 128]).permute(0, 2, 1).split()" in mma
+    assert mma.count("for _dt_chunk in range(8):") == 2
+    assert "m_arange = (gl.arange(0, 16)[:, None] + tl.cast(_dt_row, tl.int32)).to(_dt_index)" in mma
+    assert "n_arange = (gl.arange(0, 128)[None, :] + tl.cast(128, tl.int32)).to(_dt_index)" in mma
+    assert "out_ = _dt_gelu(k_dot + bias)" in mma and "k_dot = _dt_rows" in mma
+    # The block's indices that do not depend on the rows stay outside the chunks.
+    assert re.search(r"\n        m_end = tl\.minimum\(m_start \+ 128, m_size\)\n", mma)
+    compiled = compile_for_hopper(out, "out__kernel_gluon", "bf16", num_warps=8, num_stages=3)
+    ptx = compiled["ptx"]
+    assert "setmaxnreg" in ptx and "ld.local" not in ptx and "st.local" not in ptx
+    ring, stage = 3 * (128 * 64 + 64 * 256) * 2, 128 * 128 * 4
+    assert ring + stage <= compiled["shared"] <= ring + stage + 1024, compiled["shared"]
+    # Under the interpreter the Triton kernel, the same values.
+    module = compile_source(tmp_path, EPILOGUE, schedule, name="staged")[0]
+    A, W, bias = torch.randn(130, 64).bfloat16(), torch.randn(64, 300).bfloat16(), torch.randn(300).bfloat16()
+    torch.testing.assert_close(module.out(A, W, bias).double(), gelu_product(A, W, bias).bfloat16().double(),
+                               rtol=2e-2, atol=5e-2)
+
+
+def test_a_transposed_operand(tmp_path):
+    """nn.Linear's weight [n, k]: its tiles are copied as the tensor holds them and the product
+    reads a transposed view of the slot."""
+    out = tmp_path / "t.py"
+    src = tmp_path / "t.dt"
+    src.write_text(MATMUL.replace("B[k, n]", "B[n, k]"))
+    r = run_dtc(src, "-o", out, "--schedule", "c.block(m:128, n:128); c.tensorize(m:0, n:0, k:64); "
+                "c.tma(A, B); c.warp_specialize(k); c.num_warps(8)")
+    assert r.returncode == 0, r.stderr
+    mma = kernel_of(out.read_text(), "c_kernel_mma")
+    assert "warpgroup_mma(_dt_a_ring.index(_dt_slot), _dt_b_ring.index(_dt_slot).permute((1, 0))" in mma
+    ptx = compile_for_hopper(out, "c_kernel_gluon", "bf16", num_warps=8, num_stages=3)["ptx"]
+    assert "wgmma.mma_async" in ptx and "ld.local" not in ptx
+
+
+def test_names_the_gluon_kernel_uses_are_the_users_too(tmp_path):
+    """A scalar input `i` (the barriers' initialisation loop once shadowed it: the epilogue read
+    a constant) and Funcs named after Gluon's modules are renamed in Python, not shadowed."""
+    source = EPILOGUE.replace("In A, W, bias;", "In A, W, bias;\nSIn i, tma;").replace(
+        "out[m, n] = gelu(mm[m, n] + bias[n]);", "out[m, n] = gelu(mm[m, n] + bias[n]) * i + tma;")
+    out = tmp_path / "n.py"
+    src = tmp_path / "n.dt"
+    src.write_text(source)
+    r = run_dtc(src, "-o", out, "--schedule", HOPPER.format(bn=128, persistent="none", warps=4))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "for _dt_i in gl.static_range(4):" in text and "tma_" in text
+    ttgir = compile_for_hopper(out, "out__kernel_gluon", "bf16", num_warps=4, num_stages=4)
+    assert "wgmma.mma_async" in ttgir["ptx"]
+    module = compile_source(tmp_path, source, HOPPER.format(bn=128, persistent="none", warps=4),
+                            name="names")[0]
+    A, W, bias = torch.randn(70, 64).bfloat16(), torch.randn(64, 40).bfloat16(), torch.randn(40).bfloat16()
+    want = (gelu_product(A, W, bias) * 3.0 + 0.5).bfloat16().double()
+    torch.testing.assert_close(module.out(A, W, bias, 3.0, 0.5).double(), want, rtol=2e-2, atol=5e-2)
+
+
+def test_a_kernel_without_partitions_warns_and_keeps_the_plain_loop_on_hopper(tmp_path):
+    src = tmp_path / "two.dt"
+    src.write_text(MATMUL.replace("In A, B;", "In A, B, D, E;").replace(
+        "rdot(A[m, k], B[k, n], k)", "rdot(A[m, k], B[k, n], k) + rdot(D[m, k], E[k, n], k)"))
+    out = tmp_path / "two.py"
+    r = run_dtc(src, "-o", out, "--schedule", "c.block(m:128, n:128); c.tensorize(m:0, n:0, k:64); "
+                "c.tma(A, B, D, E); c.warp_specialize(k)")
+    assert r.returncode == 0, r.stderr
+    assert "warning: in `c.warp_specialize(k)`: on Hopper the product runs in a producer and a " \
+           "consumer partition, and here the kernel has 2 warp-specialized loops" in r.stderr
+    assert "_gluon" not in out.read_text()

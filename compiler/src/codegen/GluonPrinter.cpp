@@ -18,6 +18,7 @@
 #include "kir/WarpPartitions.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace dtc {
 namespace {
@@ -43,12 +44,6 @@ std::string print_all(const std::vector<const kir::Stmt*>& stmts, int depth) {
   return out;
 }
 
-// The names the loops of the partitions bind: not read from statements before them.
-void drop_bound(const kir::WarpPartitions& p, std::set<std::string>& names) {
-  if (p.blocks) names.erase(p.blocks->name);
-  names.erase(p.product->name);
-}
-
 // The ring's element type and shared-memory layout for operand `o`'s descriptor.
 std::string ring_layout(const kir::WarpPartitions::Operand& o) {
   const kir::Expr& desc = *o.load->args[0];
@@ -56,37 +51,48 @@ std::string ring_layout(const kir::WarpPartitions::Operand& o) {
          o.load->type.elem_of + ".dtype.element_ty)";
 }
 
+// The staged accumulator's layout: its swizzle repeats every 8 rows, so the whole tile and its
+// chunks of 8 rows or more, viewed as [chunks, rows, columns], address the same memory alike.
+constexpr const char* kStageLayout = "gl.SwizzledSharedLayout(4, 1, 8, [1, 0])";
+
 class GluonPrinter {
 public:
-  GluonPrinter(const kir::Kernel& k, const kir::WarpPartitions& p) : k_(k), p_(p) {}
+  GluonPrinter(const kir::Kernel& k, const kir::WarpPartitions& p)
+      : k_(k), p_(p), stages_(std::to_string(k.num_stages)), rows_(p.a.load->type.shape[0].n),
+        cols_(p.b.load->type.shape[1].n) {}
 
   std::string run() {
-    const std::string stages = std::to_string(k_.num_stages);
     std::string out;
     out += partition("_load",
                      "The producer of " + k_.name + "_gluon: the operand tiles into the ring.",
-                     producer_body(stages));
+                     producer_body());
     out += "\n\n" + partition("_mma",
                               "The consumer of " + k_.name +
                                   "_gluon: the products from the ring, and the epilogue.",
-                              consumer_body(stages));
+                              consumer_body());
     out += "\n\n@gluon.jit\ndef " + k_.name + "_gluon(\n" + kernel_params_text(k_) + "):\n";
     out += "    \"\"\"" + k_.doc + ", warp-specialized for Hopper in Gluon.\"\"\"\n";
     const std::string shape_a = block_text(p_.a.load->args[0]->type.shape);
     const std::string shape_b = block_text(p_.b.load->args[0]->type.shape);
     out += "    _dt_a_ring = gl.allocate_shared_memory(" + p_.a.load->type.elem_of +
-           ".dtype.element_ty, [" + stages + ", " + shape_a + "],\n        " + ring_layout(p_.a) +
+           ".dtype.element_ty, [" + stages_ + ", " + shape_a + "],\n        " + ring_layout(p_.a) +
            ")\n";
     out += "    _dt_b_ring = gl.allocate_shared_memory(" + p_.b.load->type.elem_of +
-           ".dtype.element_ty, [" + stages + ", " + shape_b + "],\n        " + ring_layout(p_.b) +
+           ".dtype.element_ty, [" + stages_ + ", " + shape_b + "],\n        " + ring_layout(p_.b) +
            ")\n";
-    out += "    _dt_ready = gl.allocate_shared_memory(gl.int64, [" + stages +
+    if (k_.epilogue_rows) {
+      out += "    # the accumulator in float32 for the epilogue, " +
+             std::to_string(kir::staged_columns(p_)) + " columns at a time\n";
+      out += "    _dt_stage = gl.allocate_shared_memory(gl.float32, [" + std::to_string(rows_) +
+             ", " + std::to_string(kir::staged_columns(p_)) + "], " + kStageLayout + ")\n";
+    }
+    out += "    _dt_ready = gl.allocate_shared_memory(gl.int64, [" + stages_ +
            ", 1], mbarrier.MBarrierLayout())\n";
-    out += "    _dt_empty = gl.allocate_shared_memory(gl.int64, [" + stages +
+    out += "    _dt_empty = gl.allocate_shared_memory(gl.int64, [" + stages_ +
            ", 1], mbarrier.MBarrierLayout())\n";
-    out += "    for i in gl.static_range(" + stages + "):\n";
-    out += "        mbarrier.init(_dt_ready.index(i), count=1)\n";
-    out += "        mbarrier.init(_dt_empty.index(i), count=1)\n";
+    out += "    for _dt_i in gl.static_range(" + stages_ + "):\n";
+    out += "        mbarrier.init(_dt_ready.index(_dt_i), count=1)\n";
+    out += "        mbarrier.init(_dt_empty.index(_dt_i), count=1)\n";
     // The arguments written out in each pair: a tuple bound to a name first would pass the
     // constexpr parameters on as run-time values.
     std::string args, line;
@@ -97,7 +103,7 @@ public:
       }
       line += " " + param.name + ",";
     }
-    args += line + "\n            _dt_a_ring, _dt_b_ring, _dt_ready, _dt_empty)";
+    args += line + "\n            " + shared_args() + ")";
     out += "    gl.warp_specialize([\n";
     out += "        (" + k_.name + "_mma, (" + args.substr(1) + "),\n";
     out += "        (" + k_.name + "_load, (" + args.substr(1) + "),\n";
@@ -106,37 +112,33 @@ public:
   }
 
 private:
-  std::string partition(const std::string& suffix, const std::string& doc,
-                        const std::string& body) {
-    return "@gluon.jit\ndef " + k_.name + suffix + "(\n" + kernel_params_text(k_) +
-           "    _dt_a_ring, _dt_b_ring, _dt_ready, _dt_empty,\n):\n    \"\"\"" + doc + "\"\"\"\n" +
-           body;
+  // The shared memory both partitions are given: the ring, its barriers and the epilogue's stage.
+  std::string shared_args() const {
+    return std::string("_dt_a_ring, _dt_b_ring, _dt_ready, _dt_empty") +
+           (k_.epilogue_rows ? ", _dt_stage" : "");
   }
 
-  // What a partition runs: the statements it needs before the blocks, the loop over blocks (or
-  // none), the block's statements it needs, then `inner` (at the block's depth).
-  std::string blocks(std::set<std::string> needed, const std::string& inner_at_depth1,
-                     const std::string& inner_at_depth2) {
-    std::string out;
-    // The block's statements first: what they read is needed before the blocks.
-    if (p_.blocks) {
-      for (const kir::ExprPtr* e : {&p_.blocks->lo, &p_.blocks->hi, &p_.blocks->step})
-        kir::free_vars(**e, needed);
-    }
-    drop_bound(p_, needed);
-    std::vector<const kir::Stmt*> setup = kir::slice(p_.setup, needed);
-    drop_bound(p_, needed);
-    std::vector<const kir::Stmt*> before = kir::slice(p_.before, needed);
-    out += print_all(before, 1);
+  std::string partition(const std::string& suffix, const std::string& doc,
+                        const std::string& body) {
+    return "@gluon.jit\ndef " + k_.name + suffix + "(\n" + kernel_params_text(k_) + "    " +
+           shared_args() + ",\n):\n    \"\"\"" + doc + "\"\"\"\n" + body;
+  }
+
+  // What a partition runs: `before`, the loop over blocks (or none), `setup` in the block, then
+  // `inner(depth)`, printed at the block's depth (1, or 2 in the loop over blocks).
+  std::string blocks(const std::vector<const kir::Stmt*>& before,
+                     const std::vector<const kir::Stmt*>& setup,
+                     const std::function<std::string(int)>& inner) const {
+    std::string out = print_all(before, 1);
     out += "    _dt_at = 0  # operand tiles taken so far: the ring's slot and phase\n";
-    if (!p_.blocks) return out + print_all(setup, 1) + inner_at_depth1;
+    if (!p_.blocks) return out + print_all(setup, 1) + inner(1);
     out += "    for " + p_.blocks->name + " in " +
            kir::print_loop_head(*p_.blocks, Dialect::Gluon) + ":\n";
-    return out + print_all(setup, 2) + inner_at_depth2;
+    return out + print_all(setup, 2) + inner(2);
   }
 
   // The loop over the reduction label at `depth`, its body `body` (each line at depth + 1).
-  std::string product_loop(int depth, const std::vector<std::string>& body) {
+  std::string product_loop(int depth, const std::vector<std::string>& body) const {
     std::string indent(4 * depth, ' ');
     std::string out = indent + "for " + p_.product->name + " in " +
                       kir::print_loop_head(*p_.product, Dialect::Gluon) + ":\n";
@@ -145,42 +147,49 @@ private:
     return out;
   }
 
-  std::string producer_body(const std::string& stages) {
+  std::string producer_body() const {
     std::set<std::string> needed;
     for (const kir::Expr* load : {p_.a.load, p_.b.load})
       for (size_t i = 0; i + 1 < load->args.size(); ++i)
         kir::free_vars(*load->args[i], needed);
-    for (const kir::ExprPtr* e : {&p_.product->lo, &p_.product->hi, &p_.product->step})
-      kir::free_vars(**e, needed);
+    auto copy = [&](const kir::Expr& load, const std::string& ring) {
+      std::string offsets;
+      for (size_t i = 1; i + 1 < load.args.size(); ++i)
+        offsets += (i > 1 ? ", " : "") + kir::print(*load.args[i], Dialect::Gluon);
+      return "tma.async_copy_global_to_shared(" + kir::print(*load.args[0], Dialect::Gluon) +
+             ", [" + offsets + "], _dt_ready.index(_dt_slot), " + ring + ".index(_dt_slot))";
+    };
     auto inner = [&](int depth) {
-      auto copy = [&](const kir::Expr& load, const std::string& ring) {
-        std::string offsets;
-        for (size_t i = 1; i + 1 < load.args.size(); ++i)
-          offsets += (i > 1 ? ", " : "") + kir::print(*load.args[i], Dialect::Gluon);
-        return "tma.async_copy_global_to_shared(" + kir::print(*load.args[0], Dialect::Gluon) +
-               ", [" + offsets + "], _dt_ready.index(_dt_slot), " + ring + ".index(_dt_slot))";
-      };
       return product_loop(
-          depth, {"_dt_slot = _dt_at % " + stages,
-                  "mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages + " & 1) ^ 1)",
+          depth, {"_dt_slot = _dt_at % " + stages_,
+                  "mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ + " & 1) ^ 1)",
                   "mbarrier.expect(_dt_ready.index(_dt_slot), " +
                       kir::print(*p_.a.load->args[0], Dialect::Gluon) + ".block_type.nbytes + " +
                       kir::print(*p_.b.load->args[0], Dialect::Gluon) + ".block_type.nbytes)",
                   copy(*p_.a.load, "_dt_a_ring"), copy(*p_.b.load, "_dt_b_ring"), "_dt_at += 1"});
     };
-    return blocks(needed, inner(1), inner(2));
+    auto [before, setup] = kir::partition_slices(p_, needed);
+    return blocks(before, setup, inner);
   }
 
-  std::string consumer_body(const std::string& stages) {
-    std::set<std::string> needed;
-    for (const kir::Stmt* s : p_.after)
-      kir::reads(*s, needed);
-    for (const kir::ExprPtr* e : {&p_.product->lo, &p_.product->hi, &p_.product->step})
-      kir::free_vars(**e, needed);
-    needed.erase(p_.acc);
-    const kir::Shape& acc = p_.a.load->type.shape; // rows of A's tile, columns of B's
-    const std::string rows = extent_text(acc[0]);
-    const std::string cols = extent_text(p_.b.load->type.shape[1]);
+  std::string consumer_body() const {
+    auto [before, setup] = kir::consumer_slices(p_);
+    // The staged epilogue of each part of the columns (kir/WarpPartitions.h).
+    std::vector<kir::StagedEpilogue> staged;
+    const long long part_cols = kir::staged_columns(p_);
+    for (int part = 0; k_.epilogue_rows && part < cols_ / part_cols; ++part) {
+      std::string why;
+      std::optional<kir::StagedEpilogue> e =
+          kir::stage_epilogue(p_, k_.epilogue_rows, part, "_dt_row", "_dt_rows", why);
+      DTC_ASSERT(e, "a staged epilogue the pipeline accepted: " + why);
+      staged.push_back(std::move(*e));
+    }
+    if (!staged.empty()) {
+      before = staged[0].before;
+      setup = staged[0].setup;
+    }
+    const std::string rows = std::to_string(rows_), cols = std::to_string(cols_);
+    const std::string last = std::to_string(k_.num_stages - 1);
     auto inner = [&](int depth) {
       std::string indent(4 * depth, ' ');
       std::string out;
@@ -191,28 +200,65 @@ private:
              ", 16]))\n";
       out += indent + "_dt_first = _dt_at\n";
       out += product_loop(
-          depth,
-          {"_dt_slot = _dt_at % " + stages,
-           "mbarrier.wait(_dt_ready.index(_dt_slot), _dt_at // " + stages + " & 1)",
-           p_.acc + " = warpgroup_mma(_dt_a_ring.index(_dt_slot), _dt_b_ring.index(_dt_slot), " +
-               p_.acc + ", is_async=True)",
-           p_.acc + " = warpgroup_mma_wait(num_outstanding=1, deps=(" + p_.acc + ",))",
-           "# the product before this one has retired: its slot is free",
-           "mbarrier.arrive(_dt_empty.index((_dt_at + " + std::to_string(k_.num_stages - 1) +
-               ") % " + stages + "), count=1, pred=_dt_at > _dt_first)",
-           "_dt_at += 1"});
+          depth, {"_dt_slot = _dt_at % " + stages_,
+                  "mbarrier.wait(_dt_ready.index(_dt_slot), _dt_at // " + stages_ + " & 1)",
+                  p_.acc + " = warpgroup_mma(" + operand(p_.a, "_dt_a_ring") + ", " +
+                      operand(p_.b, "_dt_b_ring") + ", " + p_.acc + ", is_async=True)",
+                  p_.acc + " = warpgroup_mma_wait(num_outstanding=1, deps=(" + p_.acc + ",))",
+                  "# the product before this one has retired: its slot is free",
+                  "mbarrier.arrive(_dt_empty.index((_dt_at + " + last + ") % " + stages_ +
+                      "), count=1, pred=_dt_at > _dt_first)",
+                  "_dt_at += 1"});
       out += indent + p_.acc + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + p_.acc + ",))\n";
-      out += indent + "mbarrier.arrive(_dt_empty.index((_dt_at + " +
-             std::to_string(k_.num_stages - 1) + ") % " + stages +
+      out += indent + "mbarrier.arrive(_dt_empty.index((_dt_at + " + last + ") % " + stages_ +
              "), count=1, pred=_dt_at > _dt_first)\n";
-      out += print_all(p_.after, depth);
+      if (staged.empty()) return out + print_all(p_.after, depth);
+      // The epilogue R rows at a time in a loop: its code once for a chunk, where on the whole
+      // tile it is inlined for every element a thread holds (more than the instruction cache
+      // keeps for a long epilogue such as the exact GELU's).
+      const int r = k_.epilogue_rows;
+      const std::string chunks = std::to_string(rows_ / r);
+      out += indent + "# the epilogue " + std::to_string(r) + " rows" +
+             (staged.size() > 1 ? " and " + std::to_string(part_cols) + " columns" : "") +
+             " at a time, through shared memory\n";
+      if (staged.size() > 1)
+        out += indent + "_dt_part0, _dt_part1 = " + p_.acc + ".reshape([" + rows + ", 2, " +
+               std::to_string(part_cols) + "]).permute(0, 2, 1).split()\n";
+      for (size_t part = 0; part < staged.size(); ++part) {
+        out += indent + "_dt_stage.store(" +
+               (staged.size() > 1 ? "_dt_part" + std::to_string(part) : p_.acc) + ")\n";
+        out += indent + "gl.thread_barrier()\n";
+        out += indent + "_dt_chunks = _dt_stage._reinterpret(gl.float32, [" + chunks + ", " +
+               std::to_string(r) + ", " + std::to_string(part_cols) + "], " + kStageLayout + ")\n";
+        out += indent + "for _dt_chunk in range(" + chunks + "):\n";
+        out += indent + "    _dt_row = _dt_chunk * " + std::to_string(r) + "\n";
+        out += indent + "    _dt_rows = _dt_chunks.index(_dt_chunk).load(" + chunk_layout() + ")\n";
+        for (const kir::StmtPtr& st : staged[part].chunk)
+          out += kir::print(*st, depth + 1, Dialect::Gluon);
+        out += indent + "gl.thread_barrier()  # every chunk read: the stage is free\n";
+      }
       return out;
     };
-    return blocks(needed, inner(1), inner(2));
+    return blocks(before, setup, inner);
+  }
+
+  // Operand `o`'s tile in its ring's slot, as the product reads it: the slot itself, or a
+  // transposed view of it where the tensor holds the tile transposed (the warpgroup
+  // instructions read either order of 16-bit tiles from shared memory).
+  static std::string operand(const kir::WarpPartitions::Operand& o, const std::string& ring) {
+    return ring + ".index(_dt_slot)" + (o.load->value_int ? ".permute((1, 0))" : "");
+  }
+
+  // The layout a chunk of the staged tile is read in: 4 consecutive columns a thread, a warp
+  // across the columns (up to 128 of them), the warps down the rows.
+  std::string chunk_layout() const {
+    long long across = std::min<long long>(32, kir::staged_columns(p_) / 4);
+    return "gl.BlockedLayout([1, 4], [" + std::to_string(32 / across) + ", " +
+           std::to_string(across) + "], [gl.num_warps(), 1], [1, 0])";
   }
 
   // The launch: the Gluon kernel where the flags hold on a Hopper GPU, the Triton kernel else.
-  std::string wrap(const std::string& kernels) {
+  std::string wrap(const std::string& kernels) const {
     std::string flags;
     for (size_t i = 0; i < k_.params.size(); ++i)
       if (std::count(p_.flags.begin(), p_.flags.end(), k_.params[i].name))
@@ -229,6 +275,8 @@ private:
 
   const kir::Kernel& k_;
   const kir::WarpPartitions& p_;
+  const std::string stages_;
+  const long long rows_, cols_; // the accumulator's tile
 };
 
 } // namespace

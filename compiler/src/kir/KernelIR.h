@@ -323,6 +323,10 @@ struct Kernel {
   /// program instances of a map split past the last block): the wrapper's bound for choosing
   /// int32 indices.
   long long index_slack = 1;
+  /// warp_specialize(k, m:R): in the kernel's Gluon form (codegen/GluonPrinter.cpp) the
+  /// epilogue runs R rows of the product's tile at a time, staged through shared memory; 0:
+  /// on the whole tile in registers.
+  int epilogue_rows = 0;
   /// The shapes of the kernel's tensors whose size depends on a tile-width parameter, each
   /// at most Triton's kMaxTensorNumel elements only for some sizes: the wrapper checks them
   /// before the first launch (CheckTensorSizes.h).

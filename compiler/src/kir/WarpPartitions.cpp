@@ -1,6 +1,7 @@
 #include "kir/WarpPartitions.h"
 
 #include <algorithm>
+#include <map>
 
 namespace dtc::kir {
 namespace {
@@ -86,10 +87,6 @@ bool split_product(WarpPartitions& p, std::string& why) {
     return false;
   }
   for (const WarpPartitions::Operand* o : {&p.a, &p.b}) {
-    if (o->load->value_int) {
-      why = "`" + o->tile + "` is loaded transposed";
-      return false;
-    }
     if (o->load->args[0]->type.shape.size() != 2) {
       why = "`" + o->tile + "` is loaded through a descriptor of more than two dimensions";
       return false;
@@ -107,7 +104,211 @@ bool split_product(WarpPartitions& p, std::string& why) {
   return true;
 }
 
+// Rewrites expressions for a chunk of the tile: `rows` of its `tile_rows` rows from `row`, and
+// `cols` of its `tile_cols` columns from `col` (all of them when cols == tile_cols).
+struct Chunk {
+  long long tile_rows, tile_cols;
+  long long rows, cols;
+  ExprPtr row, col;
+  std::map<std::string, Type> moved; // names bound in the chunk, with their chunk types
+  std::string acc, chunk;            // the accumulator, read in the chunk as `chunk`
+  std::string why;
+
+  static bool is_range(const Expr& e, long long extent) {
+    const Expr* a = &e;
+    while (a->kind == ExprKind::Cast)
+      a = a->args[0].get();
+    return a->kind == ExprKind::Arange && a->type.shape[0].param.empty() &&
+           a->type.shape[0].n == extent;
+  }
+
+  // range(extent)[...] (converted) -> range(width)[...] + start, converted alike.
+  static ExprPtr shifted(const Expr& e, long long width, const ExprPtr& start) {
+    std::vector<const Expr*> casts;
+    for (const Expr* a = e.args[0].get(); a->kind == ExprKind::Cast; a = a->args[0].get())
+      casts.push_back(a);
+    ExprPtr r = arange(Extent{width, ""});
+    for (auto c = casts.rbegin(); c != casts.rend(); ++c)
+      r = cast(r, (*c)->type.scalar, (*c)->type.elem_of);
+    return add(expand(r, e.expand), cast(start, r->type.scalar, r->type.elem_of));
+  }
+
+  bool split_cols() const { return cols != tile_cols; }
+
+  // The chunk's form of `e`, or `e` itself where it does not depend on the chunk; null with
+  // `why` set where it cannot be rewritten.
+  ExprPtr operator()(const ExprPtr& e) {
+    if (!why.empty()) return nullptr;
+    switch (e->kind) {
+    case ExprKind::Var: {
+      auto it = moved.find(e->name);
+      if (it == moved.end()) return e;
+      return var(e->name == acc ? chunk : e->name, it->second);
+    }
+    case ExprKind::Arange:
+      if (is_range(*e, tile_rows) || (split_cols() && is_range(*e, tile_cols)))
+        why = "it reads a vector along the tile";
+      return why.empty() ? e : nullptr;
+    case ExprKind::Expand:
+      if (e->expand == std::vector<bool>{true, false} && is_range(*e->args[0], tile_rows))
+        return shifted(*e, rows, row);
+      if (e->expand == std::vector<bool>{false, true} && is_range(*e->args[0], tile_cols))
+        return split_cols() ? shifted(*e, cols, col) : e;
+      break;
+    case ExprKind::Full:
+      if (e->type.shape.size() == 2 && e->type.shape[0].param.empty() &&
+          e->type.shape[1].param.empty() &&
+          (e->type.shape[0].n == tile_rows || e->type.shape[1].n == tile_cols))
+        return full({Extent{e->type.shape[0].n == tile_rows ? rows : e->type.shape[0].n, ""},
+                     Extent{e->type.shape[1].n == tile_cols ? cols : e->type.shape[1].n, ""}},
+                    e->value_float);
+      return e;
+    case ExprKind::Reduce:
+      if (e->type.shape.size() == 2 && (e->value_int == 0 || split_cols())) {
+        for (const ExprPtr& a : e->args)
+          if ((*this)(a) != a) why = "it reduces across the chunks of the tile";
+        if (!why.empty()) return nullptr;
+      }
+      break;
+    case ExprKind::Dot:
+    case ExprKind::Reshape:
+    case ExprKind::Trans:
+    case ExprKind::Half:
+    case ExprKind::MakeDesc:
+    case ExprKind::DescLoad:
+      for (const ExprPtr& a : e->args)
+        if ((*this)(a) != a) why = "it reshapes or multiplies parts of the tile";
+      return why.empty() ? e : nullptr;
+    default:
+      break;
+    }
+    std::vector<ExprPtr> args;
+    bool changed = false;
+    for (const ExprPtr& a : e->args) {
+      args.push_back((*this)(a));
+      if (!args.back()) return nullptr;
+      changed |= args.back() != a;
+    }
+    if (!changed) return e;
+    switch (e->kind) {
+    case ExprKind::Neg:
+      return neg(args[0]);
+    case ExprKind::Binary:
+      return binary(e->op, args[0], args[1]);
+    case ExprKind::Call:
+      return call(e->fn, args);
+    case ExprKind::Select:
+      return select(args[0], args[1], args[2]);
+    case ExprKind::Cast:
+      return cast(args[0], e->type.scalar, e->type.elem_of);
+    case ExprKind::Load: {
+      ExprPtr l = load(args[0], args.size() > 1 ? args[1] : nullptr);
+      return e->value_int ? keep_in_cache(*l) : l;
+    }
+    case ExprKind::Expand:
+      return expand(args[0], e->expand);
+    case ExprKind::Reduce:
+      return reduce(e->reduce, args[0], static_cast<int>(e->value_int));
+    default:
+      why = "it holds what the chunk's rewrite does not take";
+      return nullptr;
+    }
+  }
+
+  // Moves `s` into the chunk (rewritten) when it depends on the chunk: true when moved.
+  bool move(const Stmt& s, std::vector<StmtPtr>& into) {
+    if (s.kind == StmtKind::Assign) {
+      ExprPtr v = (*this)(s.value);
+      if (!v || v == s.value) return false;
+      moved[s.name] = v->type;
+      into.push_back(Stmt::assign(s.name, v));
+      return true;
+    }
+    return false;
+  }
+};
+
 } // namespace
+
+long long staged_columns(const WarpPartitions& p) {
+  return std::min<long long>(128, p.b.load->type.shape[1].n);
+}
+
+Slices partition_slices(const WarpPartitions& p, std::set<std::string> needed) {
+  for (const ExprPtr* e : {&p.product->lo, &p.product->hi, &p.product->step})
+    free_vars(**e, needed);
+  // The block's statements first: what they read is needed before the blocks.
+  if (p.blocks)
+    for (const ExprPtr* e : {&p.blocks->lo, &p.blocks->hi, &p.blocks->step})
+      free_vars(**e, needed);
+  auto drop_bound = [&] {
+    if (p.blocks) needed.erase(p.blocks->name);
+    needed.erase(p.product->name);
+  };
+  drop_bound();
+  Slices out;
+  out.setup = slice(p.setup, needed);
+  drop_bound();
+  out.before = slice(p.before, needed);
+  return out;
+}
+
+Slices consumer_slices(const WarpPartitions& p) {
+  std::set<std::string> needed;
+  for (const Stmt* s : p.after) {
+    if (s->kind != StmtKind::Store) {
+      reads(*s, needed);
+      continue;
+    }
+    // Gluon stores through pointers: the descriptor of a store through one is not read.
+    for (const ExprPtr* e : {&s->ptr, &s->value, &s->mask})
+      if (*e) free_vars(**e, needed);
+  }
+  needed.erase(p.acc);
+  return partition_slices(p, needed);
+}
+
+std::optional<StagedEpilogue> stage_epilogue(const WarpPartitions& p, int rows, int part,
+                                             const std::string& row, const std::string& chunk,
+                                             std::string& why) {
+  const long long tile_rows = p.a.load->type.shape[0].n;
+  const long long tile_cols = p.b.load->type.shape[1].n;
+  const long long cols = staged_columns(p);
+  const auto [before, setup] = consumer_slices(p);
+  Chunk r{
+      tile_rows, tile_cols, rows,  cols, var(row, Type{Scalar::I32, "", {}}), int_imm(part * cols),
+      {},        p.acc,     chunk, ""};
+  StagedEpilogue out;
+  Type acc = p.a.load->type; // [rows, columns] of the accumulator, in float32
+  acc.scalar = Scalar::F32;
+  acc.elem_of.clear();
+  acc.shape = {Extent{rows, ""}, Extent{cols, ""}};
+  for (const Stmt* s : before)
+    if (!r.move(*s, out.chunk)) out.before.push_back(s);
+  for (const Stmt* s : setup)
+    if (!r.move(*s, out.chunk)) out.setup.push_back(s);
+  r.moved[p.acc] = acc;
+  for (const Stmt* s : p.after) {
+    if (s->kind == StmtKind::Comment) continue;
+    if (s->kind == StmtKind::Store) {
+      ExprPtr ptr = r(s->ptr), value = r(s->value), mask = s->mask ? r(s->mask) : nullptr;
+      if (!ptr || !value || (s->mask && !mask)) break;
+      StmtPtr st = Stmt::store(ptr, value, mask);
+      st->atomic = s->atomic;
+      out.chunk.push_back(std::move(st));
+      continue;
+    }
+    ExprPtr v = r(s->value);
+    if (!v) break;
+    r.moved[s->name] = v->type;
+    out.chunk.push_back(Stmt::assign(s->name, v));
+  }
+  if (!r.why.empty()) {
+    why = "the epilogue cannot run on chunks of rows: " + r.why;
+    return std::nullopt;
+  }
+  return out;
+}
 
 void reads(const Stmt& s, std::set<std::string>& out) {
   for (const ExprPtr* e : s.operands())

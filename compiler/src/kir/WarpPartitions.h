@@ -16,7 +16,10 @@
 // statements before the product (`setup`), the accumulator, the product's loop and its two
 // operand loads, and the statements after it (`after`). Each partition prints only the
 // statements the names it reads depend on (`slice`): the producer needs the descriptors and the
-// operands' offsets, the consumer what the epilogue reads.
+// operands' offsets, the consumer what the epilogue reads. An operand loaded transposed (the
+// tensor holds the tile's transpose, as nn.Linear's weight [n, k]) is copied as the tensor
+// holds it and read by the product through a transposed view of its slot. A store through a
+// descriptor is printed as a pointer store.
 //
 // Preconditions: a verified kernel after every pass (the form lower/LowerDots.cpp gives a
 // warp-specialized product: two descriptor loads, one tl.dot into the accumulator).
@@ -51,6 +54,43 @@ struct WarpPartitions {
 /// The partitions of `kernel`'s warp-specialized product, or nullopt with `why` set to the
 /// reason there are none (no such loop, or one whose form the Gluon printer does not take).
 std::optional<WarpPartitions> warp_partitions(const Kernel& kernel, std::string& why);
+
+/// The epilogue of a warp-specialized product run on chunks of the tile: `rows` rows at a time
+/// (warp_specialize(k, m:R), Kernel::epilogue_rows), and of tiles wider than 128 columns, one
+/// part of 128 columns after the other (`staged_columns`). Each part of the accumulator is
+/// staged in shared memory in float32 and each chunk of it loaded back in a loop. The
+/// statements of the consumer's slices that depend on the chunk (they read the accumulator, or
+/// a range of the tile's rows or split columns expanded along them, or fill such a tile, or
+/// read a name that does) move into the chunk, rewritten for it: the range becomes
+/// `arange(rows)[:, None] + row` (and the columns' `arange(cols)[None, :] + part * cols`), the
+/// tiles [rows, cols]; the others stay where they are.
+struct StagedEpilogue {
+  std::vector<const Stmt*> before, setup; // what stays before the blocks and in the block
+  std::vector<StmtPtr> chunk;             // one chunk's statements: moved, the epilogue's
+};
+
+/// What a partition runs before the blocks and in each block: the statements of `p.before`
+/// and `p.setup` that the names in `needed` (read by what it runs in the block) and the
+/// loops' bounds depend on.
+struct Slices {
+  std::vector<const Stmt*> before, setup;
+};
+Slices partition_slices(const WarpPartitions& p, std::set<std::string> needed);
+
+/// The consumer's slices: what the epilogue reads.
+Slices consumer_slices(const WarpPartitions& p);
+
+/// The columns of the parts a staged epilogue runs on: at most 128 (the float32 stage of a
+/// part holds 64 KiB for 128 rows).
+long long staged_columns(const WarpPartitions& p);
+
+/// The staged form of `p`'s epilogue for chunks of `rows` rows of column part `part`, `row` the
+/// chunk's first row and `chunk` the name of its part of the accumulator; or nullopt with `why`
+/// (the epilogue reduces across chunks, reads a vector along the tile, or holds what the rewrite
+/// does not take).
+std::optional<StagedEpilogue> stage_epilogue(const WarpPartitions& p, int rows, int part,
+                                             const std::string& row, const std::string& chunk,
+                                             std::string& why);
 
 /// The statements of `stmts` that names in `needed` depend on, in order: walking backwards, an
 /// assignment is kept when its name is needed, and then the names it reads are needed too.

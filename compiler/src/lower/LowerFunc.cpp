@@ -183,6 +183,7 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
   s.kernel.name = s.py.kernel(func);
   s.kernel.num_warps = s.fs.warps();
   s.kernel.num_stages = s.fs.stages();
+  if (s.fs.epilogue_rows) s.kernel.epilogue_rows = s.fs.epilogue_rows->second;
   s.kernel.doc = func->name + dims_text(s.def.dims) + " = " + ir::to_dt(*s.def.value);
   check_supported(s);
   s.layout = plan_layout(program, s.fs, s.def, py);
@@ -198,7 +199,7 @@ kir::Kernel lower_func(const ir::Program& program, const KernelPlan& plan, const
   if (s.fs.warp_specialize && !s.warp_specialized && !diags.has_errors()) {
     const std::string k = (*s.fs.warp_specialize)->name;
     diags.error("warp-specialize-unsupported", s.fs.where.at("warp_specialize"),
-                "in `" + func->name + ".warp_specialize(" + k + ")`: " +
+                "in `" + s.fs.warp_specialize_text() + "`: " +
                     (s.warp_specialize_refused.empty()
                          ? func->name + "'s kernel has no product (rdot on tl.dot) over `" + k +
                                "` with a loop over it"

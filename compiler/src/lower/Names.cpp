@@ -41,6 +41,8 @@ static const std::set<std::string>& reserved() {
       "dtype", "device", "generator", "sizes", "seed", "self", "cls", "os", "layout", "COMPILED",
       "SIZE_KEYWORDS", "DOT_PRECISION", "DOT_PRECISIONS", "PYTHON_NAMES", "INPUTS_KEY", "out",
       "numbers", "CudaGraph", "custom_op",
+      // the Gluon kernels' modules and functions (codegen/GluonPrinter.cpp)
+      "gluon", "gl", "tma", "mbarrier", "warpgroup_mma", "warpgroup_mma_wait",
       // the wrappers' locals
       "key", "plan", "work", "index", "checked", "direct", "outs"};
   return words;

@@ -55,10 +55,15 @@ struct FuncSchedule {
                                          // (and the Func, for its store through one)
   std::optional<std::pair<ir::Label, int>> subtile; // subtile(n:P): the store in P parts
   std::optional<ir::Label> warp_specialize;         // warp_specialize(k): k's product loop
+  /// warp_specialize(k, m:R): on Hopper the epilogue runs R rows of the tile at a time, staged
+  /// through shared memory (codegen/GluonPrinter.cpp); 0: on the whole tile in registers.
+  std::optional<std::pair<ir::Label, int>> epilogue_rows;
   std::map<std::string, Loc> where;     // primitive name -> location of its (last) statement
   std::vector<const ir::Symbol*> fused; // Funcs fused into this one (directly or not), in order
 
   int warps() const { return num_warps.value_or(4); }
+  /// `f.warp_specialize(k)` or `f.warp_specialize(k, m:16)` as written, for diagnostics.
+  std::string warp_specialize_text() const;
   int stages() const { return num_stages.value_or(3); }
   std::optional<long long> block_of(ir::Label l) const {
     auto it = block.find(l);

@@ -18,12 +18,20 @@
 
 namespace dtc {
 
+std::string FuncSchedule::warp_specialize_text() const {
+  return func->name + ".warp_specialize(" + (*warp_specialize)->name +
+         (epilogue_rows
+              ? ", " + epilogue_rows->first->name + ":" + std::to_string(epilogue_rows->second)
+              : "") +
+         ")";
+}
+
 Primitive warp_specialize_primitive() {
   Primitive p;
   p.name = "warp_specialize";
   p.apply = [](PrimitiveContext& ctx) {
     const auto& args = ctx.stmt.args;
-    if (args.size() != 1 || args[0].name.empty() || args[0].has_value) {
+    if (args.empty() || args.size() > 2 || args[0].name.empty() || args[0].has_value) {
       ctx.diags.error("warp-specialize-bad-argument", args.empty() ? ctx.stmt.loc : args[0].loc,
                       "in " + stmt_text(ctx.stmt) +
                           ": `warp_specialize` takes the reduction label of a product (rdot) "
@@ -42,12 +50,44 @@ Primitive warp_specialize_primitive() {
       return false;
     }
     ctx.target.warp_specialize = l;
+    ctx.target.epilogue_rows.reset();
+    if (args.size() == 2) {
+      // The epilogue in chunks of rows: the Func's first dimension, a power of two from 8 to 64.
+      const ast::ScheduleArg& rows = args[1];
+      const ir::Labels& dims = ctx.program.def(ctx.func).dims;
+      if (rows.name.empty() || !rows.has_value || !rows.split_name.empty()) {
+        ctx.diags.error("warp-specialize-bad-argument", rows.loc,
+                        "in " + stmt_text(ctx.stmt) +
+                            ": the second argument is the rows of the tile its epilogue runs on "
+                            "at a time, as in `" +
+                            ctx.func->name + ".warp_specialize(" + l->name + ", " +
+                            (dims.empty() ? std::string("m") : dims.front()->name) + ":16)`");
+        return false;
+      }
+      ir::Label m = schedule_label(ctx, rows, "dimension");
+      if (!m) return false;
+      if (dims.size() != 2 || dims.front() != m) {
+        ctx.diags.error("warp-specialize-bad-argument", rows.loc,
+                        "in " + stmt_text(ctx.stmt) + ": `" + m->name + "` is not the rows of " +
+                            ctx.func->name + "'s 2-D tile" +
+                            (dims.size() == 2 ? " (`" + dims.front()->name + "`)" : "") +
+                            "; the epilogue runs on chunks of its rows");
+        return false;
+      }
+      if (rows.value != 8 && rows.value != 16 && rows.value != 32 && rows.value != 64) {
+        ctx.diags.error("warp-specialize-bad-argument", rows.loc,
+                        "in " + stmt_text(ctx.stmt) + ": chunks of " + std::to_string(rows.value) +
+                            " rows; use 8, 16, 32 or 64");
+        return false;
+      }
+      ctx.target.epilogue_rows = std::make_pair(m, static_cast<int>(rows.value));
+    }
     return true;
   };
   p.validate = [](const FuncSchedule& fs, const ir::Program& program, DiagnosticEngine& diags) {
     ir::Label k = *fs.warp_specialize;
     const Loc at = fs.where.at("warp_specialize");
-    const std::string stmt = "in `" + fs.func->name + ".warp_specialize(" + k->name + ")`: ";
+    const std::string stmt = "in `" + fs.warp_specialize_text() + "`: ";
     if (fs.tma.empty()) {
       diags.error("warp-specialize-needs-tma", at,
                   stmt +
@@ -62,6 +102,27 @@ Primitive warp_specialize_primitive() {
                       std::to_string(fs.warps()) + "); use `" + fs.func->name +
                       ".num_warps(4)` or `" + fs.func->name + ".num_warps(8)`");
       return;
+    }
+    if (fs.stages() < 2) {
+      diags.error("warp-specialize-stages", at,
+                  stmt +
+                      "the producer fills a ring of `num_stages` buffers while the product "
+                      "reads another, so it needs 2 stages or more; use `" +
+                      fs.func->name + ".num_stages(2)` or more");
+      return;
+    }
+    if (fs.epilogue_rows) {
+      const auto& [m, rows] = *fs.epilogue_rows;
+      std::optional<long long> block = fs.block_of(m);
+      if (!block || *block <= rows || *block % rows) {
+        diags.error("warp-specialize-bad-argument", at,
+                    stmt + "the epilogue's chunks of " + std::to_string(rows) + " rows of `" +
+                        m->name + "` do not divide its tile" +
+                        (block ? " of " + std::to_string(*block) : std::string(" (unblocked)")) +
+                        " in more than one; use fewer rows or a larger `" + fs.func->name +
+                        ".block(" + m->name + ":...)`");
+        return;
+      }
     }
     if (fs.online) {
       diags.error("warp-specialize-online", at,
@@ -84,7 +145,10 @@ Primitive warp_specialize_primitive() {
   };
   p.print = [](const FuncSchedule& fs, const ir::Program&) -> std::optional<std::string> {
     if (!fs.warp_specialize) return std::nullopt;
-    return (*fs.warp_specialize)->name;
+    return (*fs.warp_specialize)->name + (fs.epilogue_rows
+                                              ? "," + fs.epilogue_rows->first->name + ":" +
+                                                    std::to_string(fs.epilogue_rows->second)
+                                              : "");
   };
   return p;
 }

@@ -36,8 +36,9 @@ void check_constraint(const TExpr& e, const dtc::Algorithm& a, std::vector<Templ
     if (!found) errors.push_back({e.loc, "`" + e.func + "` is not a Func of the algorithm"});
     // present(F.prim) asks for any statement; F.prim.label reads the numbers of those whose
     // arguments are numbers (Space::eval).
-    static const char* numbers[] = {"block",     "tensorize", "map",        "fuse_at",    "atomic",
-                                    "precision", "num_warps", "num_stages", "persistent", "tma"};
+    static const char* numbers[] = {"block",      "tensorize", "map",       "fuse_at",
+                                    "atomic",     "precision", "num_warps", "num_stages",
+                                    "persistent", "tma",       "subtile",   "warp_specialize"};
     bool known = false;
     for (const char* p : numbers)
       known |= e.prim == p;
