@@ -4,6 +4,10 @@ shape of the template, watched to the end; prints the exploration, its best sche
 baselines. Exits 1 unless it ends `done` with every measured candidate correct.
 
     python3 tests/gpu/dtxd_explore.py [--template gemm_gelu] [--budget 48] [--shape m=4096,...]
+                                      [--where 'out.num_warps == 8']
+
+`--where` narrows the template's space by a constraint of its own, as a user narrows it in the
+schedule they post.
 """
 import argparse
 import contextlib
@@ -39,6 +43,8 @@ def main():
     parser.add_argument("--strategy", default="random")
     parser.add_argument("--compile-workers", type=int, default=8)
     parser.add_argument("--data-dir", default="/tmp/dtxd-gpu")
+    parser.add_argument("--where", action="append", default=[],
+                        help="a constraint added to the template's schedule (repeatable)")
     args = parser.parse_args()
 
     with started_daemon(args.data_dir, args.compile_workers) as base:
@@ -48,6 +54,7 @@ def main():
                  if args.shape else t["shapes"][0])
         body = {k: t[k] for k in ("kernel", "algorithm", "schedule", "dtype", "compile",
                                   "baselines")}
+        body["schedule"] += "".join(f"where {w};\n" for w in args.where)
         body.update(shapes=[shape], strategy=args.strategy, budget=args.budget, top=5,
                     rounds=3, times=["bench", "gpu", "host"])
         start = time.time()
