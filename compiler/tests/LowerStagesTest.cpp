@@ -1,6 +1,7 @@
 // The stages of lowering one Func (lower/LowerState.h), each run on its own: a program and a
 // schedule in, the stage's output out.
 #include "Pipeline.h"
+#include "kir/WarpPartitions.h"
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
 #include "lower/LowerState.h"
@@ -219,6 +220,118 @@ TEST(LowerDots, ATileUnder16IsAnErrorAtTheTensorizeStatement) {
   EXPECT_NE(p.diags.render().find("needs tensors of at least 16"), std::string::npos)
       << p.diags.render();
   EXPECT_NE(p.diags.render().find("<schedule>:1:18:"), std::string::npos) << p.diags.render();
+}
+
+const char* kGemmEpilogue = R"(
+Func out, mm;
+In A, W, bias;
+Var m, n;
+RVar k;
+mm[m, n]  = rdot(A[m, k], W[k, n], k);
+out[m, n] = gelu(mm[m, n] + bias[n]);
+out.compile();
+)";
+
+const char* kWarpSpecialized =
+    "out.block(m:128, n:256); out.tensorize(m:0, n:0, k:64); mm.fuse_at(out, n); "
+    "out.tma(A, W); out.persistent(interleaved); out.num_warps(8); ";
+
+std::vector<std::string> bound(const std::vector<const kir::Stmt*>& stmts) {
+  std::vector<std::string> names;
+  for (const kir::Stmt* s : stmts)
+    if (s->kind == kir::StmtKind::Assign) names.push_back(s->name);
+  return names;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TEST(WarpPartitions, AFusedProductSplitsIntoTheProducersAndTheConsumersParts) {
+  Prepared p(kGemmEpilogue, std::string(kWarpSpecialized) + "out.warp_specialize(k)");
+  kir::Kernel k = p.lower("out");
+  std::string why;
+  std::optional<kir::WarpPartitions> parts = kir::warp_partitions(k, why);
+  ASSERT_TRUE(parts) << why;
+  ASSERT_TRUE(parts->blocks);
+  EXPECT_EQ(parts->blocks->name, "pid");
+  EXPECT_EQ(parts->product->name, "k_iter");
+  EXPECT_EQ(parts->acc, "k_acc");
+  EXPECT_EQ(parts->a.tile, "A_tile");
+  EXPECT_EQ(parts->b.tile, "W_tile");
+  // The flags the Gluon kernel runs under: descriptors and 16-bit floats, not the device's.
+  EXPECT_EQ(parts->flags, (std::vector<std::string>{"A_HALF", "A_TMA", "W_HALF", "W_TMA"}));
+  // The producer needs the descriptors and the blocks' starts; the consumer the epilogue's
+  // indices and masks, and neither the other's.
+  std::set<std::string> offsets;
+  for (const kir::Expr* load : {parts->a.load, parts->b.load})
+    for (size_t i = 0; i + 1 < load->args.size(); ++i)
+      kir::free_vars(*load->args[i], offsets);
+  kir::Slices producer = kir::partition_slices(*parts, offsets);
+  kir::Slices consumer = kir::consumer_slices(*parts);
+  EXPECT_TRUE(has(bound(producer.before), "A_desc") && has(bound(producer.before), "W_desc"));
+  EXPECT_TRUE(has(bound(producer.setup), "m_start") && !has(bound(producer.setup), "m_mask"));
+  EXPECT_FALSE(has(bound(consumer.before), "A_desc"));
+  EXPECT_TRUE(has(bound(consumer.setup), "m_mask") && has(bound(consumer.setup), "n_idx"));
+}
+
+TEST(WarpPartitions, AStagedEpilogueMovesWhatDependsOnTheChunkAndShiftsItsRanges) {
+  Prepared p(kGemmEpilogue, std::string(kWarpSpecialized) + "out.warp_specialize(k, m:16)");
+  kir::Kernel k = p.lower("out");
+  EXPECT_EQ(k.epilogue_rows, 16);
+  std::string why;
+  std::optional<kir::WarpPartitions> parts = kir::warp_partitions(k, why);
+  ASSERT_TRUE(parts) << why;
+  EXPECT_EQ(kir::staged_columns(*parts), 128); // a 256-column tile in two parts
+  std::optional<kir::StagedEpilogue> second =
+      kir::stage_epilogue(*parts, 16, 1, "_dt_row", "_dt_rows", why);
+  ASSERT_TRUE(second) << why;
+  std::string chunk;
+  for (const kir::StmtPtr& s : second->chunk)
+    chunk += kir::print(*s, 0, kir::Dialect::Gluon);
+  EXPECT_NE(chunk.find("m_arange = (gl.arange(0, 16)[:, None] + tl.cast(_dt_row, tl.int32))"),
+            std::string::npos)
+      << chunk;
+  EXPECT_NE(chunk.find("n_arange = (gl.arange(0, 128)[None, :] + tl.cast(128, tl.int32))"),
+            std::string::npos)
+      << chunk;
+  EXPECT_NE(chunk.find("k_dot = _dt_rows"), std::string::npos) << chunk;
+  // What does not depend on the chunk stays in the block.
+  EXPECT_TRUE(has(bound(second->setup), "m_end") && has(bound(second->setup), "m_start"));
+  EXPECT_FALSE(has(bound(second->setup), "m_idx"));
+}
+
+TEST(WarpPartitions, TwoSpecializedProductsDoNotSplit) {
+  Prepared p(R"(
+Func c;
+In A, B, D, E;
+Var m, n;
+RVar k;
+c[m, n] = rdot(A[m, k], B[k, n], k) + rdot(D[m, k], E[k, n], k);
+c.compile();
+)",
+             "c.block(m:128, n:128); c.tensorize(m:0, n:0, k:64); c.tma(A, B, D, E); "
+             "c.warp_specialize(k)");
+  std::string why;
+  EXPECT_FALSE(kir::warp_partitions(p.lower("c"), why));
+  EXPECT_EQ(why, "the kernel has 2 warp-specialized loops");
+}
+
+TEST(WarpPartitions, ASliceKeepsEveryBindingANeededNameDependsOn) {
+  // a = 1; b = a + 1; c = 2; a = b * 2; d = a + c: d needs both bindings of a, b and c.
+  kir::Type index{kir::Scalar::Index, "", {}};
+  std::vector<kir::StmtPtr> owned;
+  owned.push_back(kir::Stmt::assign("a", kir::int_imm(1)));
+  owned.push_back(kir::Stmt::assign("b", kir::add(kir::var("a", index), kir::int_imm(1))));
+  owned.push_back(kir::Stmt::assign("c", kir::int_imm(2)));
+  owned.push_back(kir::Stmt::assign("e", kir::int_imm(3)));
+  owned.push_back(kir::Stmt::assign("a", kir::mul(kir::var("b", index), kir::int_imm(2))));
+  std::vector<const kir::Stmt*> stmts;
+  for (const kir::StmtPtr& s : owned)
+    stmts.push_back(s.get());
+  std::set<std::string> needed{"a", "c"};
+  EXPECT_EQ(bound(kir::slice(stmts, needed)), (std::vector<std::string>{"a", "b", "c", "a"}));
+  EXPECT_FALSE(needed.count("e"));
 }
 
 } // namespace
