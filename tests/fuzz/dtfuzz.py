@@ -61,6 +61,7 @@ WRONG = "wrong result"
 MAKE_INPUTS = "make_inputs raises"
 SIZES = "disagreeing sizes accepted"  # labels that must be equal, given unequal: no ValueError
 REFERENCE = "reference disagrees"
+HOPPER = "Gluon kernel does not compile for sm_90"  # --hopper: a warp-specialized kernel's form
 PROGRAM_REJECTED = "program rejected"  # a generated (legal) program rejected without schedule
 # How a wrapper refuses sizes for which its kernel's tensors would pass Triton's limit
 # (the runtime's _dt_check_numel): counted as a rejection.
@@ -1577,10 +1578,13 @@ def gen_schedule(rng, prog, sizes, budget=96):
             if rng.random() < 0.5:
                 # The loop of a product over its label: at 4 warps mostly (the only count it
                 # takes); rejected with a reason where its operands or its loop do not qualify.
+                # On Hopper a Gluon kernel: its epilogue on the whole tile or in chunks of
+                # rows of the first dimension, at 4 or 8 warps.
                 ks = [n[3] for n in walk(e) if n[0] == "dot"]
-                statements.append(f"{f}.warp_specialize({rng.choice(ks)})")
+                rows = f", {dims[0]}:{rng.choice([8, 16, 32, 64])}" if rng.random() < 0.4 else ""
+                statements.append(f"{f}.warp_specialize({rng.choice(ks)}{rows})")
                 if rng.random() < 0.8:
-                    statements.append(f"{f}.num_warps(4)")
+                    statements.append(f"{f}.num_warps({rng.choice([4, 4, 8])})")
         elif len(dims) == 2 and rng.random() < (0.7 if store_tiles else 0.05):
             # Any Func of two dimensions may store its tiles through a descriptor; refused with
             # the reason where its tiles do not make a descriptor's block.
@@ -1723,7 +1727,7 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "atomic": "tl.atomic_", "fusion temporary": "_fuse_ptr",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
-            "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "subtile": "tl.split(tl.permute(", "warp_specialize": "warp_specialize=", "flatten": "flatten=True",
+            "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "subtile": "tl.split(tl.permute(", "warp_specialize": "warp_specialize=", "gluon": "@gluon.jit", "flatten": "flatten=True",
             "cache hint": 'eviction_policy="evict_last"', "peeled tile": "_iter_full = "}
 
 
@@ -1991,6 +1995,26 @@ def _mismatch(got, exp, rtol, atol, sens, floor=0.0):
     return ~(same_special | close)
 
 
+# --hopper: each module's Gluon kernels (warp_specialize on Hopper, codegen/GluonPrinter.cpp)
+# compiled for sm_90 as well, which the interpreter cannot run (tests/hopper.py).
+HOPPER_COMPILE = False
+
+
+def hopper_failures(text, module_path):
+    """The Gluon kernels of a module that do not compile for sm_90, with Triton's error: each
+    at the warps and stages its wrapper launches it with, in bfloat16."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from hopper import compile_for_hopper
+    failures = []
+    for m in re.finditer(r"plan\.launch\(\d+, (\w+)_hopper, .*?\), (\d+), (\d+), \(", text, re.S):
+        try:
+            compile_for_hopper(module_path, m.group(1) + "_gluon", "bf16",
+                               num_warps=int(m.group(2)), num_stages=int(m.group(3)))
+        except AssertionError as e:
+            failures.append(f"{m.group(1)}_gluon: {str(e)[-600:]}")
+    return failures
+
+
 def run_case(case, workdir, timeout=120):
     """Compiles and runs one case; returns a Result."""
     t0 = time.monotonic()
@@ -2000,7 +2024,14 @@ def run_case(case, workdir, timeout=120):
         res.timings = {"dtc": t1 - t0}
         return res
     try:
-        coverage = module_coverage(module_path.read_text())
+        text = module_path.read_text()
+        coverage = module_coverage(text)
+        if HOPPER_COMPILE and "_gluon(" in text:
+            failures = hopper_failures(text, module_path)
+            if failures:
+                return Result(HOPPER, "\n".join(failures),
+                              normalize_exception(failures[0].split(": ", 1)[1]),
+                              timings={"dtc": t1 - t0})
         funcs = list(case.program.compiled)
         data = run_module(module_path, case, funcs, timeout)
     finally:
@@ -2617,6 +2648,8 @@ def main(argv=None):
     ap.add_argument("--minutes", type=float, default=None)
     ap.add_argument("--cases", type=int, default=None, help="stop after this many cases")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--hopper", action="store_true",
+                    help="compile each module's Gluon kernels for sm_90 too (seconds a kernel)")
     ap.add_argument("--out", default="out/dtfuzz")
     ap.add_argument("--reduce-seconds", type=float, default=90,
                     help="time budget to reduce one failure")
@@ -2645,6 +2678,8 @@ def main(argv=None):
         for e in r.extra:
             print(*e)
         return 0
+    global HOPPER_COMPILE
+    HOPPER_COMPILE = args.hopper
     if args.minutes is None and args.cases is None:
         args.minutes = 1
     stats = fuzz(seed=args.seed, minutes=args.minutes, max_cases=args.cases, out_dir=args.out,
