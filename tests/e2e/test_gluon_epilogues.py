@@ -20,18 +20,16 @@ RVar k;
 mm[m, n] = rdot(A[m, k], W[k, n], k);
 """
 
-# name: (the epilogue in DT, the same in torch of float64 tensors)
+# name: (the epilogue in DT, the same in torch of the float64 product `mm` and inputs; also read
+# by tests/gpu/ws_forms_check.py, which runs these kernels on a Hopper GPU)
 EPILOGUES = {
-    "row bias and scale": ("mm[m, n] * s + R[m]",
-                           lambda mm, V, R, T, s: mm * s + R[:, None]),
+    "row bias and scale": ("mm[m, n] * s + R[m]", "mm * s + R[:, None]"),
     "a second matrix": ("maximum(mm[m, n], V[m, n]) - exp(V[m, n] * 0.5)",
-                        lambda mm, V, R, T, s: torch.maximum(mm, V) - torch.exp(V * 0.5)),
-    "a transposed read": ("mm[m, n] + T[n, m] * R[m]",
-                          lambda mm, V, R, T, s: mm + T.t() * R[:, None]),
+                        "torch.maximum(mm, V) - torch.exp(V * 0.5)"),
+    "a transposed read": ("mm[m, n] + T[n, m] * R[m]", "mm + T.t() * R[:, None]"),
     "a select": ("where(mm[m, n] > 0, mm[m, n], mm[m, n] * 0.01) + V[m, n]",
-                 lambda mm, V, R, T, s: torch.where(mm > 0, mm, mm * 0.01) + V),
-    "a row vector divides": ("mm[m, n] / (1.0 + abs(R[m]))",
-                                 lambda mm, V, R, T, s: mm / (1.0 + R.abs()[:, None])),
+                 "torch.where(mm > 0, mm, mm * 0.01) + V"),
+    "a row vector divides": ("mm[m, n] / (1.0 + abs(R[m]))", "mm / (1.0 + R.abs()[:, None])"),
 }
 
 SCHEDULE = ("out.block(m:128, n:64); out.tensorize(m:0, n:0, k:32); mm.fuse_at(out, n); "
@@ -71,5 +69,6 @@ def test_each_epilogue_runs_its_triton_kernel_under_the_interpreter(tmp_path, na
     given = {"A": A, "W": W, "V": V, "R": R, "T": T, "s": 0.75}
     used = [x for x in given if x in "AW" or re.search(rf"\b{x}\b", dt)]
     got = module.out(*[given[x] for x in used])
-    expected = want(A.double() @ W.double(), V.double(), R.double(), T.double(), 0.75)
+    expected = eval(want, {"torch": torch}, {"mm": A.double() @ W.double(), "V": V.double(),
+                                              "R": R.double(), "T": T.double(), "s": 0.75})
     torch.testing.assert_close(got.double(), expected.bfloat16().double(), rtol=2e-2, atol=5e-2)

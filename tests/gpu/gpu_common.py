@@ -32,6 +32,13 @@ def dtc(template, schedule, path):
     return pathlib.Path(path).read_text()
 
 
+def dtc_source(source, schedule, path):
+    """As `dtc`, for a program given as text (read from standard input)."""
+    subprocess.run([str(ROOT / "build" / "compiler" / "dtc"), "-", "-o", str(path),
+                    "--schedule", schedule], input=source, text=True, check=True)
+    return pathlib.Path(path).read_text()
+
+
 def pretend_hopper():
     """Makes Triton compile for an H100 (sm_90) on a machine without a GPU: its active driver
     then reports that target (nothing can be launched: compile through a kernel's `warmup`)."""
