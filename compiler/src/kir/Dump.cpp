@@ -177,6 +177,7 @@ std::string dump(const Kernel& kernel) {
                     " stages=" + std::to_string(kernel.num_stages) + " grid=[" + grid + "]";
   if (kernel.output_init) out += " init=" + number(*kernel.output_init);
   if (!kernel.dot_precision.empty()) out += " dot=" + kernel.dot_precision;
+  if (kernel.epilogue_rows) out += " epilogue_rows=" + std::to_string(kernel.epilogue_rows);
   return out + "\n" + dump(kernel.body, 1);
 }
 
