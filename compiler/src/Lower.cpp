@@ -100,10 +100,24 @@ void check_warp_partitions(const kir::Kernel& kernel, const FuncSchedule& fs,
     return;
   }
   if (kernel.epilogue_rows &&
-      !kir::stage_epilogue(*p, kernel.epilogue_rows, 0, "_dt_row", "_dt_rows", why))
+      !kir::stage_epilogue(*p, kernel.epilogue_rows, 0, "_dt_row", "_dt_rows", why)) {
     diags.error("warp-specialize-unsupported", fs.where.at("warp_specialize"),
                 stmt + why + "; drop the rows (`" + fs.func->name + ".warp_specialize(" +
                     (*fs.warp_specialize)->name + ")`)");
+    return;
+  }
+  // The Gluon kernel's shared memory, known here (its operands are 16-bit): a kernel that needs
+  // more than a Hopper block has would fail at its first launch there.
+  const long long ring = kir::ring_bytes(*p, kernel.num_stages);
+  const long long stage = kernel.epilogue_rows ? kir::stage_bytes(*p) : 0;
+  if (ring + stage > kir::kHopperSharedBytes)
+    diags.error("warp-specialize-shared-memory", fs.where.at("warp_specialize"),
+                stmt + "on Hopper the product's ring of " + std::to_string(kernel.num_stages) +
+                    " stages takes " + std::to_string(ring) + " bytes of shared memory" +
+                    (stage ? " and the epilogue's float32 stage " + std::to_string(stage) : "") +
+                    ", more than the " + std::to_string(kir::kHopperSharedBytes) +
+                    " an H100 gives a program; use fewer stages, smaller tiles" +
+                    (stage ? " or no rows" : ""));
 }
 
 /// The Funcs that need a kernel to compute `func`, dependencies first (a Func fused into its

@@ -230,6 +230,21 @@ struct Chunk {
 
 } // namespace
 
+long long ring_bytes(const WarpPartitions& p, int stages) {
+  long long tile = 0;
+  for (const WarpPartitions::Operand* o : {&p.a, &p.b}) {
+    long long n = 2; // bytes of a 16-bit float
+    for (const Extent& x : o->load->args[0]->type.shape)
+      n *= x.n;
+    tile += n;
+  }
+  return stages * (tile + 16); // and a `ready` and an `empty` barrier a buffer
+}
+
+long long stage_bytes(const WarpPartitions& p) {
+  return p.a.load->type.shape[0].n * staged_columns(p) * 4;
+}
+
 long long staged_columns(const WarpPartitions& p) {
   return std::min<long long>(128, p.b.load->type.shape[1].n);
 }
@@ -275,6 +290,17 @@ std::optional<StagedEpilogue> stage_epilogue(const WarpPartitions& p, int rows, 
   const long long tile_cols = p.b.load->type.shape[1].n;
   const long long cols = staged_columns(p);
   const auto [before, setup] = consumer_slices(p);
+  // The chunk reads each name's one value: a name bound twice (the kernel IR allows it) could
+  // be read in a chunk before its second binding there.
+  std::map<std::string, int> bindings;
+  for (const std::vector<const Stmt*>* stmts : {&before, &setup, &p.after})
+    for (const Stmt* s : *stmts)
+      if (s->kind == StmtKind::Assign) ++bindings[s->name];
+  for (const auto& [name, count] : bindings)
+    if (count > 1 || (name == p.acc && count > 0)) {
+      why = "the epilogue cannot run on chunks of rows: `" + name + "` is bound twice";
+      return std::nullopt;
+    }
   Chunk r{
       tile_rows, tile_cols, rows,  cols, var(row, Type{Scalar::I32, "", {}}), int_imm(part * cols),
       {},        p.acc,     chunk, ""};

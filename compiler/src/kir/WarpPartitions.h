@@ -80,6 +80,14 @@ Slices partition_slices(const WarpPartitions& p, std::set<std::string> needed);
 /// The consumer's slices: what the epilogue reads.
 Slices consumer_slices(const WarpPartitions& p);
 
+/// The shared memory of the Gluon kernel's ring of `stages` buffers of both operands' tiles (in
+/// 16-bit floats), with its barriers; and of the epilogue's float32 stage.
+long long ring_bytes(const WarpPartitions& p, int stages);
+long long stage_bytes(const WarpPartitions& p);
+/// The shared memory a program may use on the H100 and H200, less what the kernel's own
+/// bookkeeping takes beside its buffers (Triton's per-block maximum is 232448 bytes).
+inline constexpr long long kHopperSharedBytes = 232448 - 1024;
+
 /// The columns of the parts a staged epilogue runs on: at most 128 (the float32 stage of a
 /// part holds 64 KiB for 128 rows).
 long long staged_columns(const WarpPartitions& p);
