@@ -39,7 +39,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.language.core import _aggregate as aggregate
 from triton.runtime.jit import JITFunction, constexpr_function
 
-from gpu_common import checked, dtc, load, pretend_hopper, sm90_summary
+from gpu_common import bench_two_ways, checked, dtc, load, pretend_hopper, sm90_summary
 
 DT_BEST = ("out.block(m:128, n:128); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
            "mm.fuse_at(out, n); out.tma(A, W); out.persistent(interleaved); out.num_warps(8); "
@@ -446,18 +446,9 @@ def time_all(out_dir, only=None, shapes=None):
     """Checks and times the configurations (those whose name contains `only`) at `shapes`
     (default SHAPES) beside the peers."""
     import torch
-    import triton.testing
 
     def bench(fn):
-        fn()
-        torch.cuda.synchronize()
-        ms = triton.testing.do_bench(fn, warmup=100, rep=500)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(20):
-                fn()
-        gpu = triton.testing.do_bench(g.replay, warmup=50, rep=300) / 20
-        return ms, gpu
+        return bench_two_ways(fn, calls=20, warmup=100, rep=500)
 
     launch = kernels(out_dir)
     dt = load(os.path.join(out_dir, "dt_best.py"), "dt_best")

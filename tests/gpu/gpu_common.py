@@ -76,6 +76,21 @@ def sm90_summary(compiled):
     return f"shared {compiled.metadata.shared} B; {'; '.join(info)}"
 
 
+def bench_two_ways(fn, calls=20, warmup=100, rep=500):
+    """(do_bench's median ms, ms a call on the GPU alone): `fn` timed by triton's do_bench, then
+    `calls` calls of it captured in a CUDA graph and the graph's replays timed (no host work)."""
+    import triton.testing
+    fn()
+    torch.cuda.synchronize()
+    ms = triton.testing.do_bench(fn, warmup=warmup, rep=rep)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    torch.cuda.synchronize()
+    return ms, triton.testing.do_bench(graph.replay, warmup=warmup // 2, rep=rep // 2) / calls
+
+
 def per_call_us(fn, calls):
     """µs per call of `fn` over `calls` calls back to back (queued without synchronizing, as a
     model makes them), the GPU's work included by one synchronization at the end."""

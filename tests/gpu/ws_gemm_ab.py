@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from gpu_common import checked, dtc, load
+from gpu_common import bench_two_ways, checked, dtc, load
 
 BASE = "out.block(m:{bm}, n:{bn}); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); " \
        "mm.fuse_at(out, n); out.tma(A, W); out.persistent(interleaved); " \
@@ -75,7 +75,6 @@ def check_each(configs, report, out_dir):
 def time_all(out_dir):
     import torch
     import triton
-    import triton.testing
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}",
           flush=True)
     names = list(SCHEDULES)
@@ -89,15 +88,7 @@ def time_all(out_dir):
             ok.append(config)
 
     def ms(fn):
-        fn()
-        torch.cuda.synchronize()
-        t = triton.testing.do_bench(fn, warmup=25, rep=200)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(10):
-                fn()
-        torch.cuda.synchronize()
-        return t, triton.testing.do_bench(graph.replay, warmup=5, rep=100) / 10
+        return bench_two_ways(fn, calls=10, warmup=25, rep=200)
 
     compiled = torch.compile(lambda A, W, b: torch.nn.functional.gelu(A @ W + b))
     modules = {(c["i"], c["gluon"]): load(os.path.join(out_dir, f"m{c['i']}.py"),
