@@ -166,6 +166,9 @@ SPACE_SAMPLES = {
         "mm.fuse_at(out, n); out.num_warps(8); out.num_stages(4)",
         "out.block(m:64, n:32); out.tensorize(m:0, n:0, k:32); out.map(n:ni/8, m, ni); "
         "mm.fuse_at(out, n); out.num_stages(5)",
+        "out.block(m:128, n:256); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
+        "mm.fuse_at(out, n); out.tma(A, B); out.persistent(interleaved); "
+        "out.warp_specialize(k, m:16); out.num_warps(8); out.num_stages(3)",
     ],
     "gemm_epilogue": [
         "out.block(m:64, n:128); out.tensorize(m:0, n:0, k:32); out.map(m, n); "
@@ -174,6 +177,9 @@ SPACE_SAMPLES = {
         "mm.fuse_at(out, n); out.persistent(interleaved); out.num_warps(8); out.num_stages(4)",
         "out.block(m:64, n:128); out.tensorize(m:0, n:0, k:32); out.map(n:ni/8, m, ni); "
         "mm.fuse_at(out, n); out.persistent(interleaved); out.num_stages(5)",
+        "out.block(m:128, n:256); out.tensorize(m:0, n:0, k:64); out.map(m:mi/8, n, mi); "
+        "mm.fuse_at(out, n); out.tma(A, W); out.persistent(interleaved); "
+        "out.warp_specialize(k, m:16); out.num_warps(8); out.num_stages(3)",
     ],
     "2mm": [
         "_2mm.block(m:16); _2mm.tensorize(m:0, n:32, k:16, l:16); mm.fuse_at(_2mm, m); "
