@@ -44,11 +44,9 @@ std::string print_all(const std::vector<const kir::Stmt*>& stmts, int depth) {
   return out;
 }
 
-// The ring's element type and shared-memory layout for operand `o`'s descriptor.
+// The shared-memory layout of operand `o`'s ring: its descriptor's.
 std::string ring_layout(const kir::WarpPartitions::Operand& o) {
-  const kir::Expr& desc = *o.load->args[0];
-  return "gl.NVMMASharedLayout.get_default_for([" + block_text(desc.type.shape) + "], " +
-         o.load->type.elem_of + ".dtype.element_ty)";
+  return kir::gluon_shared_layout(o.load->args[0]->type.shape, o.load->type.elem_of);
 }
 
 // The staged accumulator's layout: its swizzle repeats every 8 rows, so the whole tile and its

@@ -61,14 +61,10 @@ int precedence(BinOp op) {
 
 Printed print_expr(const Expr& e, Dialect d);
 
-// The shared-memory layout of a descriptor's tiles (MakeDesc `e`) in Gluon: the swizzled one
-// the warpgroup instructions read, for the block's shape and the tensor's element type.
+// The shared-memory layout of a descriptor's tiles (MakeDesc `e`) in Gluon.
 std::string shared_layout(const Expr& e) {
-  std::string block;
-  for (const Extent& x : e.type.shape)
-    block += (block.empty() ? "" : ", ") + (x.param.empty() ? std::to_string(x.n) : x.param);
-  return "gl.NVMMASharedLayout.get_default_for([" + block + "], " +
-         print_expr(*e.args[0], Dialect::Triton).text + ".dtype.element_ty)";
+  DTC_ASSERT(e.args[0]->kind == ExprKind::Var, "a descriptor over a pointer parameter");
+  return gluon_shared_layout(e.type.shape, e.args[0]->name);
 }
 
 // `range(lo, hi, step)`, or `tl.range(...)` with Triton's warp specialization or flattening
@@ -303,6 +299,13 @@ std::string print(const Stmt& s, int depth, Dialect d) {
 
 std::string print_loop_head(const Stmt& loop, Dialect d) {
   return loop_head(loop, d);
+}
+
+std::string gluon_shared_layout(const Shape& block, const std::string& pointer) {
+  std::string text;
+  for (const Extent& x : block)
+    text += (text.empty() ? "" : ", ") + (x.param.empty() ? std::to_string(x.n) : x.param);
+  return "gl.NVMMASharedLayout.get_default_for([" + text + "], " + pointer + ".dtype.element_ty)";
 }
 
 } // namespace kir

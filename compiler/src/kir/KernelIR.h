@@ -350,6 +350,10 @@ std::string print(const Expr& e, Dialect d = Dialect::Triton);
 std::string print(const std::vector<StmtPtr>& stmts, int depth = 0, Dialect d = Dialect::Triton);
 /// Prints one statement (a loop with its body).
 std::string print(const Stmt& s, int depth, Dialect d);
+/// The shared-memory layout Gluon gives tiles of `block` of the tensor behind `pointer` (a
+/// pointer parameter) for TMA copies and warpgroup products: one spelling for a descriptor and
+/// the buffers it copies into, which must agree.
+std::string gluon_shared_layout(const Shape& block, const std::string& pointer);
 /// A loop's `range(lo, hi, step)` (`tl.range(...)` with Triton's options).
 std::string print_loop_head(const Stmt& loop, Dialect d);
 
