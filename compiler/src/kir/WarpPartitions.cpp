@@ -92,6 +92,19 @@ bool split_product(WarpPartitions& p, std::string& why) {
       return false;
     }
   }
+  // The producer prints none of the loop's statements: the copies' offsets read only its
+  // variable and names bound before it.
+  std::set<std::string> bound_in_loop, offsets;
+  for (const StmtPtr& s : p.product->body)
+    if (s->kind == StmtKind::Assign) bound_in_loop.insert(s->name);
+  for (const WarpPartitions::Operand* o : {&p.a, &p.b})
+    for (size_t i = 1; i + 1 < o->load->args.size(); ++i)
+      free_vars(*o->load->args[i], offsets);
+  for (const std::string& name : offsets)
+    if (bound_in_loop.count(name)) {
+      why = "`" + name + "`, bound in the product's loop, places an operand's tile";
+      return false;
+    }
   // The rest of the loop (indices and masks of the pointer loads) must not be read after it.
   std::set<std::string> read;
   for (const Stmt* s : p.after)
