@@ -23,6 +23,7 @@
 #include "kir/FoldScaleConstants.h"
 #include "kir/HoistLoopInvariants.h"
 #include "kir/KeepReReadsInCache.h"
+#include "kir/MaxBeforeScale.h"
 #include "kir/PeelPartialTile.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
@@ -50,6 +51,7 @@ struct KernelPass {
 };
 constexpr KernelPass kKernelPasses[] = {
     {"scale", "constant factors into scalar scales", fold_scale_constants},
+    {"maxfirst", "the row maximum before the scale", max_before_scale},
     {"hoist", "loop-invariant code motion", hoist_loop_invariants},
     {"cse", "common subexpressions", eliminate_common_subexpressions},
     {"masks", "mask simplification", simplify_masks},

@@ -7,6 +7,7 @@
 #include "kir/EliminateDeadCode.h"
 #include "kir/HoistLoopInvariants.h"
 #include "kir/KirVisitor.h"
+#include "kir/MaxBeforeScale.h"
 #include "kir/PeelPartialTile.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
@@ -14,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <limits>
 
 namespace dtc {
@@ -550,6 +553,72 @@ TEST(EliminateDeadCode, RemovesUnreadNamesAndEmptyLoopsButNotStores) {
   eliminate_dead_code(b.k);
   verify_kernel(b.k);
   EXPECT_EQ(b.text(), "tl.store(out_ptr, 2.0)\n");
+}
+
+// ---- the row maximum before the scale -------------------------------------------------------
+
+/// `m = max(<tile> over axis 0)` of the loaded tile A (float32 [8]) with scale forms, after the
+/// pass: the maximum's text.
+std::string max_of(const std::function<ExprPtr(MaskedLoad&)>& tile) {
+  MaskedLoad m;
+  m.b.let(m.b.k.body, "m", reduce(ReduceOp::Max, tile(m), 0));
+  max_before_scale(m.b.k);
+  verify_kernel(m.b.k, "the row maximum before the scale");
+  return print(*m.b.k.body.back()->value);
+}
+
+TEST(MaxBeforeScale, APositiveScaleMovesOutOfTheMaximum) {
+  EXPECT_EQ(max_of([](MaskedLoad& m) { return mul(m.a, float_imm(0.5)); }),
+            "_dt_max(A, axis=0) * 0.5");
+  EXPECT_EQ(max_of([](MaskedLoad& m) {
+              return select(m.mask, mul(float_imm(2.0), m.a), float_imm(-INFINITY));
+            }),
+            "_dt_max(tl.where(mask, A, float(\"-inf\")), axis=0) * 2.0");
+}
+
+TEST(MaxBeforeScale, AScaleThatMayBeNegativeOrInfiniteStays) {
+  // Negative: the maximum would become the minimum. 1/sqrt(n) of a tile that is not a product
+  // over n: +inf for n = 0, where max(A * inf) is NaN for a row with a 0 but max(A) * inf not.
+  // A fill other than -inf: max(where(c, A * s, 0)) is not max(where(c, A, 0)) * s.
+  for (auto tile : std::vector<std::function<ExprPtr(MaskedLoad&)>>{
+           [](MaskedLoad& m) { return mul(m.a, float_imm(-2.0)); },
+           [](MaskedLoad& m) { return mul(m.a, float_imm(INFINITY)); },
+           [](MaskedLoad& m) {
+             return mul(m.a, call(Intrinsic::DivRn,
+                                  {float_imm(1.0),
+                                   call(Intrinsic::Sqrt, {cast(m.b.p("n_size"), Scalar::F32)})}));
+           },
+           [](MaskedLoad& m) { return select(m.mask, mul(m.a, float_imm(0.5)), float_imm(0.0)); },
+       }) {
+    std::string text = max_of(tile);
+    EXPECT_EQ(text.find("_dt_max(A,"), std::string::npos) << text;
+    EXPECT_EQ(text.find("_dt_max(tl.where(mask, A,"), std::string::npos) << text;
+  }
+}
+
+TEST(MaxBeforeScale, OneOverTheRootOfAProductsLengthMovesOutAndANameBoundTwiceIsNotFollowed) {
+  // t = dot(X, Y) over k (X [8, k_TILE]), s = 1 / sqrt(k_size): s is +inf only for an empty k,
+  // where every product is 0 and both forms give NaN.
+  for (bool twice : {false, true}) {
+    KernelBuilder b;
+    b.param("k_size", scalar(Scalar::Int));
+    Type tile_param = scalar(Scalar::Int);
+    b.k.params.push_back({"k_TILE", true, tile_param});
+    auto& body = b.k.body;
+    ExprPtr x = b.let(body, "X", full({{8, ""}, {0, "k_TILE"}}, 1.0));
+    ExprPtr y = b.let(body, "Y", full({{0, "k_TILE"}, {8, ""}}, 1.0));
+    ExprPtr t = b.let(body, "t", dot(x, y, nullptr, ""));
+    ExprPtr s =
+        b.let(body, "s",
+              call(Intrinsic::DivRn,
+                   {float_imm(1.0), call(Intrinsic::Sqrt, {cast(b.p("k_size"), Scalar::F32)})}));
+    if (twice) b.let(body, "s", s);
+    b.let(body, "m", reduce(ReduceOp::Max, mul(t, mul(s, float_imm(1.4426950408889634))), 1));
+    max_before_scale(b.k);
+    EXPECT_EQ(print(*b.k.body.back()->value),
+              twice ? "_dt_max(t * (s * 1.4426950408889634), axis=1)"
+                    : "_dt_max(t, axis=1) * (s * 1.4426950408889634)");
+  }
 }
 
 } // namespace

@@ -273,3 +273,29 @@ def test_rows_that_see_no_key_as_the_plain_form_gives_them(tmp_path):
     assert lse[:4].isnan().all() and out[:4].isnan().all()
     torch.testing.assert_close(out, want_out, rtol=2e-4, atol=2e-4, equal_nan=True)
     torch.testing.assert_close(lse, want_lse, rtol=2e-4, atol=2e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_scaled_scores_special_values_with_the_maximum_taken_first(tmp_path, causal):
+    """The running maximum is taken of the products before their scale (the kernel pass
+    `maxfirst`): infinities and NaN in the products, and an empty k (the scale 1/sqrt(0) is
+    +inf, every product 0: NaN everywhere), give what the plain softmax gives; so does the
+    log-sum-exp, which reads the maximum after the loop."""
+    src = (CAUSAL if causal else ATTENTION).replace("Func out,", "Func out, lse,").replace(
+        "out[m, n] =", "lse[m] = mx[m] + log(s[m]);\nout[m, n] =")
+    module, _ = compile_source(tmp_path, src, FUSED + "lse.store_in(out); out.block(m:16); "
+                               "out.tensorize(m:0, n:0, k:0, l:16); out.online(l); out.compile()")
+    torch.manual_seed(11)
+    Q, K, V = torch.randn(24, 16), torch.randn(40, 16), torch.randn(40, 16)
+    Q[1, 3] = float("inf")      # +inf and -inf products, and NaN where K holds a 0
+    K[7, 3] = 0.0
+    Q[2, 5] = float("nan")      # NaN: NaN
+    Q[3] = 1e20                 # products past float32's range after the scale
+    Q[4] = 0.0                  # every product 0: uniform weights
+    K[9] = float("-inf")        # -inf and +inf products in one key
+    for q, k, v in ((Q, K, V), (Q[:, :0], K[:, :0], V)):
+        out, lse = module.out(q, k, v)
+        want_out, want_lse = module.reference_out(q, k, v)
+        torch.testing.assert_close(out, want_out, rtol=2e-4, atol=2e-4, equal_nan=True)
+        torch.testing.assert_close(lse, want_lse, rtol=2e-4, atol=2e-4, equal_nan=True)
+    assert out.isnan().all() and lse.isnan().all()  # k empty: 0 / sqrt(0) everywhere
