@@ -324,14 +324,17 @@ class _DtHopper:
     Hopper GPUs run, where Triton 3.6's own warp specialization is wrong. The Gluon kernel runs
     on a GPU of compute capability 9 when the constexpr flags at positions `flags` of the
     arguments all hold (each operand read through a tensor descriptor, in 16-bit floats), with
-    at most `maxnreg` registers a thread (None: ptxas's own cap). DT_GLUON=0 in the environment
+    at most `maxnreg` registers a thread (None: ptxas's own cap), with `warps` warps (None: the
+    Triton kernel's; an online loop's Gluon kernel starts its consumers and producer as partitions
+    of a 4-warp kernel, kir/OnlinePartitions.h). DT_GLUON=0 in the environment
     keeps the Triton kernel everywhere, for comparison. `kernel[grid](*args, num_warps=,
     num_stages=)` launches as a JIT function's does, returning the compiled kernel."""
 
-    __slots__ = ("kernel", "gluon", "flags", "maxnreg")
+    __slots__ = ("kernel", "gluon", "flags", "maxnreg", "warps")
 
-    def __init__(self, kernel, gluon, flags, maxnreg):
+    def __init__(self, kernel, gluon, flags, maxnreg, warps=None):
         self.kernel, self.gluon, self.flags, self.maxnreg = kernel, gluon, flags, maxnreg
+        self.warps = warps
 
     def chosen(self, args):
         """The kernel that runs on `args`: the Gluon one or the Triton one."""
@@ -350,7 +353,7 @@ class _DtHopper:
             if kernel is self.kernel:
                 return kernel[grid](*args, num_warps=num_warps, num_stages=num_stages)
             options = {} if self.maxnreg is None else {"maxnreg": self.maxnreg}
-            return kernel[grid](*args, num_warps=num_warps, **options)
+            return kernel[grid](*args, num_warps=self.warps or num_warps, **options)
         return launch
 
 

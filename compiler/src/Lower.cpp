@@ -24,6 +24,7 @@
 #include "kir/HoistLoopInvariants.h"
 #include "kir/KeepReReadsInCache.h"
 #include "kir/MaxBeforeScale.h"
+#include "kir/OnlinePartitions.h"
 #include "kir/PeelPartialTile.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
@@ -92,6 +93,15 @@ void check_warp_partitions(const kir::Kernel& kernel, const FuncSchedule& fs,
   if (!fs.warp_specialize) return;
   const std::string stmt = "in `" + fs.warp_specialize_text() + "`: ";
   std::string why;
+  if (kir::has_online_loop(kernel)) {
+    if (!kir::online_partitions(kernel, why))
+      diags.warning(fs.where.at("warp_specialize"),
+                    stmt +
+                        "on Hopper the online loop runs in a producer and consumer partitions, "
+                        "and here " +
+                        why + "; there it is a plain loop, as without `warp_specialize`");
+    return;
+  }
   std::optional<kir::WarpPartitions> p = kir::warp_partitions(kernel, why);
   if (!p) {
     diags.warning(fs.where.at("warp_specialize"),

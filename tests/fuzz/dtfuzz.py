@@ -2007,9 +2007,13 @@ def hopper_failures(text, module_path):
     from hopper import compile_for_hopper
     failures = []
     for m in re.finditer(r"plan\.launch\(\d+, (\w+)_hopper, .*?\), (\d+), (\d+), \(", text, re.S):
+        # An online loop's Gluon kernel names its own warps last in its launch (_DtHopper).
+        own = re.search(rf"{m.group(1)}_hopper = _DtHopper\(\w+, \w+, \([^)]*\), \w+, (\d+)\)",
+                        text)
         try:
             compile_for_hopper(module_path, m.group(1) + "_gluon", "bf16",
-                               num_warps=int(m.group(2)), num_stages=int(m.group(3)))
+                               num_warps=int(own.group(1) if own else m.group(2)),
+                               num_stages=int(m.group(3)))
         except AssertionError as e:
             failures.append(f"{m.group(1)}_gluon: {str(e)[-600:]}")
     return failures

@@ -59,6 +59,13 @@ def test_the_gemm_templates_offer_persistent_programs():
     assert {"matmul", "gemm_gelu", "gemm_epilogue", "sigmoid_mm"} <= set(HOPPER_TEMPLATES)
 
 
+def launched_warps(text, kernel):
+    """The warps a Gluon kernel is launched with where its launch names them (an online loop's:
+    `_DtHopper(kernel, gluon, flags, maxnreg, warps)`), else None (the schedule's)."""
+    m = re.search(rf"= _DtHopper\(\w+, {kernel}, \([^)]*\), \w+, (\d+)\)", text)
+    return int(m.group(1)) if m else None
+
+
 def tile_widths(text, shape):
     """Each `x_TILE` parameter's width as the wrapper picks it: the power of two at least the
     label's size (a whole dimension in one tile) and at least 16 for tl.dot."""
@@ -89,7 +96,8 @@ def test_hopper_schedules_compile_for_hopper(name, index, tmp_path, dtc_binary):
     assert kernels
     for kernel in kernels:
         compiled = compile_for_hopper(out, kernel, ELEM[template["dtype"]],
-                                      tile_widths(text, shape), num_warps=warps,
+                                      tile_widths(text, shape),
+                                      num_warps=launched_warps(text, kernel) or warps,
                                       num_stages=stages)
         ptx = compiled["ptx"]
         if ".persistent(" in schedule:

@@ -15,6 +15,7 @@
 // the tiles taken so far (`_dt_at`) names each one's slot (`_dt_at % STAGES`) and the phase of
 // that slot's barriers (`_dt_at // STAGES & 1`) on both sides, block after block.
 #include "codegen/PythonCodegen.h"
+#include "kir/OnlinePartitions.h"
 #include "kir/WarpPartitions.h"
 
 #include <algorithm>
@@ -280,6 +281,7 @@ private:
 } // namespace
 
 std::string print_gluon_kernel(const kir::Kernel& kernel) {
+  if (kir::has_online_loop(kernel)) return print_gluon_online_kernel(kernel);
   std::string why;
   std::optional<kir::WarpPartitions> p = kir::warp_partitions(kernel, why);
   if (!p) return "";
@@ -288,6 +290,8 @@ std::string print_gluon_kernel(const kir::Kernel& kernel) {
 
 std::string launched_kernel_name(const kir::Kernel& kernel) {
   std::string why;
+  if (kir::has_online_loop(kernel))
+    return kernel.name + (kir::online_partitions(kernel, why) ? "_hopper" : "");
   return kernel.name + (kir::warp_partitions(kernel, why) ? "_hopper" : "");
 }
 

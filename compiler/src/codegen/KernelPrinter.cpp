@@ -9,17 +9,6 @@
 
 namespace dtc {
 namespace kir {
-namespace {
-
-// Python precedence, lowest first.
-// Python's: comparisons bind more loosely than `|`, which binds more loosely than `&`.
-// kCond: a conditional expression (`a if c else b`), below everything.
-enum Prec { kCond = 0, kCompare = 1, kOr = 2, kAnd = 3, kAdd = 4, kMul = 5, kUnary = 6, kAtom = 7 };
-
-struct Printed {
-  std::string text;
-  int prec = kAtom;
-};
 
 std::string dtype_text(const Type& t) {
   switch (t.scalar) {
@@ -42,6 +31,18 @@ std::string dtype_text(const Type& t) {
   }
   throw InternalError("no Triton dtype for " + to_string(t));
 }
+
+namespace {
+
+// Python precedence, lowest first.
+// Python's: comparisons bind more loosely than `|`, which binds more loosely than `&`.
+// kCond: a conditional expression (`a if c else b`), below everything.
+enum Prec { kCond = 0, kCompare = 1, kOr = 2, kAnd = 3, kAdd = 4, kMul = 5, kUnary = 6, kAtom = 7 };
+
+struct Printed {
+  std::string text;
+  int prec = kAtom;
+};
 
 std::string shape_text(const Shape& s) {
   return to_string(s);

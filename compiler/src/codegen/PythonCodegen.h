@@ -38,6 +38,9 @@ std::string kernel_params_text(const kir::Kernel& kernel);
 /// `<name>_gluon`, its producer and consumer partitions, and `<name>_hopper`, the launch that
 /// runs it on Hopper GPUs where the product qualifies and the Triton kernel elsewhere
 /// (dt_runtime.py's _DtHopper). Empty where the kernel has no such partitions.
+/// The Gluon form of a kernel whose online loop is warp-specialized
+/// (codegen/GluonOnlinePrinter.cpp), or "" where it has none.
+std::string print_gluon_online_kernel(const kir::Kernel& kernel);
 std::string print_gluon_kernel(const kir::Kernel& kernel);
 
 /// The name the wrapper launches a kernel under: `<name>_hopper` where it has a Gluon form.

@@ -354,6 +354,8 @@ std::string print(const Stmt& s, int depth, Dialect d);
 /// pointer parameter) for TMA copies and warpgroup products: one spelling for a descriptor and
 /// the buffers it copies into, which must agree.
 std::string gluon_shared_layout(const Shape& block, const std::string& pointer);
+/// The Triton dtype of a value of type `t` (`tl.float32`, `<ptr>.dtype.element_ty`, ...).
+std::string dtype_text(const Type& t);
 /// A loop's `range(lo, hi, step)` (`tl.range(...)` with Triton's options).
 std::string print_loop_head(const Stmt& loop, Dialect d);
 

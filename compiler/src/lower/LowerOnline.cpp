@@ -22,6 +22,7 @@
 #include "lower/LowerState.h"
 #include "lower/Names.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace dtc::lowering {
@@ -29,6 +30,30 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kLn2 = 0.6931471805599453;
+
+/// warp_specialize(l) of the online loop `loop` over l: on Hopper the loop runs as a Gluon
+/// kernel (kir/OnlinePartitions.h) where its tiles come through tensor descriptors in 16-bit
+/// floats, the wrapper's flags of every tensor read through one; on later GPUs Triton
+/// specializes it (`_dt_warp_specialize`). Else the reason it cannot be, for lowering to report.
+void warp_specialize(LowerState& s, kir::Stmt& loop) {
+  DTC_ASSERT(loop.kind == kir::StmtKind::For, "the online loop expected");
+  if (s.tma_flags.empty()) {
+    s.warp_specialize_refused = "no tile of the online loop is read through a tensor "
+                                "descriptor (name its inputs in `tma`)";
+    return;
+  }
+  std::vector<std::string> flags;
+  for (const auto& [tensor, flag] : s.tma_flags) {
+    flags.push_back(flag);
+    flags.push_back(s.half_flag(tensor));
+  }
+  std::sort(flags.begin(), flags.end()); // one order: the symbols' map is keyed by address
+  Value cond;
+  for (const std::string& f : flags)
+    cond = kir::and_(cond, s.ref(f));
+  loop.warp_specialize = kir::and_(cond, s.ref(s.warp_specialize_flag()));
+  s.warp_specialized = true;
+}
 
 /// The dimensions of every member.
 ir::Labels group_dims(const OnlineGroup& g) {
@@ -179,7 +204,12 @@ bool lower_online(LowerState& s, Body& body) {
     loop(diagonal, stop, loop_prefix(s, l, prefix));
   } else {
     loop(nullptr, stop, loop_pre);
+    if (s.fs.warp_specialize == l) warp_specialize(s, *body.back());
   }
+  if (diagonal && s.fs.warp_specialize == l)
+    s.warp_specialize_refused =
+        "under the causal mask the online loop runs in two parts (the key tiles before the "
+        "block's first query, then the diagonal), and only a single online loop is specialized";
   // After the loop: each reduction's value, for every use at this level and inside it. Where
   // every score was -inf the plain sums are NaN (exp(-inf - -inf)); here they are 0: make them
   // NaN, unless there was no score at all (an empty sum is 0).

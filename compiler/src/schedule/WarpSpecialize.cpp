@@ -124,10 +124,17 @@ Primitive warp_specialize_primitive() {
         return;
       }
     }
-    if (fs.online) {
+    if (fs.online && *fs.online != k) {
       diags.error("warp-specialize-online", at,
-                  stmt + "the online loop (`online(" + (*fs.online)->name +
-                      ")`) is not warp-specialized; drop `warp_specialize` or `online`");
+                  stmt + "the online loop runs over `" + (*fs.online)->name +
+                      "`, so it is the loop to specialize; use `" + fs.func->name +
+                      ".warp_specialize(" + (*fs.online)->name + ")`");
+      return;
+    }
+    if (fs.online && fs.epilogue_rows) {
+      diags.error("warp-specialize-bad-argument", at,
+                  stmt + "the online loop's epilogue runs on the whole tile; drop the rows (`" +
+                      fs.func->name + ".warp_specialize(" + k->name + ")`)");
       return;
     }
     if (fs.block_of(k)) {

@@ -1,0 +1,434 @@
+// Prints a kernel whose online loop is warp-specialized a second time, in Gluon, for Hopper
+// GPUs (kir/OnlinePartitions.h says why and what the partitions are):
+//
+//   <name>_load     the producer, one warp: the block's query tile, then each step's key and
+//                   value tiles into a ring of `num_stages` buffers (TMA), after waiting for the
+//                   consumers to release the buffer (`empty`, one arrival per consumer);
+//   <name>_online   a consumer, 4 warps, on its share of the block's rows (`_dt_which`): the
+//                   scores on the warpgroup instructions, the loop's statements, the update of
+//                   the accumulator, the statements after the loop;
+//   <name>_gluon    the kernel: the buffers and barriers, then the partitions;
+//   <name>_hopper   the launch (dt_runtime.py's _DtHopper).
+//
+// Every value is printed in its form (kir::Form): a tile over the rows and the keys in the
+// layout the warpgroup instructions give the scores (`_dt_S`), one over the rows and the output
+// columns in the accumulator's (`_dt_O`), vectors along the rows or columns in slices of those,
+// scalars as they are; an operand of another form is broadcast (`[:, None]`, `[None, :]`) or,
+// a row vector of the other product, converted.
+#include "codegen/PythonCodegen.h"
+#include "codegen/TritonMath.h"
+#include "ir/IR.h"
+#include "kir/OnlinePartitions.h"
+
+#include <algorithm>
+
+namespace dtc {
+namespace {
+
+using kir::Dialect;
+using kir::Expr;
+using kir::ExprKind;
+using kir::Form;
+using Kind = Form::Kind;
+using Of = Form::Of;
+
+std::string extent_text(const kir::Extent& x) {
+  return x.param.empty() ? std::to_string(x.n) : x.param;
+}
+
+/// A printed value and its form.
+struct Value {
+  std::string text;
+  Form form;
+};
+
+class OnlinePrinter {
+public:
+  OnlinePrinter(const kir::Kernel& k, const kir::OnlinePartitions& p)
+      : k_(k), p_(p), consumers_(std::max(1, k.num_warps / 4)), rows_(p.rows.n / consumers_),
+        stages_(std::to_string(k.num_stages)) {}
+
+  std::string run() {
+    std::string out = helpers();
+    out += "\n\n" +
+           partition("_load", "The producer of " + k_.name +
+                                  "_gluon: the tiles into "
+                                  "shared memory.") +
+           producer();
+    out += "\n\n" +
+           partition("_online", "A consumer of " + k_.name +
+                                    "_gluon: the loop on its rows, and what follows.") +
+           consumer();
+    out += "\n\n@gluon.jit\ndef " + k_.name + "_gluon(\n" + kernel_params_text(k_) + "):\n";
+    out += "    \"\"\"" + k_.doc + ", warp-specialized for Hopper in Gluon.\"\"\"\n";
+    auto buffer = [&](const std::string& name, const kir::Stmt& load, const std::string& count) {
+      const Expr& desc = *load.value->args[0];
+      std::string block;
+      for (const kir::Extent& x : desc.type.shape)
+        block += (block.empty() ? "" : ", ") + extent_text(x);
+      return "    " + name + " = gl.allocate_shared_memory(" + load.value->type.elem_of +
+             ".dtype.element_ty, [" + (count.empty() ? "" : count + ", ") + block + "],\n        " +
+             kir::gluon_shared_layout(desc.type.shape, load.value->type.elem_of) + ")\n";
+    };
+    out += buffer("_dt_q", *p_.q, "");
+    out += buffer("_dt_k_ring", *p_.k, stages_);
+    out += buffer("_dt_v_ring", *p_.v, stages_);
+    out +=
+        "    _dt_q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())\n";
+    for (const char* bar : {"_dt_k_ready", "_dt_v_ready", "_dt_empty"})
+      out += "    " + std::string(bar) + " = gl.allocate_shared_memory(gl.int64, [" + stages_ +
+             ", 1], mbarrier.MBarrierLayout())\n";
+    out += "    mbarrier.init(_dt_q_ready, count=1)\n";
+    out += "    for _dt_i in gl.static_range(" + stages_ + "):\n";
+    out += "        mbarrier.init(_dt_k_ready.index(_dt_i), count=1)\n";
+    out += "        mbarrier.init(_dt_v_ready.index(_dt_i), count=1)\n";
+    out += "        # every consumer reads every buffer\n";
+    out +=
+        "        mbarrier.init(_dt_empty.index(_dt_i), count=" + std::to_string(consumers_) + ")\n";
+    // The arguments written out in each pair: a tuple bound to a name first would pass the
+    // constexpr parameters on as run-time values.
+    std::string args, line;
+    for (const kir::Param& param : k_.params) {
+      if (line.size() > 60) {
+        args += line + "\n            ";
+        line.clear();
+      }
+      line += " " + param.name + ",";
+    }
+    args += line + "\n            " + shared_args();
+    out += "    gl.warp_specialize([\n";
+    for (int c = 0; c < consumers_; ++c)
+      out += "        (" + k_.name + "_online, (" + args.substr(1) + ", " + std::to_string(c) +
+             ")),\n";
+    out += "        (" + k_.name + "_load, (" + args.substr(1) + ", 0)),\n";
+    std::string warps, regs;
+    for (int c = 1; c < consumers_; ++c) {
+      warps += "4, ";
+      regs += "240, ";
+    }
+    out += "    ], [" + warps + "1], [" + regs + "24])\n";
+    return wrap(out);
+  }
+
+private:
+  std::string shared_args() const {
+    return "_dt_q, _dt_k_ring, _dt_v_ring, _dt_q_ready, _dt_k_ready, _dt_v_ready, _dt_empty";
+  }
+
+  std::string partition(const std::string& suffix, const std::string& doc) const {
+    return "@gluon.jit\ndef " + k_.name + suffix + "(\n" + kernel_params_text(k_) + "    " +
+           shared_args() + ",\n    _dt_which: gl.constexpr,\n):\n    \"\"\"" + doc + "\"\"\"\n";
+  }
+
+  // The NaN-propagating maximum of a row (torch.amax's), in Gluon.
+  std::string helpers() const {
+    return "@gluon.jit\ndef " + k_.name + "_rowmax(v):\n    return gl.reduce(v, 1, " + k_.name +
+           "_maximum)\n\n\n@gluon.jit\ndef " + k_.name +
+           "_maximum(a, b):\n    return gl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)\n";
+  }
+
+  std::string copy(const kir::Stmt& load, const std::string& barrier, const std::string& into) {
+    const Expr& e = *load.value;
+    std::string offsets;
+    for (size_t i = 1; i + 1 < e.args.size(); ++i)
+      offsets += (i > 1 ? ", " : "") + expr(*e.args[i]).text;
+    return "tma.async_copy_global_to_shared(" + e.args[0]->name + ", [" + offsets + "], " +
+           barrier + ", " + into + ")";
+  }
+
+  std::string producer() {
+    names_.clear();
+    std::string out = statements(p_.producer_before, 1);
+    const std::string q = p_.q->value->args[0]->name;
+    out += "    mbarrier.expect(_dt_q_ready, " + q + ".block_type.nbytes)\n";
+    out += "    " + copy(*p_.q, "_dt_q_ready", "_dt_q") + "\n";
+    out += "    _dt_at = 0  # key and value tiles taken so far: the ring's slot and phase\n";
+    out += "    for " + p_.loop->name + " in " + kir::print_loop_head(*p_.loop, Dialect::Gluon) +
+           ":\n";
+    out += "        _dt_slot = _dt_at % " + stages_ + "\n";
+    out +=
+        "        mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ + " & 1) ^ 1)\n";
+    for (const auto& [load, ring, ready] :
+         {std::tuple{p_.k, "_dt_k_ring", "_dt_k_ready"}, {p_.v, "_dt_v_ring", "_dt_v_ready"}}) {
+      const std::string desc = load->value->args[0]->name;
+      out += "        mbarrier.expect(" + std::string(ready) + ".index(_dt_slot), " + desc +
+             ".block_type.nbytes)\n";
+      out += "        " +
+             copy(*load, std::string(ready) + ".index(_dt_slot)",
+                  std::string(ring) + ".index(_dt_slot)") +
+             "\n";
+    }
+    out += "        _dt_at += 1\n";
+    return out;
+  }
+
+  // A tile of a ring's slot (or the query buffer) as the product reads it: 2-D, transposed
+  // where the tensor holds it transposed.
+  std::string view(const kir::Stmt& load, const std::string& buffer) const {
+    const kir::Shape& block = load.value->args[0]->type.shape;
+    std::string text = buffer + ".reshape([" + extent_text(block[block.size() - 2]) + ", " +
+                       extent_text(block.back()) + "])";
+    return load.value->value_int ? text + ".permute((1, 0))" : text;
+  }
+
+  std::string consumer() {
+    names_.clear();
+    std::string out;
+    out += "    _dt_S: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
+           "warps_per_cta=[4, 1],\n        instr_shape=[16, " +
+           extent_text(p_.score_cols) + ", 16])  # the scores'\n";
+    out += "    _dt_O: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
+           "warps_per_cta=[4, 1],\n        instr_shape=[16, " +
+           extent_text(p_.out_cols) + ", 16])  # the accumulator's\n";
+    out += statements(p_.consumer_before, 1);
+    std::string q = view(*p_.q, "_dt_q");
+    if (consumers_ > 1)
+      q += ".slice(_dt_which * " + std::to_string(rows_) + ", " + std::to_string(rows_) + ")";
+    out += "    _dt_q_tile = " + q + "\n";
+    out += "    mbarrier.wait(_dt_q_ready, 0)\n";
+    out += "    _dt_at = 0\n";
+    out += "    for " + p_.loop->name + " in " + kir::print_loop_head(*p_.loop, Dialect::Gluon) +
+           ":\n";
+    out += "        _dt_slot = _dt_at % " + stages_ + "\n";
+    out += "        _dt_phase = _dt_at // " + stages_ + " & 1\n";
+    for (const kir::Stmt* s : p_.consumer_loop) {
+      if (s == p_.scores) {
+        out += "        mbarrier.wait(_dt_k_ready.index(_dt_slot), _dt_phase)\n";
+        out += "        " + s->name + " = warpgroup_mma(_dt_q_tile, " +
+               view(*p_.k, "_dt_k_ring.index(_dt_slot)") + ",\n            gl.full([" +
+               std::to_string(rows_) + ", " + extent_text(p_.score_cols) +
+               "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
+        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
+               ",))\n";
+        names_[s->name] = Form{Kind::Tile, Of::Scores};
+        continue;
+      }
+      if (s == p_.update) {
+        const Expr& pv = *s->value;
+        const Form o{Kind::Tile, Of::Output};
+        out += "        mbarrier.wait(_dt_v_ready.index(_dt_slot), _dt_phase)\n";
+        out += "        " + s->name + " = warpgroup_mma(gl.convert_layout(" +
+               as(expr(*pv.args[0]), Form{Kind::Tile, Of::Scores}) +
+               ",\n            gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
+               view(*p_.v, "_dt_v_ring.index(_dt_slot)") + ",\n            " +
+               as(expr(*pv.args[2]), o) + ", is_async=True)\n";
+        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
+               ",))\n";
+        out += "        mbarrier.arrive(_dt_empty.index(_dt_slot), count=1)\n";
+        names_[s->name] = o;
+        continue;
+      }
+      out += statement(*s, 2);
+    }
+    out += "        _dt_at += 1\n";
+    out += statements(p_.after, 1);
+    return out;
+  }
+
+  std::string statements(const std::vector<const kir::Stmt*>& stmts, int depth) {
+    std::string out;
+    for (const kir::Stmt* s : stmts)
+      out += statement(*s, depth);
+    return out;
+  }
+
+  std::string statement(const kir::Stmt& s, int depth) {
+    const std::string indent(4 * depth, ' ');
+    switch (s.kind) {
+    case kir::StmtKind::Comment:
+      return indent + "# " + s.text + "\n";
+    case kir::StmtKind::Assign: {
+      if (s.value->kind == ExprKind::MakeDesc) return kir::print(s, depth, Dialect::Gluon);
+      Value v = expr(*s.value);
+      auto it = names_.find(s.name);
+      if (it == names_.end()) {
+        names_[s.name] = v.form;
+        return indent + s.name + " = " + v.text + "\n";
+      }
+      return indent + s.name + " = " + as(v, it->second) + "\n"; // carried: its first form
+    }
+    case kir::StmtKind::Store: {
+      const Form tile{Kind::Tile, Of::Output};
+      return indent + "gl.store(" + as(expr(*s.ptr), tile) + ", " + as(expr(*s.value), tile) +
+             (s.mask ? ", mask=" + as(expr(*s.mask), tile) : "") + ")\n";
+    }
+    default:
+      throw InternalError("an online consumer's statement of an unexpected kind");
+    }
+  }
+
+  static std::string layout(Of of) { return of == Of::Scores ? "_dt_S" : "_dt_O"; }
+
+  // `v` as a value of form `to`: broadcast along the other axis, a row vector converted to the
+  // other product's layout.
+  std::string as(const Value& v, const Form& to) const {
+    const Form& f = v.form;
+    if (f.kind == Kind::Scalar || f == to) return v.text;
+    switch (f.kind) {
+    case Kind::Rows: {
+      std::string rows = f.of == to.of ? v.text
+                                       : "gl.convert_layout(" + v.text + ", gl.SliceLayout(1, " +
+                                             layout(to.of) + "))";
+      return to.kind == Kind::Tile ? atom(rows) + "[:, None]" : rows;
+    }
+    case Kind::Cols:
+      if (to.kind == Kind::Tile && f.of == to.of) return atom(v.text) + "[None, :]";
+      break;
+    default:
+      break;
+    }
+    throw InternalError("an online consumer's value of a form it cannot take");
+  }
+
+  static std::string atom(const std::string& text) {
+    bool simple = std::all_of(text.begin(), text.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+    });
+    return simple ? text : "(" + text + ")";
+  }
+
+  // The form the analysis gives `e` here (names as printed so far).
+  Form form(const Expr& e) const {
+    std::optional<Form> f = kir::online_form(p_, e, names_);
+    if (!f) throw InternalError("an online consumer's expression without a form: " + kir::print(e));
+    return *f;
+  }
+
+  // The operands of `e` as values of its form, each printed.
+  std::vector<std::string> operands(const Expr& e, const Form& f, size_t from = 0) {
+    std::vector<std::string> out;
+    for (size_t i = from; i < e.args.size(); ++i)
+      out.push_back(as(expr(*e.args[i]), f));
+    return out;
+  }
+
+  // The vector along axis `form` of a range of `extent`: the consumer's rows from its first.
+  std::string range(const Form& f, const kir::Extent& extent) const {
+    if (f.kind == Kind::Rows)
+      return consumers_ > 1
+                 ? "(gl.arange(0, " + std::to_string(rows_) +
+                       ", layout=gl.SliceLayout(1, _dt_S)) + _dt_which * " + std::to_string(rows_) +
+                       ")"
+                 : "gl.arange(0, " + std::to_string(rows_) + ", layout=gl.SliceLayout(1, _dt_S))";
+    return "gl.arange(0, " + extent_text(extent) + ", layout=gl.SliceLayout(0, " + layout(f.of) +
+           "))";
+  }
+
+  Value expr(const Expr& e) {
+    const Form f = form(e);
+    switch (e.kind) {
+    case ExprKind::Var:
+    case ExprKind::Int:
+    case ExprKind::Float:
+    case ExprKind::ProgramId:
+    case ExprKind::NumPrograms:
+      return {kir::print(e, Dialect::Gluon), f};
+    case ExprKind::Arange:
+      return {range(f, e.type.shape[0]), f};
+    case ExprKind::Expand: {
+      // A range along one axis (the others of one element): the vector of its form.
+      const Expr* a = e.args[0].get();
+      std::vector<const Expr*> casts;
+      for (; a->kind == ExprKind::Cast; a = a->args[0].get())
+        casts.push_back(a);
+      std::string text = f.kind == Kind::Scalar ? "0" : range(f, a->type.shape[0]);
+      for (auto c = casts.rbegin(); c != casts.rend(); ++c)
+        text = f.kind == Kind::Scalar ? text : atom(text) + ".to(" + dtype((*c)->type) + ")";
+      return {text, f};
+    }
+    case ExprKind::Full: {
+      const std::string value = ir::python_float(e.value_float);
+      if (f.kind == Kind::Scalar) return {value, f};
+      if (f.kind == Kind::Rows)
+        return {"gl.full([" + std::to_string(rows_) + "], " + value +
+                    ", gl.float32, gl.SliceLayout(1, " + layout(f.of) + "))",
+                f};
+      return {"gl.full([" + std::to_string(rows_) + ", " +
+                  extent_text(f.of == Of::Scores ? p_.score_cols : p_.out_cols) + "], " + value +
+                  ", gl.float32, " + layout(f.of) + ")",
+              f};
+    }
+    case ExprKind::Reshape:
+      return {expr(*e.args[0]).text, f};
+    case ExprKind::Reduce: {
+      std::string tile = as(expr(*e.args[0]), Form{Kind::Tile, Of::Scores});
+      if (e.reduce == kir::ReduceOp::Max) return {k_.name + "_rowmax(" + tile + ")", f};
+      return {"gl.sum(" + tile + ", axis=1)", f};
+    }
+    case ExprKind::Neg:
+      return {"-" + atom(expr(*e.args[0]).text), f};
+    case ExprKind::Binary: {
+      std::vector<std::string> a = operands(e, f);
+      if ((e.op == kir::BinOp::Max || e.op == kir::BinOp::Min) && e.type.is_float())
+        return {std::string(e.op == kir::BinOp::Max ? "gl.maximum(" : "gl.minimum(") + a[0] + ", " +
+                    a[1] + ", propagate_nan=tl.PropagateNan.ALL)",
+                f};
+      if (e.op == kir::BinOp::Max || e.op == kir::BinOp::Min)
+        return {std::string(e.op == kir::BinOp::Max ? "gl.maximum(" : "gl.minimum(") + a[0] + ", " +
+                    a[1] + ")",
+                f};
+      return {atom(a[0]) + " " + kir::op_text(e.op) + " " + atom(a[1]), f};
+    }
+    case ExprKind::Select: {
+      std::vector<std::string> a = operands(e, f);
+      return {"gl.where(" + a[0] + ", " + a[1] + ", " + a[2] + ")", f};
+    }
+    case ExprKind::Call: {
+      std::vector<std::string> a = operands(e, f);
+      std::string args;
+      for (const std::string& x : a)
+        args += (args.empty() ? "" : ", ") + x;
+      return {std::string(triton_function(e.fn)) + "(" + args + ")", f};
+    }
+    case ExprKind::Cast: {
+      Value a = expr(*e.args[0]);
+      if (f.kind == Kind::Scalar) return {"tl.cast(" + a.text + ", " + dtype(e.type) + ")", f};
+      return {atom(as(a, f)) + ".to(" + dtype(e.type) + ")", f};
+    }
+    default:
+      throw InternalError("an online consumer's expression of an unexpected kind");
+    }
+  }
+
+  static std::string dtype(const kir::Type& t) { return kir::dtype_text(t); }
+
+  // The launch: the Gluon kernel where the flags hold on a Hopper GPU, the Triton kernel else.
+  std::string wrap(const std::string& kernels) const {
+    std::string flags;
+    std::set<std::string> names;
+    kir::free_vars(*p_.loop->warp_specialize, names);
+    size_t count = 0;
+    for (size_t i = 0; i < k_.params.size(); ++i)
+      if (names.count(k_.params[i].name) && k_.params[i].name.rfind("WARP_SPECIALIZE", 0) != 0) {
+        flags += (flags.empty() ? "" : ", ") + std::to_string(i);
+        ++count;
+      }
+    if (count == 1) flags += ",";
+    // Registers: the producer's warpgroup keeps 24 a thread, each consumer's 240 (set by the
+    // partitions); at launch the warps share the 64K, which ptxas is told where the threads'
+    // share is below its own cap.
+    int groups = consumers_ + 1;
+    int maxnreg = 65536 / (128 * groups) / 8 * 8;
+    return kernels + "\n\n" + k_.name + "_hopper = _DtHopper(" + k_.name + ", " + k_.name +
+           "_gluon, (" + flags + "), " + (maxnreg >= 256 ? "None" : std::to_string(maxnreg)) +
+           ", 4)\n";
+  }
+
+  const kir::Kernel& k_;
+  const kir::OnlinePartitions& p_;
+  const int consumers_;
+  const long long rows_; // each consumer's
+  const std::string stages_;
+  std::map<std::string, Form> names_; // the forms of the names printed so far
+};
+
+} // namespace
+
+std::string print_gluon_online_kernel(const kir::Kernel& kernel) {
+  std::string why;
+  std::optional<kir::OnlinePartitions> p = kir::online_partitions(kernel, why);
+  if (!p) return "";
+  return OnlinePrinter(kernel, *p).run();
+}
+
+} // namespace dtc

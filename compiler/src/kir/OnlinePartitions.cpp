@@ -1,0 +1,378 @@
+#include "kir/OnlinePartitions.h"
+
+#include "kir/WarpPartitions.h"
+
+#include <algorithm>
+
+namespace dtc::kir {
+namespace {
+
+using Kind = Form::Kind;
+using Of = Form::Of;
+
+/// The product in `e` (through reshapes), or null.
+const Expr* product_of(const Expr& e) {
+  const Expr* x = &e;
+  while (x->kind == ExprKind::Reshape)
+    x = x->args[0].get();
+  return x->kind == ExprKind::Dot ? x : nullptr;
+}
+
+int count_products(const Expr& e) {
+  int n = e.kind == ExprKind::Dot ? 1 : 0;
+  for (const ExprPtr& a : e.args)
+    n += count_products(*a);
+  return n;
+}
+
+const Stmt* specialized_loop(const Kernel& kernel) {
+  for (const StmtPtr& s : kernel.body)
+    if (s->kind == StmtKind::For && s->warp_specialize) return s.get();
+  return nullptr;
+}
+
+/// The assignment in `stmts` binding `name` to a descriptor load, or null.
+const Stmt* desc_load(const std::vector<const Stmt*>& stmts, const std::string& name) {
+  for (const Stmt* s : stmts)
+    if (s->kind == StmtKind::Assign && s->name == name && s->value->kind == ExprKind::DescLoad)
+      return s;
+  return nullptr;
+}
+
+/// A descriptor's block is [1, ..., 1, rows, cols]: the tile is its last two dimensions.
+bool two_dimensional_block(const Stmt& load) {
+  const Shape& block = load.value->args[0]->type.shape;
+  if (block.size() < 2) return false;
+  for (size_t i = 0; i + 2 < block.size(); ++i)
+    if (!block[i].is_one()) return false;
+  return true;
+}
+
+Form row_form(Of of) {
+  return {Kind::Rows, of};
+}
+
+/// The form of an operation's result from its operands' (nullopt where they do not combine).
+std::optional<Form> combine(const std::vector<Form>& operands) {
+  std::optional<Form> tile, rows, cols;
+  for (const Form& f : operands) {
+    std::optional<Form>& slot = f.kind == Kind::Tile   ? tile
+                                : f.kind == Kind::Rows ? rows
+                                : f.kind == Kind::Cols ? cols
+                                                       : tile;
+    if (f.kind == Kind::Scalar) continue;
+    if (!slot) slot = f;
+    if (f.kind != Kind::Rows && slot->of != f.of) return std::nullopt; // two column axes
+  }
+  if (tile) {
+    if (cols && cols->of != tile->of) return std::nullopt;
+    return tile;
+  }
+  if (rows && cols) return Form{Kind::Tile, cols->of};
+  if (rows) return rows;
+  if (cols) return cols;
+  return Form{};
+}
+
+} // namespace
+
+bool has_online_loop(const Kernel& kernel) {
+  const Stmt* loop = specialized_loop(kernel);
+  if (!loop) return false;
+  int products = 0;
+  for (const StmtPtr& s : loop->body)
+    if (s->kind == StmtKind::Assign) products += count_products(*s->value);
+  return products == 2;
+}
+
+std::optional<Form> form_of_shape(const OnlinePartitions& p, const Shape& shape) {
+  if (shape.empty()) return Form{};
+  auto is = [](const Extent& x, const Extent& y) { return x == y; };
+  if (shape.size() == 1) {
+    if (is(shape[0], p.rows)) return row_form(Of::Scores);
+    if (is(shape[0], p.score_cols)) return Form{Kind::Cols, Of::Scores};
+    if (is(shape[0], p.out_cols)) return Form{Kind::Cols, Of::Output};
+    return shape[0].is_one() ? std::optional<Form>(Form{}) : std::nullopt;
+  }
+  if (shape.size() == 2) {
+    // A 2-D value (the products' operands and results): [rows or 1, columns or 1].
+    const bool r = is(shape[0], p.rows), c1 = shape[1].is_one();
+    if (!r && !shape[0].is_one()) return std::nullopt;
+    if (c1) return r ? std::optional<Form>(row_form(Of::Scores)) : std::optional<Form>(Form{});
+    Of of;
+    if (is(shape[1], p.score_cols))
+      of = Of::Scores;
+    else if (is(shape[1], p.out_cols))
+      of = Of::Output;
+    else
+      return std::nullopt;
+    return Form{r ? Kind::Tile : Kind::Cols, of};
+  }
+  if (static_cast<int>(shape.size()) != p.rank_of_values) return std::nullopt;
+  bool row = false, score = false, out = false;
+  for (int i = 0; i < static_cast<int>(shape.size()); ++i) {
+    if (shape[i].is_one()) continue;
+    if (i == p.row_axis)
+      row = true;
+    else if (i == p.score_axis)
+      score = true;
+    else if (i == p.out_axis)
+      out = true;
+    else
+      return std::nullopt;
+  }
+  if (score && out) return std::nullopt;
+  if (!score && !out) return row ? std::optional<Form>(row_form(Of::Scores)) : Form{};
+  const Of of = score ? Of::Scores : Of::Output;
+  return Form{row ? Kind::Tile : Kind::Cols, of};
+}
+
+std::optional<Form> online_form(const OnlinePartitions& p, const Expr& e,
+                                const std::map<std::string, Form>& names) {
+  std::optional<Form> shaped = form_of_shape(p, e.type.shape);
+  if (!shaped) return std::nullopt;
+  auto operands = [&](size_t from) -> std::optional<Form> {
+    std::vector<Form> forms;
+    for (size_t i = from; i < e.args.size(); ++i) {
+      std::optional<Form> f = online_form(p, *e.args[i], names);
+      if (!f) return std::nullopt;
+      forms.push_back(*f);
+    }
+    return combine(forms);
+  };
+  std::optional<Form> f;
+  switch (e.kind) {
+  case ExprKind::Var: {
+    auto it = names.find(e.name);
+    if (it != names.end()) return it->second;
+    return e.type.shape.empty() ? std::optional<Form>(Form{}) : std::nullopt; // a parameter
+  }
+  case ExprKind::Int:
+  case ExprKind::Float:
+  case ExprKind::ProgramId:
+  case ExprKind::NumPrograms:
+    return Form{};
+  case ExprKind::Arange:
+    return shaped->kind == Kind::Rows || shaped->kind == Kind::Cols ? shaped : std::nullopt;
+  case ExprKind::Expand: {
+    const Expr* a = e.args[0].get();
+    while (a->kind == ExprKind::Cast)
+      a = a->args[0].get();
+    if (a->kind != ExprKind::Arange) return std::nullopt;
+    return shaped;
+  }
+  case ExprKind::Full:
+    return shaped->kind == Kind::Rows || shaped->kind == Kind::Tile || shaped->kind == Kind::Scalar
+               ? shaped
+               : std::nullopt;
+  case ExprKind::Reshape:
+    f = online_form(p, *e.args[0], names);
+    if (!f || f->kind != shaped->kind) return std::nullopt;
+    return f;
+  case ExprKind::Reduce: {
+    f = online_form(p, *e.args[0], names);
+    const bool along_keys = e.value_int == (e.args[0]->type.shape.size() == 2 ? 1 : p.score_axis);
+    if (!f || f->kind != Kind::Tile || f->of != Of::Scores || !along_keys ||
+        (e.reduce != ReduceOp::Max && e.reduce != ReduceOp::Sum))
+      return std::nullopt;
+    return row_form(Of::Scores);
+  }
+  case ExprKind::Neg:
+  case ExprKind::Binary:
+  case ExprKind::Call:
+  case ExprKind::Select:
+  case ExprKind::Cast:
+    f = operands(0);
+    break;
+  default: // loads, products, descriptors: not the consumer's
+    return std::nullopt;
+  }
+  if (!f || f->kind != shaped->kind) return std::nullopt;
+  return f;
+}
+
+std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::string& why) {
+  OnlinePartitions p;
+  p.loop = specialized_loop(kernel);
+  if (!p.loop || !has_online_loop(kernel)) {
+    why = "the kernel has no warp-specialized online loop";
+    return std::nullopt;
+  }
+  bool seen = false;
+  for (const StmtPtr& s : kernel.body) {
+    if (s.get() == p.loop)
+      seen = true;
+    else
+      (seen ? p.after : p.before).push_back(s.get());
+  }
+  for (const Stmt* s : p.after)
+    if (s->kind == StmtKind::For || s->kind == StmtKind::Barrier) {
+      why = "the kernel loops again after its online loop";
+      return std::nullopt;
+    }
+  std::vector<const Stmt*> body;
+  for (const StmtPtr& s : p.loop->body) {
+    if (s->kind == StmtKind::Comment) continue;
+    if (s->kind != StmtKind::Assign) {
+      why = "the online loop does more than compute values";
+      return std::nullopt;
+    }
+    body.push_back(s.get());
+    const Expr* d = product_of(*s->value);
+    if (!d) continue;
+    if (d->args.size() == 2 && !p.scores)
+      p.scores = s.get();
+    else if (d->args.size() == 3 && p.scores && !p.update)
+      p.update = s.get();
+    else {
+      why = "the online loop's products are not the scores and then the accumulator's update";
+      return std::nullopt;
+    }
+  }
+  if (!p.scores || !p.update || p.update->value->kind != ExprKind::Dot) {
+    why = "the online loop does not compute scores and then update an accumulator";
+    return std::nullopt;
+  }
+  const Expr& qk = *product_of(*p.scores->value);
+  const Expr& pv = *p.update->value;
+  p.acc = p.update->name;
+  if (qk.args[0]->kind != ExprKind::Var || qk.args[1]->kind != ExprKind::Var ||
+      !(p.q = desc_load(p.before, qk.args[0]->name)) ||
+      !(p.k = desc_load(body, qk.args[1]->name))) {
+    why = "the scores are not a product of a tile loaded before the loop and one loaded in it, "
+          "each through a tensor descriptor";
+    return std::nullopt;
+  }
+  if (pv.args[1]->kind == ExprKind::Var) {
+    p.v_read = pv.args[1]->name;
+    p.v = desc_load(body, p.v_read);
+    for (const Stmt* s : body)
+      if (!p.v && s->name == p.v_read && s->value->kind == ExprKind::Cast &&
+          s->value->args[0]->kind == ExprKind::Var && s->value->type.elem_of.size())
+        p.v = desc_load(body, s->value->args[0]->name);
+  }
+  if (!p.v || p.q->value->value_int) {
+    why = "the accumulator's update does not read a tile loaded through a tensor descriptor";
+    return std::nullopt;
+  }
+  for (const Stmt* load : {p.q, p.k, p.v})
+    if (!two_dimensional_block(*load)) {
+      why = "`" + load->name + "` is read through a descriptor whose block is not one tile";
+      return std::nullopt;
+    }
+  // The values' axes: the scores' two (rows, keys), and the stored output's other one.
+  const Shape& scores = p.scores->value->type.shape;
+  p.rank_of_values = static_cast<int>(scores.size());
+  if (p.rank_of_values < 3) {
+    why = "the scores are not a tile of the kernel's values over every label";
+    return std::nullopt;
+  }
+  for (int i = 0; i < p.rank_of_values; ++i)
+    if (!scores[i].is_one()) (p.row_axis < 0 ? p.row_axis : p.score_axis) = i;
+  const Stmt* store = nullptr;
+  for (const Stmt* s : p.after)
+    if (s->kind == StmtKind::Store) store = store ? nullptr : s;
+  if (!store || store->atomic != Atomic::None || p.score_axis < 0) {
+    why = "the kernel does not store one output tile after its online loop";
+    return std::nullopt;
+  }
+  const Shape& out = store->value->type.shape;
+  for (int i = 0; i < static_cast<int>(out.size()); ++i)
+    if (!out[i].is_one() && i != p.row_axis) p.out_axis = i;
+  if (static_cast<int>(out.size()) != p.rank_of_values || p.out_axis < 0 ||
+      p.out_axis == p.score_axis) {
+    why = "the stored output is not a tile over the scores' rows and one other axis";
+    return std::nullopt;
+  }
+  p.rows = scores[p.row_axis];
+  p.score_cols = scores[p.score_axis];
+  p.out_cols = pv.type.shape.size() == 2 ? pv.type.shape[1] : Extent{};
+  const int consumers = std::max(1, kernel.num_warps / 4);
+  if (!p.rows.param.empty() || !p.score_cols.param.empty() || p.rows.n % (64 * consumers)) {
+    why = "each of the " + std::to_string(consumers) +
+          " consumer warpgroups takes a share of the block's rows that is not a multiple of 64 "
+          "(a warpgroup's product), or the rows or the key step are not fixed";
+    return std::nullopt;
+  }
+  // The copies' offsets read only the loop's variable and names bound before it.
+  std::set<std::string> bound_in_loop, offsets;
+  for (const Stmt* s : body)
+    bound_in_loop.insert(s->name);
+  for (const Stmt* load : {p.k, p.v})
+    for (size_t i = 1; i + 1 < load->value->args.size(); ++i)
+      free_vars(*load->value->args[i], offsets);
+  for (const std::string& name : offsets)
+    if (bound_in_loop.count(name)) {
+      why = "`" + name + "`, bound in the online loop, places a key or value tile";
+      return std::nullopt;
+    }
+  // The consumer: the update and every name carried by the loop or read after it, and what
+  // they read, less the loads.
+  std::set<std::string> needed = {p.acc}, carried;
+  for (const Stmt* s : p.after)
+    reads(*s, needed);
+  for (const Stmt* s : p.before)
+    if (s->kind == StmtKind::Assign) carried.insert(s->name);
+  for (const Stmt* s : body)
+    if (carried.count(s->name)) needed.insert(s->name);
+  const std::set<const Stmt*> loads = {p.k, p.v};
+  std::vector<const Stmt*> rest;
+  for (const Stmt* s : body)
+    if (!loads.count(s) && s->name != p.v_read) rest.push_back(s);
+  p.consumer_loop = slice(rest, needed);
+  for (const Stmt* s : p.consumer_loop)
+    if (s != p.scores && s != p.update) reads(*s, needed);
+  for (const ExprPtr* bound : p.loop->operands())
+    free_vars(**bound, needed);
+  needed.erase(p.q->name);
+  needed.erase(p.k->name);
+  needed.erase(p.v_read);
+  std::vector<const Stmt*> before;
+  for (const Stmt* s : p.before)
+    if (s != p.q) before.push_back(s);
+  p.consumer_before = slice(before, needed);
+  std::set<std::string> producer_needs;
+  for (const Stmt* load : {p.q, p.k, p.v})
+    for (size_t i = 0; i + 1 < load->value->args.size(); ++i)
+      free_vars(*load->value->args[i], producer_needs);
+  for (const ExprPtr* bound : p.loop->operands())
+    free_vars(**bound, producer_needs);
+  p.producer_before = slice(before, producer_needs);
+  // Every value the consumer computes has a form.
+  std::map<std::string, Form> names;
+  auto give = [&](const Stmt& s, std::optional<Form> f) {
+    if (!f) {
+      why = "the consumer cannot compute `" + s.name + "` (" + to_string(s.value->type) +
+            ") in the products' layouts";
+      return false;
+    }
+    names.emplace(s.name, *f); // a name bound again keeps its first form (converted to it)
+    return true;
+  };
+  for (const Stmt* s : p.consumer_before)
+    if (s->kind == StmtKind::Assign && !give(*s, online_form(p, *s->value, names)))
+      return std::nullopt;
+  for (int pass = 0; pass < 2; ++pass) // loop-carried names: their first binding's form
+    for (const Stmt* s : p.consumer_loop) {
+      std::optional<Form> f = s == p.scores   ? Form{Kind::Tile, Of::Scores}
+                              : s == p.update ? Form{Kind::Tile, Of::Output}
+                                              : online_form(p, *s->value, names);
+      if (s == p.update && !online_form(p, *pv.args[2], names)) f.reset();
+      if (s == p.update && online_form(p, *pv.args[0], names) != Form{Kind::Tile, Of::Scores})
+        f.reset();
+      if (!give(*s, f)) return std::nullopt;
+    }
+  for (const Stmt* s : p.after) {
+    if (s->kind == StmtKind::Assign && !give(*s, online_form(p, *s->value, names)))
+      return std::nullopt;
+    if (s->kind == StmtKind::Store)
+      for (const ExprPtr* e : s->operands())
+        if (e && *e && !online_form(p, **e, names)) {
+          why = "the consumer cannot store the output in the products' layouts";
+          return std::nullopt;
+        }
+  }
+  return p;
+}
+
+} // namespace dtc::kir

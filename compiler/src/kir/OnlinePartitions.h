@@ -1,0 +1,81 @@
+#pragma once
+// The partitions of a warp-specialized online loop on Hopper (`online(l)` with
+// `warp_specialize(l)`: FlashAttention). As for a product loop (WarpPartitions.h), Triton 3.6's
+// own warp specialization is wrong on sm_90, so the kernel is printed a second time in Gluon
+// (codegen/GluonOnlinePrinter.cpp), in the form FlashAttention-3 runs on Hopper:
+//
+//   - a producer warp copies the block's query tile once, then each step's key and value tiles
+//     into a ring of shared-memory buffers through their tensor descriptors (TMA), with a
+//     `ready` barrier for each so that a step's scores start before its values arrive;
+//   - one consumer partition per warpgroup of the kernel's warps (4 warps each), each on its
+//     share of the block's query rows: per step it waits for the keys, computes the scores on
+//     the warpgroup instructions (wgmma), runs the loop's statements (the running maximum, the
+//     exponentials, the sums), multiplies the probabilities by the values into the rescaled
+//     accumulator, releases the step's buffers, and after the loop runs the statements after it.
+//
+// The kernel's values are tiles over all of its labels, most of them of one element (b:1, h:1,
+// ..., in the form lowering gives every kernel); Gluon needs each value's layout written out.
+// Each value the consumer computes is one of four forms (`Form`): a scalar, a vector along the
+// block's query rows, a vector along one column axis, or a tile over the rows and one column
+// axis; a tile's column axis is the scores' (the keys') or the output's, and its layout is the
+// layout the warpgroup instructions give that product's result. This file finds the parts and
+// gives every value of the consumer its form, or says why a kernel does not have this form.
+//
+// Preconditions: a verified kernel after every pass.
+#include "kir/KernelIR.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dtc::kir {
+
+/// The form of a value in the consumer (see above).
+struct Form {
+  enum class Kind { Scalar, Rows, Cols, Tile };
+  /// Which product's layout a column vector or a tile is in: the scores' or the output's (its
+  /// column axis). A row vector is in the one it was computed in (the scores' where it was
+  /// made from indices alone); where it meets the other product's values it is converted.
+  enum class Of { Scores, Output };
+  Kind kind = Kind::Scalar;
+  Of of = Of::Scores;
+  bool operator==(const Form&) const = default;
+};
+
+struct OnlinePartitions {
+  std::vector<const Stmt*> before; // the kernel's statements before the loop
+  const Stmt* loop = nullptr;      // the online loop
+  std::vector<const Stmt*> after;  // the statements after it
+  const Stmt* q = nullptr;         // the query tile, loaded through a descriptor before the loop
+  const Stmt* k = nullptr;         // the key tile, in the loop (transposed: value_int)
+  const Stmt* v = nullptr;         // the value tile, in the loop
+  std::string v_read;              // the name the update reads the value tile as (it or a cast)
+  const Stmt* scores = nullptr;    // the scores: the product of q and k (reshaped)
+  const Stmt* update = nullptr;    // the accumulator's update: dot(p, v_read, rescaled acc)
+  std::string acc;                 // the accumulator
+  int rank_of_values = 0;          // the dimensions of the kernel's values: one per label
+  int row_axis = -1, score_axis = -1, out_axis = -1; // their axes of rows, keys and output
+  Extent rows, score_cols, out_cols;                 // the block's rows, key step, output width
+  /// The consumer's statements: before the loop, in it (less the loads) and after it.
+  std::vector<const Stmt*> consumer_before, consumer_loop;
+  /// What the producer needs before the loop: the descriptors and the copies' offsets.
+  std::vector<const Stmt*> producer_before;
+};
+
+/// The partitions of `kernel`'s warp-specialized online loop, or nullopt with `why`.
+std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::string& why);
+
+/// Whether `kernel`'s warp-specialized loop (if any) is an online loop: two products in it.
+bool has_online_loop(const Kernel& kernel);
+
+/// The form of `e` in the consumer, given the forms of the names it reads; nullopt where the
+/// consumer cannot compute it (a value over another axis, a reduction along the rows, a load).
+std::optional<Form> online_form(const OnlinePartitions& p, const Expr& e,
+                                const std::map<std::string, Form>& names);
+
+/// The form a shape of the kernel's values has (its non-unit axes), or nullopt.
+std::optional<Form> form_of_shape(const OnlinePartitions& p, const Shape& shape);
+
+} // namespace dtc::kir

@@ -1,0 +1,138 @@
+"""warp_specialize(l) of an online loop (docs/language.md, Warp specialization): FlashAttention's
+loop over the keys, which on Hopper runs as the Gluon kernel dtc prints for it
+(kir/OnlinePartitions.h: a TMA producer warp, a consumer warpgroup per 64 query rows). Its
+printed form and its compilation for sm_90 are checked here; under the interpreter the wrapper
+runs the Triton kernel, checked against attention written in float64. On an H200 the Gluon
+kernel was checked against SDPA at every shape of tests/gpu/online_ws_ab.py."""
+import re
+
+import pytest
+import torch
+
+from conftest import ROOT, compile_source, run_dtc
+from hopper import compile_for_hopper
+
+FLASH = (ROOT / "templates" / "flash_attention.dt").read_text()
+CAUSAL = (ROOT / "templates" / "flash_attention_causal.dt").read_text()
+FUSED = ("p.fuse_at(out, m); e.fuse_at(out, m); s.fuse_at(out, m); qk.fuse_at(out, m); "
+         "mx.fuse_at(out, m); out.map(b, h, m); out.online(l); out.tma(Q, K, V); ")
+
+
+def schedule(rows, keys, warps, stages, ws=True):
+    return (FUSED + f"out.block(b:1, h:1, m:{rows}); out.tensorize(m:0, n:0, k:0, l:{keys}); "
+            f"{'out.warp_specialize(l); ' if ws else ''}out.num_warps({warps}); "
+            f"out.num_stages({stages})")
+
+
+def attention(Q, K, V, causal=False):
+    s = Q.double() @ K.double().transpose(-1, -2) / Q.shape[-1] ** 0.5
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ V.double()
+
+
+def kernel_of(text, name):
+    start = text.index(f"def {name}(")
+    return text[start:text.index("\n\n\n", start)]
+
+
+def test_the_gluon_form_is_printed_and_launched(tmp_path):
+    """Two consumers of 64 rows each for a block of 128 at 8 warps, and the producer; the
+    wrapper launches `out__kernel_hopper`, which starts the Gluon kernel with 4 warps (its
+    partitions add the rest) and runs the Triton kernel under the interpreter."""
+    module, text = compile_source(tmp_path, FLASH, schedule(128, 64, 8, 2))
+    assert re.search(r"for l_iter in tl\.range\(0, l_size, 64, warp_specialize=K_HALF & K_TMA & "
+                     r"Q_HALF & Q_TMA & V_HALF & V_TMA & WARP_SPECIALIZE\):", text), text
+    assert re.search(r"plan\.launch\(\d, out__kernel_hopper, \(", text), text
+    assert re.search(r"out__kernel_hopper = _DtHopper\(out__kernel, out__kernel_gluon, "
+                     r"\((\d+, ){5}\d+\), 168, 4\)", text), text
+    load = kernel_of(text, "out__kernel_load").split('"""')[2]
+    online = kernel_of(text, "out__kernel_online").split('"""')[2]
+    gluon = kernel_of(text, "out__kernel_gluon").split('"""')[2]
+    # The producer: the descriptors, the query tile once, then keys and values; no softmax.
+    assert "tma.async_copy_global_to_shared(Q_desc, [" in load
+    assert load.count("tma.async_copy_global_to_shared(") == 3
+    assert "exp2" not in load and "warpgroup_mma" not in load
+    # A consumer: its 64 rows, the scores on the warpgroup instructions, the running maximum of
+    # the products before their scale, the accumulator rescaled in its own layout.
+    assert "make_tensor_descriptor" not in online and "async_copy" not in online
+    assert "_dt_q_tile = _dt_q.reshape([128, k_TILE]).slice(_dt_which * 64, 64)" in online
+    assert ("k_dot = warpgroup_mma(_dt_q_tile, _dt_k_ring.index(_dt_slot).reshape([64, k_TILE])"
+            ".permute((1, 0)),") in online
+    assert "out__kernel_rowmax(gl.where(l_mask[None, :], k_dot, float(\"-inf\")))" in online
+    assert "gl.convert_layout(l_alpha, gl.SliceLayout(1, _dt_O)))[:, None]" in online
+    assert "mbarrier.arrive(_dt_empty.index(_dt_slot), count=1)" in online
+    assert "gl.store(out__ptr + " in online
+    # The kernel: two consumers and the producer; every buffer released by both.
+    assert gluon.count("(out__kernel_online, (") == 2 and "(out__kernel_load, (" in gluon
+    assert "mbarrier.init(_dt_empty.index(_dt_i), count=2)" in gluon
+    assert "], [4, 1], [240, 24])" in gluon
+    # Under the interpreter: the Triton kernel, partial blocks of rows and keys.
+    Q, K, V = (torch.randn(1, 2, n, 16).bfloat16() for n in (130, 100, 100))
+    assert module.out__kernel_hopper.chosen((Q,) + (True,) * 60) is module.out__kernel
+    torch.testing.assert_close(module.out(Q, K, V).double(), attention(Q, K, V),
+                               rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("rows,keys,warps,stages", [(64, 32, 4, 2), (128, 64, 8, 3)])
+def test_results_under_the_interpreter(tmp_path, dtype, rows, keys, warps, stages):
+    """The Triton kernel, as every GPU but Hopper and the interpreter run it: tensors that
+    qualify for descriptors and a strided view that does not, float32 included."""
+    module, _ = compile_source(tmp_path, FLASH, schedule(rows, keys, warps, stages))
+    torch.manual_seed(3)
+    Q, K, V = (torch.randn(2, 1, n, 16).to(dtype) for n in (70, 90, 90))
+    Kt = torch.randn(2, 90, 1, 16).to(dtype).transpose(1, 2)  # a [b, s, h, d] tensor's view
+    for k in (K, Kt):
+        torch.testing.assert_close(module.out(Q, k, V).double(), attention(Q, k, V),
+                                   rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("rows,keys,warps,stages,d", [
+    (128, 64, 8, 2, 128), (128, 128, 8, 3, 128), (128, 128, 8, 2, 64), (64, 64, 4, 3, 64)])
+def test_the_gluon_kernel_compiles_for_hopper(tmp_path, rows, keys, warps, stages, d):
+    """Compiled for sm_90 as the wrapper launches it there (4 warps and the partitions' own):
+    registers set per partition, TMA copies, warpgroup products, no spills, and the shared
+    memory of the query tile and the ring of key and value tiles."""
+    src = tmp_path / "f.dt"
+    src.write_text(FLASH)
+    out = tmp_path / "f.py"
+    r = run_dtc(src, "-o", out, "--schedule", schedule(rows, keys, warps, stages))
+    assert r.returncode == 0, r.stderr
+    compiled = compile_for_hopper(out, "out__kernel_gluon", "bf16", tiles=d, num_warps=4)
+    ptx = compiled["ptx"]
+    assert "setmaxnreg" in ptx and "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    buffers = (rows * d + stages * keys * 2 * d) * 2
+    assert buffers <= compiled["shared"] <= buffers + 1024, compiled["shared"]
+
+
+def test_a_causal_loop_is_refused(tmp_path):
+    src = tmp_path / "c.dt"
+    src.write_text(CAUSAL)
+    r = run_dtc(src, "-o", tmp_path / "c.py", "--schedule", schedule(128, 64, 8, 2))
+    assert r.returncode == 1
+    assert ("error: in `out.warp_specialize(l)`: under the causal mask the online loop runs in "
+            "two parts") in r.stderr, r.stderr
+
+
+def test_rows_a_warpgroup_cannot_split_warn_and_keep_the_plain_loop(tmp_path):
+    src = tmp_path / "f.dt"
+    src.write_text(FLASH)
+    out = tmp_path / "f.py"
+    r = run_dtc(src, "-o", out, "--schedule", schedule(64, 64, 8, 2))
+    assert r.returncode == 0, r.stderr
+    assert ("warning: in `out.warp_specialize(l)`: on Hopper the online loop runs in a producer "
+            "and consumer partitions, and here each of the 2 consumer warpgroups takes a share "
+            "of the block's rows that is not a multiple of 64") in r.stderr, r.stderr
+    assert "_gluon" not in out.read_text()
+
+
+def test_the_label_specialized_is_the_online_one(tmp_path):
+    src = tmp_path / "f.dt"
+    src.write_text(FLASH)
+    r = run_dtc(src, "--check", "--schedule",
+                schedule(128, 64, 8, 2).replace("warp_specialize(l)", "warp_specialize(k)"))
+    assert r.returncode == 1
+    assert ("the online loop runs over `l`, so it is the loop to specialize; use "
+            "`out.warp_specialize(l)`") in r.stderr, r.stderr
