@@ -107,13 +107,29 @@ def test_the_gluon_kernel_compiles_for_hopper(tmp_path, rows, keys, warps, stage
     assert buffers <= compiled["shared"] <= buffers + 1024, compiled["shared"]
 
 
-def test_a_causal_loop_is_refused(tmp_path):
-    src = tmp_path / "c.dt"
-    src.write_text(CAUSAL)
-    r = run_dtc(src, "-o", tmp_path / "c.py", "--schedule", schedule(128, 64, 8, 2))
-    assert r.returncode == 1
-    assert ("error: in `out.warp_specialize(l)`: under the causal mask the online loop runs in "
-            "two parts") in r.stderr, r.stderr
+def test_the_causal_loops_share_the_ring(tmp_path):
+    """Under the causal mask the online loop runs in two parts (the key tiles before the block's
+    first query, then the diagonal under the mask): the producer and each consumer walk both,
+    one count of tiles taken (`_dt_at`) naming the ring's slot and phase across them. Compiled
+    for sm_90; under the interpreter the Triton kernel, against causal attention in float64."""
+    module, text = compile_source(tmp_path, CAUSAL, schedule(128, 64, 8, 2))
+    load = kernel_of(text, "out__kernel_load").split('"""')[2]
+    online = kernel_of(text, "out__kernel_online").split('"""')[2]
+    for part in (load, online):
+        assert "for l_iter in range(0, l_diagonal, 64):" in part
+        assert "for r2_l_iter in range(l_diagonal, l_stop, 64):" in part
+        assert part.count("_dt_at += 1") == 2 and part.count("_dt_at = 0") == 1
+    assert load.count("tma.async_copy_global_to_shared(") == 5
+    assert online.count("warpgroup_mma_wait(") == 4
+    assert "(r2_l_idx[None, :]) <= (m_idx[:, None])" in online
+    compiled = compile_for_hopper(tmp_path / "prog.py", "out__kernel_gluon", "bf16", tiles=128,
+                                  num_warps=4)
+    assert "wgmma.mma_async" in compiled["ptx"] and "ld.local" not in compiled["ptx"]
+    torch.manual_seed(5)
+    for m in (130, 256):
+        Q, K, V = (torch.randn(1, 2, m, 16).bfloat16() for _ in range(3))
+        torch.testing.assert_close(module.out(Q, K, V).double(), attention(Q, K, V, causal=True),
+                                   rtol=2e-2, atol=2e-2)
 
 
 def test_rows_a_warpgroup_cannot_split_warn_and_keep_the_plain_loop(tmp_path):

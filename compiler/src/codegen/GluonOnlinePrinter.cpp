@@ -71,8 +71,8 @@ public:
              kir::gluon_shared_layout(desc.type.shape, load.value->type.elem_of) + ")\n";
     };
     out += buffer("_dt_q", *p_.q, "");
-    out += buffer("_dt_k_ring", *p_.k, stages_);
-    out += buffer("_dt_v_ring", *p_.v, stages_);
+    out += buffer("_dt_k_ring", *p_.loops.front().k, stages_);
+    out += buffer("_dt_v_ring", *p_.loops.front().v, stages_);
     out +=
         "    _dt_q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())\n";
     for (const char* bar : {"_dt_k_ready", "_dt_v_ready", "_dt_empty"})
@@ -143,22 +143,24 @@ private:
     out += "    mbarrier.expect(_dt_q_ready, " + q + ".block_type.nbytes)\n";
     out += "    " + copy(*p_.q, "_dt_q_ready", "_dt_q") + "\n";
     out += "    _dt_at = 0  # key and value tiles taken so far: the ring's slot and phase\n";
-    out += "    for " + p_.loop->name + " in " + kir::print_loop_head(*p_.loop, Dialect::Gluon) +
-           ":\n";
-    out += "        _dt_slot = _dt_at % " + stages_ + "\n";
-    out +=
-        "        mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ + " & 1) ^ 1)\n";
-    for (const auto& [load, ring, ready] :
-         {std::tuple{p_.k, "_dt_k_ring", "_dt_k_ready"}, {p_.v, "_dt_v_ring", "_dt_v_ready"}}) {
-      const std::string desc = load->value->args[0]->name;
-      out += "        mbarrier.expect(" + std::string(ready) + ".index(_dt_slot), " + desc +
-             ".block_type.nbytes)\n";
-      out += "        " +
-             copy(*load, std::string(ready) + ".index(_dt_slot)",
-                  std::string(ring) + ".index(_dt_slot)") +
-             "\n";
+    for (const kir::OnlinePartitions::Loop& l : p_.loops) {
+      out += "    for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) +
+             ":\n";
+      out += "        _dt_slot = _dt_at % " + stages_ + "\n";
+      out += "        mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ +
+             " & 1) ^ 1)\n";
+      for (const auto& [load, ring, ready] :
+           {std::tuple{l.k, "_dt_k_ring", "_dt_k_ready"}, {l.v, "_dt_v_ring", "_dt_v_ready"}}) {
+        const std::string desc = load->value->args[0]->name;
+        out += "        mbarrier.expect(" + std::string(ready) + ".index(_dt_slot), " + desc +
+               ".block_type.nbytes)\n";
+        out += "        " +
+               copy(*load, std::string(ready) + ".index(_dt_slot)",
+                    std::string(ring) + ".index(_dt_slot)") +
+               "\n";
+      }
+      out += "        _dt_at += 1\n";
     }
-    out += "        _dt_at += 1\n";
     return out;
   }
 
@@ -187,42 +189,48 @@ private:
     out += "    _dt_q_tile = " + q + "\n";
     out += "    mbarrier.wait(_dt_q_ready, 0)\n";
     out += "    _dt_at = 0\n";
-    out += "    for " + p_.loop->name + " in " + kir::print_loop_head(*p_.loop, Dialect::Gluon) +
-           ":\n";
+    for (const kir::OnlinePartitions::Loop& l : p_.loops)
+      out += loop(l);
+    out += statements(p_.after, 1);
+    return out;
+  }
+
+  // A consumer's online loop: each step's scores, its statements, its update.
+  std::string loop(const kir::OnlinePartitions::Loop& l) {
+    std::string out = "    for " + l.loop->name + " in " +
+                      kir::print_loop_head(*l.loop, Dialect::Gluon) + ":\n";
     out += "        _dt_slot = _dt_at % " + stages_ + "\n";
     out += "        _dt_phase = _dt_at // " + stages_ + " & 1\n";
-    for (const kir::Stmt* s : p_.consumer_loop) {
-      if (s == p_.scores) {
+    for (const kir::Stmt* s : l.consumer) {
+      if (s == l.scores) {
         out += "        mbarrier.wait(_dt_k_ready.index(_dt_slot), _dt_phase)\n";
         out += "        " + s->name + " = warpgroup_mma(_dt_q_tile, " +
-               view(*p_.k, "_dt_k_ring.index(_dt_slot)") + ",\n            gl.full([" +
+               view(*l.k, "_dt_k_ring.index(_dt_slot)") + ",\n            gl.full([" +
                std::to_string(rows_) + ", " + extent_text(p_.score_cols) +
                "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
-        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
-               ",))\n";
+        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" +
+               s->name + ",))\n";
         names_[s->name] = Form{Kind::Tile, Of::Scores};
         continue;
       }
-      if (s == p_.update) {
+      if (s == l.update) {
         const Expr& pv = *s->value;
         const Form o{Kind::Tile, Of::Output};
         out += "        mbarrier.wait(_dt_v_ready.index(_dt_slot), _dt_phase)\n";
         out += "        " + s->name + " = warpgroup_mma(gl.convert_layout(" +
                as(expr(*pv.args[0]), Form{Kind::Tile, Of::Scores}) +
                ",\n            gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
-               view(*p_.v, "_dt_v_ring.index(_dt_slot)") + ",\n            " +
+               view(*l.v, "_dt_v_ring.index(_dt_slot)") + ",\n            " +
                as(expr(*pv.args[2]), o) + ", is_async=True)\n";
-        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
-               ",))\n";
+        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" +
+               s->name + ",))\n";
         out += "        mbarrier.arrive(_dt_empty.index(_dt_slot), count=1)\n";
         names_[s->name] = o;
         continue;
       }
       out += statement(*s, 2);
     }
-    out += "        _dt_at += 1\n";
-    out += statements(p_.after, 1);
-    return out;
+    return out + "        _dt_at += 1\n";
   }
 
   std::string statements(const std::vector<const kir::Stmt*>& stmts, int depth) {
@@ -396,7 +404,7 @@ private:
   std::string wrap(const std::string& kernels) const {
     std::string flags;
     std::set<std::string> names;
-    kir::free_vars(*p_.loop->warp_specialize, names);
+    kir::free_vars(*p_.loops.front().loop->warp_specialize, names);
     size_t count = 0;
     for (size_t i = 0; i < k_.params.size(); ++i)
       if (names.count(k_.params[i].name) && k_.params[i].name.rfind("WARP_SPECIALIZE", 0) != 0) {

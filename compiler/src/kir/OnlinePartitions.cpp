@@ -25,10 +25,11 @@ int count_products(const Expr& e) {
   return n;
 }
 
-const Stmt* specialized_loop(const Kernel& kernel) {
+std::vector<const Stmt*> specialized_loops(const Kernel& kernel) {
+  std::vector<const Stmt*> loops;
   for (const StmtPtr& s : kernel.body)
-    if (s->kind == StmtKind::For && s->warp_specialize) return s.get();
-  return nullptr;
+    if (s->kind == StmtKind::For && s->warp_specialize) loops.push_back(s.get());
+  return loops;
 }
 
 /// The assignment in `stmts` binding `name` to a descriptor load, or null.
@@ -77,12 +78,14 @@ std::optional<Form> combine(const std::vector<Form>& operands) {
 } // namespace
 
 bool has_online_loop(const Kernel& kernel) {
-  const Stmt* loop = specialized_loop(kernel);
-  if (!loop) return false;
-  int products = 0;
-  for (const StmtPtr& s : loop->body)
-    if (s->kind == StmtKind::Assign) products += count_products(*s->value);
-  return products == 2;
+  std::vector<const Stmt*> loops = specialized_loops(kernel);
+  for (const Stmt* loop : loops) {
+    int products = 0;
+    for (const StmtPtr& s : loop->body)
+      if (s->kind == StmtKind::Assign) products += count_products(*s->value);
+    if (products != 2) return false;
+  }
+  return !loops.empty();
 }
 
 std::optional<Form> form_of_shape(const OnlinePartitions& p, const Shape& shape) {
@@ -191,77 +194,125 @@ std::optional<Form> online_form(const OnlinePartitions& p, const Expr& e,
   return f;
 }
 
-std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::string& why) {
-  OnlinePartitions p;
-  p.loop = specialized_loop(kernel);
-  if (!p.loop || !has_online_loop(kernel)) {
-    why = "the kernel has no warp-specialized online loop";
-    return std::nullopt;
-  }
-  bool seen = false;
-  for (const StmtPtr& s : kernel.body) {
-    if (s.get() == p.loop)
-      seen = true;
-    else
-      (seen ? p.after : p.before).push_back(s.get());
-  }
-  for (const Stmt* s : p.after)
-    if (s->kind == StmtKind::For || s->kind == StmtKind::Barrier) {
-      why = "the kernel loops again after its online loop";
-      return std::nullopt;
-    }
-  std::vector<const Stmt*> body;
-  for (const StmtPtr& s : p.loop->body) {
+namespace {
+
+/// The parts of online loop `l.loop`: its loads, scores and update; false with `why`.
+bool split_loop(OnlinePartitions& p, OnlinePartitions::Loop& l, std::vector<const Stmt*>& body,
+                std::string& why) {
+  for (const StmtPtr& s : l.loop->body) {
     if (s->kind == StmtKind::Comment) continue;
     if (s->kind != StmtKind::Assign) {
       why = "the online loop does more than compute values";
-      return std::nullopt;
+      return false;
     }
     body.push_back(s.get());
     const Expr* d = product_of(*s->value);
     if (!d) continue;
-    if (d->args.size() == 2 && !p.scores)
-      p.scores = s.get();
-    else if (d->args.size() == 3 && p.scores && !p.update)
-      p.update = s.get();
+    if (d->args.size() == 2 && !l.scores)
+      l.scores = s.get();
+    else if (d->args.size() == 3 && l.scores && !l.update)
+      l.update = s.get();
     else {
       why = "the online loop's products are not the scores and then the accumulator's update";
-      return std::nullopt;
+      return false;
     }
   }
-  if (!p.scores || !p.update || p.update->value->kind != ExprKind::Dot) {
+  if (!l.scores || !l.update || l.update->value->kind != ExprKind::Dot) {
     why = "the online loop does not compute scores and then update an accumulator";
-    return std::nullopt;
+    return false;
   }
-  const Expr& qk = *product_of(*p.scores->value);
-  const Expr& pv = *p.update->value;
-  p.acc = p.update->name;
-  if (qk.args[0]->kind != ExprKind::Var || qk.args[1]->kind != ExprKind::Var ||
-      !(p.q = desc_load(p.before, qk.args[0]->name)) ||
-      !(p.k = desc_load(body, qk.args[1]->name))) {
+  const Expr& qk = *product_of(*l.scores->value);
+  const Expr& pv = *l.update->value;
+  const Stmt* q = qk.args[0]->kind == ExprKind::Var ? desc_load(p.before, qk.args[0]->name)
+                                                    : nullptr;
+  if (!q || (p.q && p.q != q) || qk.args[1]->kind != ExprKind::Var ||
+      !(l.k = desc_load(body, qk.args[1]->name))) {
     why = "the scores are not a product of a tile loaded before the loop and one loaded in it, "
           "each through a tensor descriptor";
-    return std::nullopt;
+    return false;
   }
+  p.q = q;
+  if (!p.acc.empty() && p.acc != l.update->name) {
+    why = "the online loops update different accumulators";
+    return false;
+  }
+  p.acc = l.update->name;
   if (pv.args[1]->kind == ExprKind::Var) {
-    p.v_read = pv.args[1]->name;
-    p.v = desc_load(body, p.v_read);
+    l.v_read = pv.args[1]->name;
+    l.v = desc_load(body, l.v_read);
     for (const Stmt* s : body)
-      if (!p.v && s->name == p.v_read && s->value->kind == ExprKind::Cast &&
-          s->value->args[0]->kind == ExprKind::Var && s->value->type.elem_of.size())
-        p.v = desc_load(body, s->value->args[0]->name);
+      if (!l.v && s->name == l.v_read && s->value->kind == ExprKind::Cast &&
+          s->value->args[0]->kind == ExprKind::Var)
+        l.v = desc_load(body, s->value->args[0]->name);
   }
-  if (!p.v || p.q->value->value_int) {
+  if (!l.v || p.q->value->value_int) {
     why = "the accumulator's update does not read a tile loaded through a tensor descriptor";
-    return std::nullopt;
+    return false;
   }
-  for (const Stmt* load : {p.q, p.k, p.v})
+  for (const Stmt* load : {p.q, l.k, l.v})
     if (!two_dimensional_block(*load)) {
       why = "`" + load->name + "` is read through a descriptor whose block is not one tile";
+      return false;
+    }
+  // One ring for every loop: their tiles alike.
+  const OnlinePartitions::Loop& first = p.loops.front();
+  if (&first != &l && (first.k->value->args[0]->type.shape != l.k->value->args[0]->type.shape ||
+                       first.v->value->args[0]->type.shape != l.v->value->args[0]->type.shape ||
+                       first.k->value->value_int != l.k->value->value_int ||
+                       first.v->value->value_int != l.v->value->value_int ||
+                       first.scores->value->type.shape != l.scores->value->type.shape)) {
+    why = "the online loops read tiles of different shapes";
+    return false;
+  }
+  // The copies' offsets read only the loop's variable and names bound before it.
+  std::set<std::string> bound_in_loop, offsets;
+  for (const Stmt* s : body)
+    bound_in_loop.insert(s->name);
+  for (const Stmt* load : {l.k, l.v})
+    for (size_t i = 1; i + 1 < load->value->args.size(); ++i)
+      free_vars(*load->value->args[i], offsets);
+  for (const std::string& name : offsets)
+    if (bound_in_loop.count(name)) {
+      why = "`" + name + "`, bound in the online loop, places a key or value tile";
+      return false;
+    }
+  return true;
+}
+
+} // namespace
+
+std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::string& why) {
+  OnlinePartitions p;
+  std::vector<const Stmt*> loops = specialized_loops(kernel);
+  if (loops.empty() || !has_online_loop(kernel)) {
+    why = "the kernel has no warp-specialized online loop";
+    return std::nullopt;
+  }
+  size_t seen = 0;
+  for (const StmtPtr& s : kernel.body) {
+    if (seen < loops.size() && s.get() == loops[seen]) {
+      ++seen;
+      continue;
+    }
+    if (seen > 0 && seen < loops.size()) {
+      why = "the kernel computes between its online loops";
       return std::nullopt;
     }
+    (seen ? p.after : p.before).push_back(s.get());
+  }
+  for (const Stmt* s : p.after)
+    if (s->kind == StmtKind::For || s->kind == StmtKind::Barrier) {
+      why = "the kernel loops again after its online loops";
+      return std::nullopt;
+    }
+  std::vector<std::vector<const Stmt*>> bodies(loops.size());
+  for (size_t i = 0; i < loops.size(); ++i) {
+    p.loops.push_back({});
+    p.loops.back().loop = loops[i];
+    if (!split_loop(p, p.loops.back(), bodies[i], why)) return std::nullopt;
+  }
   // The values' axes: the scores' two (rows, keys), and the stored output's other one.
-  const Shape& scores = p.scores->value->type.shape;
+  const Shape& scores = p.loops.front().scores->value->type.shape;
   p.rank_of_values = static_cast<int>(scores.size());
   if (p.rank_of_values < 3) {
     why = "the scores are not a tile of the kernel's values over every label";
@@ -270,9 +321,13 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
   for (int i = 0; i < p.rank_of_values; ++i)
     if (!scores[i].is_one()) (p.row_axis < 0 ? p.row_axis : p.score_axis) = i;
   const Stmt* store = nullptr;
+  int stores = 0;
   for (const Stmt* s : p.after)
-    if (s->kind == StmtKind::Store) store = store ? nullptr : s;
-  if (!store || store->atomic != Atomic::None || p.score_axis < 0) {
+    if (s->kind == StmtKind::Store) {
+      store = s;
+      ++stores;
+    }
+  if (stores != 1 || store->atomic != Atomic::None || p.score_axis < 0) {
     why = "the kernel does not store one output tile after its online loop";
     return std::nullopt;
   }
@@ -284,6 +339,7 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
     why = "the stored output is not a tile over the scores' rows and one other axis";
     return std::nullopt;
   }
+  const Expr& pv = *p.loops.front().update->value;
   p.rows = scores[p.row_axis];
   p.score_cols = scores[p.score_axis];
   p.out_cols = pv.type.shape.size() == 2 ? pv.type.shape[1] : Extent{};
@@ -294,49 +350,53 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
           "(a warpgroup's product), or the rows or the key step are not fixed";
     return std::nullopt;
   }
-  // The copies' offsets read only the loop's variable and names bound before it.
-  std::set<std::string> bound_in_loop, offsets;
-  for (const Stmt* s : body)
-    bound_in_loop.insert(s->name);
-  for (const Stmt* load : {p.k, p.v})
-    for (size_t i = 1; i + 1 < load->value->args.size(); ++i)
-      free_vars(*load->value->args[i], offsets);
-  for (const std::string& name : offsets)
-    if (bound_in_loop.count(name)) {
-      why = "`" + name + "`, bound in the online loop, places a key or value tile";
-      return std::nullopt;
-    }
-  // The consumer: the update and every name carried by the loop or read after it, and what
-  // they read, less the loads.
-  std::set<std::string> needed = {p.acc}, carried;
+  // The consumer: in each loop the update and every name carried by the loops or read after
+  // them, and what they read, less the loads.
+  std::set<std::string> carried = {p.acc}, needed;
   for (const Stmt* s : p.after)
-    reads(*s, needed);
+    reads(*s, carried);
   for (const Stmt* s : p.before)
     if (s->kind == StmtKind::Assign) carried.insert(s->name);
-  for (const Stmt* s : body)
-    if (carried.count(s->name)) needed.insert(s->name);
-  const std::set<const Stmt*> loads = {p.k, p.v};
-  std::vector<const Stmt*> rest;
-  for (const Stmt* s : body)
-    if (!loads.count(s) && s->name != p.v_read) rest.push_back(s);
-  p.consumer_loop = slice(rest, needed);
-  for (const Stmt* s : p.consumer_loop)
-    if (s != p.scores && s != p.update) reads(*s, needed);
-  for (const ExprPtr* bound : p.loop->operands())
-    free_vars(**bound, needed);
+  for (size_t i = 0; i < loops.size(); ++i) {
+    OnlinePartitions::Loop& l = p.loops[i];
+    std::set<std::string> wanted = {p.acc};
+    for (const Stmt* s : bodies[i])
+      if (carried.count(s->name)) wanted.insert(s->name);
+    std::vector<const Stmt*> rest;
+    for (const Stmt* s : bodies[i])
+      if (s != l.k && s != l.v && s->name != l.v_read) rest.push_back(s);
+    l.consumer = slice(rest, wanted);
+    for (const Stmt* s : l.consumer)
+      if (s != l.scores && s != l.update) reads(*s, needed);
+    reads(*l.update, needed); // the accumulator it rescales, the probabilities
+    for (const ExprPtr* bound : l.loop->operands())
+      free_vars(**bound, needed);
+  }
+  for (const Stmt* s : p.after)
+    reads(*s, needed);
   needed.erase(p.q->name);
-  needed.erase(p.k->name);
-  needed.erase(p.v_read);
+  for (const OnlinePartitions::Loop& l : p.loops) {
+    needed.erase(l.k->name);
+    needed.erase(l.v_read);
+    for (const Stmt* s : l.consumer) // bound in the loops: not wanted from before them
+      if (!carried.count(s->name)) needed.erase(s->name);
+  }
   std::vector<const Stmt*> before;
   for (const Stmt* s : p.before)
     if (s != p.q) before.push_back(s);
   p.consumer_before = slice(before, needed);
   std::set<std::string> producer_needs;
-  for (const Stmt* load : {p.q, p.k, p.v})
-    for (size_t i = 0; i + 1 < load->value->args.size(); ++i)
-      free_vars(*load->value->args[i], producer_needs);
-  for (const ExprPtr* bound : p.loop->operands())
-    free_vars(**bound, producer_needs);
+  for (const Stmt* s : p.before)
+    if (s == p.q)
+      for (size_t i = 0; i + 1 < s->value->args.size(); ++i)
+        free_vars(*s->value->args[i], producer_needs);
+  for (const OnlinePartitions::Loop& l : p.loops) {
+    for (const Stmt* load : {l.k, l.v})
+      for (size_t i = 0; i + 1 < load->value->args.size(); ++i)
+        free_vars(*load->value->args[i], producer_needs);
+    for (const ExprPtr* bound : l.loop->operands())
+      free_vars(**bound, producer_needs);
+  }
   p.producer_before = slice(before, producer_needs);
   // Every value the consumer computes has a form.
   std::map<std::string, Form> names;
@@ -353,15 +413,18 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
     if (s->kind == StmtKind::Assign && !give(*s, online_form(p, *s->value, names)))
       return std::nullopt;
   for (int pass = 0; pass < 2; ++pass) // loop-carried names: their first binding's form
-    for (const Stmt* s : p.consumer_loop) {
-      std::optional<Form> f = s == p.scores   ? Form{Kind::Tile, Of::Scores}
-                              : s == p.update ? Form{Kind::Tile, Of::Output}
-                                              : online_form(p, *s->value, names);
-      if (s == p.update && !online_form(p, *pv.args[2], names)) f.reset();
-      if (s == p.update && online_form(p, *pv.args[0], names) != Form{Kind::Tile, Of::Scores})
-        f.reset();
-      if (!give(*s, f)) return std::nullopt;
-    }
+    for (const OnlinePartitions::Loop& l : p.loops)
+      for (const Stmt* s : l.consumer) {
+        const Expr& update = *l.update->value;
+        std::optional<Form> f = s == l.scores   ? Form{Kind::Tile, Of::Scores}
+                                : s == l.update ? Form{Kind::Tile, Of::Output}
+                                                : online_form(p, *s->value, names);
+        if (s == l.update && (!online_form(p, *update.args[2], names) ||
+                              online_form(p, *update.args[0], names) !=
+                                  Form{Kind::Tile, Of::Scores}))
+          f.reset();
+        if (!give(*s, f)) return std::nullopt;
+      }
   for (const Stmt* s : p.after) {
     if (s->kind == StmtKind::Assign && !give(*s, online_form(p, *s->value, names)))
       return std::nullopt;

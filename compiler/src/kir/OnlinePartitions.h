@@ -45,29 +45,36 @@ struct Form {
 };
 
 struct OnlinePartitions {
-  std::vector<const Stmt*> before; // the kernel's statements before the loop
-  const Stmt* loop = nullptr;      // the online loop
-  std::vector<const Stmt*> after;  // the statements after it
-  const Stmt* q = nullptr;         // the query tile, loaded through a descriptor before the loop
-  const Stmt* k = nullptr;         // the key tile, in the loop (transposed: value_int)
-  const Stmt* v = nullptr;         // the value tile, in the loop
-  std::string v_read;              // the name the update reads the value tile as (it or a cast)
-  const Stmt* scores = nullptr;    // the scores: the product of q and k (reshaped)
-  const Stmt* update = nullptr;    // the accumulator's update: dot(p, v_read, rescaled acc)
+  /// One online loop: under a causal mask there are two, one after the other (the key tiles
+  /// before the block's first query, then the diagonal), which share the ring, the running
+  /// values and the accumulator.
+  struct Loop {
+    const Stmt* loop = nullptr;
+    const Stmt* k = nullptr;      // the key tile, loaded in the loop (transposed: value_int)
+    const Stmt* v = nullptr;      // the value tile, loaded in the loop
+    std::string v_read;           // the name the update reads the value tile as (it or a cast)
+    const Stmt* scores = nullptr; // the scores: the product of q and k (reshaped)
+    const Stmt* update = nullptr; // the accumulator's update: dot(p, v_read, rescaled acc)
+    std::vector<const Stmt*> consumer; // the consumer's statements of it (less the loads)
+  };
+  std::vector<const Stmt*> before; // the kernel's statements before the loops
+  std::vector<Loop> loops;         // the online loops, one after the other
+  std::vector<const Stmt*> after;  // the statements after them
+  const Stmt* q = nullptr;         // the query tile, loaded through a descriptor before them
   std::string acc;                 // the accumulator
-  int rank_of_values = 0;          // the dimensions of the kernel's values: one per label
+  int rank_of_values = 0; // the dimensions of the kernel's values: one per label
   int row_axis = -1, score_axis = -1, out_axis = -1; // their axes of rows, keys and output
   Extent rows, score_cols, out_cols;                 // the block's rows, key step, output width
-  /// The consumer's statements: before the loop, in it (less the loads) and after it.
-  std::vector<const Stmt*> consumer_before, consumer_loop;
-  /// What the producer needs before the loop: the descriptors and the copies' offsets.
+  /// The consumer's statements before the loops.
+  std::vector<const Stmt*> consumer_before;
+  /// What the producer needs before the loops: the descriptors and the copies' offsets.
   std::vector<const Stmt*> producer_before;
 };
 
 /// The partitions of `kernel`'s warp-specialized online loop, or nullopt with `why`.
 std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::string& why);
 
-/// Whether `kernel`'s warp-specialized loop (if any) is an online loop: two products in it.
+/// Whether `kernel`'s warp-specialized loops (if any) are online loops: two products in each.
 bool has_online_loop(const Kernel& kernel);
 
 /// The form of `e` in the consumer, given the forms of the names it reads; nullopt where the

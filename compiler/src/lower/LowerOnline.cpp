@@ -200,16 +200,14 @@ bool lower_online(LowerState& s, Body& body) {
   if (diagonal) {
     s.known_true = g.causal_condition;
     loop(nullptr, diagonal, loop_pre);
+    if (s.fs.warp_specialize == l) warp_specialize(s, *body.back());
     s.known_true.clear();
     loop(diagonal, stop, loop_prefix(s, l, prefix));
+    if (s.fs.warp_specialize == l) warp_specialize(s, *body.back());
   } else {
     loop(nullptr, stop, loop_pre);
     if (s.fs.warp_specialize == l) warp_specialize(s, *body.back());
   }
-  if (diagonal && s.fs.warp_specialize == l)
-    s.warp_specialize_refused =
-        "under the causal mask the online loop runs in two parts (the key tiles before the "
-        "block's first query, then the diagonal), and only a single online loop is specialized";
   // After the loop: each reduction's value, for every use at this level and inside it. Where
   // every score was -inf the plain sums are NaN (exp(-inf - -inf)); here they are 0: make them
   // NaN, unless there was no score at all (an empty sum is 0).
