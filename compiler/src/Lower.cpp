@@ -93,22 +93,19 @@ void check_warp_partitions(const kir::Kernel& kernel, const FuncSchedule& fs,
   if (!fs.warp_specialize) return;
   const std::string stmt = "in `" + fs.warp_specialize_text() + "`: ";
   std::string why;
+  auto plain = [&](const std::string& form) {
+    diags.warning(fs.where.at("warp_specialize"),
+                  stmt + "on Hopper " + form + ", and here " + why +
+                      "; there its loop is a plain one, as without `warp_specialize`");
+  };
   if (kir::has_online_loop(kernel)) {
     if (!kir::online_partitions(kernel, why))
-      diags.warning(fs.where.at("warp_specialize"),
-                    stmt +
-                        "on Hopper the online loop runs in a producer and consumer partitions, "
-                        "and here " +
-                        why + "; there it is a plain loop, as without `warp_specialize`");
+      plain("the online loop runs in a producer and consumer partitions");
     return;
   }
   std::optional<kir::WarpPartitions> p = kir::warp_partitions(kernel, why);
   if (!p) {
-    diags.warning(fs.where.at("warp_specialize"),
-                  stmt +
-                      "on Hopper the product runs in a producer and a consumer partition, "
-                      "and here " +
-                      why + "; there its loop is a plain one, as without `warp_specialize`");
+    plain("the product runs in a producer and a consumer partition");
     return;
   }
   if (kernel.epilogue_rows &&

@@ -141,6 +141,7 @@ def test_rows_a_warpgroup_cannot_split_warn_and_keep_the_plain_loop(tmp_path):
     assert ("warning: in `out.warp_specialize(l)`: on Hopper the online loop runs in a producer "
             "and consumer partitions, and here each of the 2 consumer warpgroups takes a share "
             "of the block's rows that is not a multiple of 64") in r.stderr, r.stderr
+    assert "there its loop is a plain one, as without `warp_specialize`" in r.stderr
     assert "_gluon" not in out.read_text()
 
 

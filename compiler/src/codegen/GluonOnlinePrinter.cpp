@@ -147,8 +147,8 @@ private:
       out += "    for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) +
              ":\n";
       out += "        _dt_slot = _dt_at % " + stages_ + "\n";
-      out += "        mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ +
-             " & 1) ^ 1)\n";
+      out +=
+          "        mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ + " & 1) ^ 1)\n";
       for (const auto& [load, ring, ready] :
            {std::tuple{l.k, "_dt_k_ring", "_dt_k_ready"}, {l.v, "_dt_v_ring", "_dt_v_ready"}}) {
         const std::string desc = load->value->args[0]->name;
@@ -197,8 +197,8 @@ private:
 
   // A consumer's online loop: each step's scores, its statements, its update.
   std::string loop(const kir::OnlinePartitions::Loop& l) {
-    std::string out = "    for " + l.loop->name + " in " +
-                      kir::print_loop_head(*l.loop, Dialect::Gluon) + ":\n";
+    std::string out =
+        "    for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) + ":\n";
     out += "        _dt_slot = _dt_at % " + stages_ + "\n";
     out += "        _dt_phase = _dt_at // " + stages_ + " & 1\n";
     for (const kir::Stmt* s : l.consumer) {
@@ -208,8 +208,8 @@ private:
                view(*l.k, "_dt_k_ring.index(_dt_slot)") + ",\n            gl.full([" +
                std::to_string(rows_) + ", " + extent_text(p_.score_cols) +
                "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
-        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" +
-               s->name + ",))\n";
+        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
+               ",))\n";
         names_[s->name] = Form{Kind::Tile, Of::Scores};
         continue;
       }
@@ -222,8 +222,8 @@ private:
                ",\n            gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
                view(*l.v, "_dt_v_ring.index(_dt_slot)") + ",\n            " +
                as(expr(*pv.args[2]), o) + ", is_async=True)\n";
-        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" +
-               s->name + ",))\n";
+        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
+               ",))\n";
         out += "        mbarrier.arrive(_dt_empty.index(_dt_slot), count=1)\n";
         names_[s->name] = o;
         continue;
@@ -400,26 +400,15 @@ private:
 
   static std::string dtype(const kir::Type& t) { return kir::dtype_text(t); }
 
-  // The launch: the Gluon kernel where the flags hold on a Hopper GPU, the Triton kernel else.
+  // The launch: the Gluon kernel where the flags hold on a Hopper GPU, the Triton kernel else;
+  // started with 4 warps (the first consumer's), each partition setting its own registers.
   std::string wrap(const std::string& kernels) const {
-    std::string flags;
     std::set<std::string> names;
     kir::free_vars(*p_.loops.front().loop->warp_specialize, names);
-    size_t count = 0;
-    for (size_t i = 0; i < k_.params.size(); ++i)
-      if (names.count(k_.params[i].name) && k_.params[i].name.rfind("WARP_SPECIALIZE", 0) != 0) {
-        flags += (flags.empty() ? "" : ", ") + std::to_string(i);
-        ++count;
-      }
-    if (count == 1) flags += ",";
-    // Registers: the producer's warpgroup keeps 24 a thread, each consumer's 240 (set by the
-    // partitions); at launch the warps share the 64K, which ptxas is told where the threads'
-    // share is below its own cap.
-    int groups = consumers_ + 1;
-    int maxnreg = 65536 / (128 * groups) / 8 * 8;
-    return kernels + "\n\n" + k_.name + "_hopper = _DtHopper(" + k_.name + ", " + k_.name +
-           "_gluon, (" + flags + "), " + (maxnreg >= 256 ? "None" : std::to_string(maxnreg)) +
-           ", 4)\n";
+    std::vector<std::string> flags;
+    for (const std::string& name : names)
+      if (name.rfind("WARP_SPECIALIZE", 0) != 0) flags.push_back(name);
+    return kernels + "\n\n" + print_hopper_launch(k_, flags, consumers_ + 1, 4);
   }
 
   const kir::Kernel& k_;

@@ -258,18 +258,7 @@ private:
 
   // The launch: the Gluon kernel where the flags hold on a Hopper GPU, the Triton kernel else.
   std::string wrap(const std::string& kernels) const {
-    std::string flags;
-    for (size_t i = 0; i < k_.params.size(); ++i)
-      if (std::count(p_.flags.begin(), p_.flags.end(), k_.params[i].name))
-        flags += (flags.empty() ? "" : ", ") + std::to_string(i);
-    if (p_.flags.size() == 1) flags += ",";
-    // Registers: the producer's warpgroup keeps 24 a thread; the kernel's warps share the rest
-    // of the 64K, which ptxas is told where its own cap (the threads' share) is lower.
-    int groups = k_.num_warps / 4 + 1;
-    int maxnreg = 65536 / (128 * groups) / 8 * 8;
-    return kernels + "\n\n" + k_.name + "_hopper = _DtHopper(" + k_.name + ", " + k_.name +
-           "_gluon, (" + flags + "), " + (maxnreg >= 256 ? "None" : std::to_string(maxnreg)) +
-           ")\n";
+    return kernels + "\n\n" + print_hopper_launch(k_, p_.flags, k_.num_warps / 4 + 1, 0);
   }
 
   const kir::Kernel& k_;
@@ -279,6 +268,21 @@ private:
 };
 
 } // namespace
+
+std::string print_hopper_launch(const kir::Kernel& kernel, const std::vector<std::string>& flags,
+                                int warpgroups, int warps) {
+  std::string positions;
+  for (size_t i = 0; i < kernel.params.size(); ++i)
+    if (std::count(flags.begin(), flags.end(), kernel.params[i].name))
+      positions += (positions.empty() ? "" : ", ") + std::to_string(i);
+  if (flags.size() == 1) positions += ",";
+  // Registers: the producer's warpgroup keeps 24 a thread; the others share the rest of the
+  // 64K, which ptxas is told where its own cap (the threads' share) is lower.
+  int maxnreg = 65536 / (128 * warpgroups) / 8 * 8;
+  return kernel.name + "_hopper = _DtHopper(" + kernel.name + ", " + kernel.name + "_gluon, (" +
+         positions + "), " + (maxnreg >= 256 ? "None" : std::to_string(maxnreg)) +
+         (warps ? ", " + std::to_string(warps) : "") + ")\n";
+}
 
 std::string print_gluon_kernel(const kir::Kernel& kernel) {
   if (kir::has_online_loop(kernel)) return print_gluon_online_kernel(kernel);

@@ -38,6 +38,11 @@ std::string kernel_params_text(const kir::Kernel& kernel);
 /// `<name>_gluon`, its producer and consumer partitions, and `<name>_hopper`, the launch that
 /// runs it on Hopper GPUs where the product qualifies and the Triton kernel elsewhere
 /// (dt_runtime.py's _DtHopper). Empty where the kernel has no such partitions.
+/// `<k>_hopper = _DtHopper(...)`: the launch of kernel `kernel`'s Gluon form where the constexpr
+/// `flags` hold on Hopper, with `warpgroups` (the producer's included) sharing the registers and
+/// `warps` warps at launch (0: the kernel's own).
+std::string print_hopper_launch(const kir::Kernel& kernel, const std::vector<std::string>& flags,
+                                int warpgroups, int warps);
 /// The Gluon form of a kernel whose online loop is warp-specialized
 /// (codegen/GluonOnlinePrinter.cpp), or "" where it has none.
 std::string print_gluon_online_kernel(const kir::Kernel& kernel);
