@@ -98,7 +98,7 @@ void check_warp_partitions(const kir::Kernel& kernel, const FuncSchedule& fs,
                   stmt + "on Hopper " + form + ", and here " + why +
                       "; there its loop is a plain one, as without `warp_specialize`");
   };
-  if (kir::has_online_loop(kernel)) {
+  if (fs.online) {
     if (!kir::online_partitions(kernel, why))
       plain("the online loop runs in a producer and consumer partitions");
     return;

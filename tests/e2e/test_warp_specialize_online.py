@@ -153,3 +153,62 @@ def test_the_label_specialized_is_the_online_one(tmp_path):
     assert r.returncode == 1
     assert ("the online loop runs over `l`, so it is the loop to specialize; use "
             "`out.warp_specialize(l)`") in r.stderr, r.stderr
+
+
+# Attention over [m, k] and [l, k] matrices (no batch or head), with its log-sum-exp.
+MATRICES = """Func out, lse, qk, mx, e, s, p;
+In Q, K, V;
+Var m, n;
+RVar k, l;
+qk[m, l] = rdot(Q[m, k], K[l, k], k) / sqrt(len(k));
+mx[m] = rmax(qk[m, l], l);
+e[m, l] = exp(qk[m, l] - mx[m]);
+s[m] = rsum(e[m, l], l);
+p[m, l] = e[m, l] / s[m];
+lse[m] = mx[m] + log(s[m]);
+out[m, n] = rdot(p[m, l], V[l, n], l);
+out.compile();
+"""
+MATRICES_FUSED = ("p.fuse_at(out, m); e.fuse_at(out, m); s.fuse_at(out, m); qk.fuse_at(out, m); "
+                  "mx.fuse_at(out, m); out.online(l); out.tma(Q, K, V); out.warp_specialize(l); ")
+
+
+@pytest.mark.parametrize("lse", [False, True])
+def test_an_output_block_as_wide_as_the_key_step_and_a_row_vector_stored_beside(tmp_path, lse):
+    """Blocks of the output's columns as wide as the key step (the two products' layouts are
+    then one), and a log-sum-exp stored beside the output (a row vector: a store of its own
+    form). Compiled for sm_90; under the interpreter against float64."""
+    src = MATRICES if lse else MATRICES.replace("lse[m] = mx[m] + log(s[m]);\n", "").replace(
+        "Func out, lse,", "Func out,")
+    sched = MATRICES_FUSED + ("lse.store_in(out); " if lse else "") + \
+        "out.block(m:64, n:64); out.tensorize(m:0, n:0, k:0, l:64); out.num_warps(4); " \
+        "out.num_stages(2)"
+    module, text = compile_source(tmp_path, src, sched)
+    online = kernel_of(text, "out__kernel_online")
+    assert online.count("gl.store(") == (2 if lse else 1)
+    compiled = compile_for_hopper(tmp_path / "prog.py", "out__kernel_gluon", "bf16",
+                                  tiles=64, num_warps=4)
+    assert "wgmma.mma_async" in compiled["ptx"] and "ld.local" not in compiled["ptx"]
+    torch.manual_seed(9)
+    Q, K, V = torch.randn(100, 64).bfloat16(), torch.randn(90, 64).bfloat16(), \
+        torch.randn(90, 130).bfloat16()
+    got = module.out(Q, K, V)
+    want = attention(Q, K, V)
+    if lse:
+        got, got_lse = got
+        s = Q.double() @ K.double().t() / 8
+        torch.testing.assert_close(got_lse.double(), torch.logsumexp(s, -1),
+                                   rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(got.double(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_an_online_loop_inside_another_warns_and_keeps_the_plain_loop(tmp_path):
+    src = tmp_path / "f.dt"
+    src.write_text(FLASH)
+    out = tmp_path / "f.py"
+    r = run_dtc(src, "-o", out, "--schedule",
+                schedule(128, 64, 8, 2).replace("n:0", "n:32"))
+    assert r.returncode == 0, r.stderr
+    assert ("on Hopper the online loop runs in a producer and consumer partitions, and here the "
+            "online loop runs inside another loop") in r.stderr, r.stderr
+    assert "_gluon" not in out.read_text()

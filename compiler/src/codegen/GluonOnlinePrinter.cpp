@@ -210,15 +210,15 @@ private:
                "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
         out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
                ",))\n";
-        names_[s->name] = Form{Kind::Tile, Of::Scores};
+        names_[s->name] = p_.normal({Kind::Tile, Of::Scores});
         continue;
       }
       if (s == l.update) {
         const Expr& pv = *s->value;
-        const Form o{Kind::Tile, Of::Output};
+        const Form o = p_.normal({Kind::Tile, Of::Output});
         out += "        mbarrier.wait(_dt_v_ready.index(_dt_slot), _dt_phase)\n";
         out += "        " + s->name + " = warpgroup_mma(gl.convert_layout(" +
-               as(expr(*pv.args[0]), Form{Kind::Tile, Of::Scores}) +
+               as(expr(*pv.args[0]), p_.normal({Kind::Tile, Of::Scores})) +
                ",\n            gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
                view(*l.v, "_dt_v_ring.index(_dt_slot)") + ",\n            " +
                as(expr(*pv.args[2]), o) + ", is_async=True)\n";
@@ -256,9 +256,17 @@ private:
       return indent + s.name + " = " + as(v, it->second) + "\n"; // carried: its first form
     }
     case kir::StmtKind::Store: {
-      const Form tile{Kind::Tile, Of::Output};
-      return indent + "gl.store(" + as(expr(*s.ptr), tile) + ", " + as(expr(*s.value), tile) +
-             (s.mask ? ", mask=" + as(expr(*s.mask), tile) : "") + ")\n";
+      // In the form of its operands together: the output's tile, or a row vector (a
+      // log-sum-exp stored beside it).
+      Value ptr = expr(*s.ptr), value = expr(*s.value);
+      std::optional<Value> mask;
+      if (s.mask) mask = expr(*s.mask);
+      std::optional<Form> f =
+          kir::combine_forms(p_, mask ? std::vector<Form>{ptr.form, value.form, mask->form}
+                                      : std::vector<Form>{ptr.form, value.form});
+      if (!f) throw InternalError("an online consumer's store of operands that do not combine");
+      return indent + "gl.store(" + as(ptr, *f) + ", " + as(value, *f) +
+             (mask ? ", mask=" + as(*mask, *f) : "") + ")\n";
     }
     default:
       throw InternalError("an online consumer's statement of an unexpected kind");

@@ -53,15 +53,14 @@ Form row_form(Of of) {
   return {Kind::Rows, of};
 }
 
-/// The form of an operation's result from its operands' (nullopt where they do not combine).
-std::optional<Form> combine(const std::vector<Form>& operands) {
+} // namespace
+
+std::optional<Form> combine_forms(const OnlinePartitions& p, const std::vector<Form>& operands) {
   std::optional<Form> tile, rows, cols;
-  for (const Form& f : operands) {
-    std::optional<Form>& slot = f.kind == Kind::Tile   ? tile
-                                : f.kind == Kind::Rows ? rows
-                                : f.kind == Kind::Cols ? cols
-                                                       : tile;
+  for (Form f : operands) {
+    f = p.normal(f);
     if (f.kind == Kind::Scalar) continue;
+    std::optional<Form>& slot = f.kind == Kind::Tile ? tile : f.kind == Kind::Rows ? rows : cols;
     if (!slot) slot = f;
     if (f.kind != Kind::Rows && slot->of != f.of) return std::nullopt; // two column axes
   }
@@ -75,8 +74,6 @@ std::optional<Form> combine(const std::vector<Form>& operands) {
   return Form{};
 }
 
-} // namespace
-
 bool has_online_loop(const Kernel& kernel) {
   std::vector<const Stmt*> loops = specialized_loops(kernel);
   for (const Stmt* loop : loops) {
@@ -88,7 +85,15 @@ bool has_online_loop(const Kernel& kernel) {
   return !loops.empty();
 }
 
+static std::optional<Form> shape_form(const OnlinePartitions& p, const Shape& shape);
+
 std::optional<Form> form_of_shape(const OnlinePartitions& p, const Shape& shape) {
+  std::optional<Form> f = shape_form(p, shape);
+  if (f) f = p.normal(*f);
+  return f;
+}
+
+static std::optional<Form> shape_form(const OnlinePartitions& p, const Shape& shape) {
   if (shape.empty()) return Form{};
   auto is = [](const Extent& x, const Extent& y) { return x == y; };
   if (shape.size() == 1) {
@@ -141,7 +146,7 @@ std::optional<Form> online_form(const OnlinePartitions& p, const Expr& e,
       if (!f) return std::nullopt;
       forms.push_back(*f);
     }
-    return combine(forms);
+    return combine_forms(p, forms);
   };
   std::optional<Form> f;
   switch (e.kind) {
@@ -223,8 +228,8 @@ bool split_loop(OnlinePartitions& p, OnlinePartitions::Loop& l, std::vector<cons
   }
   const Expr& qk = *product_of(*l.scores->value);
   const Expr& pv = *l.update->value;
-  const Stmt* q = qk.args[0]->kind == ExprKind::Var ? desc_load(p.before, qk.args[0]->name)
-                                                    : nullptr;
+  const Stmt* q =
+      qk.args[0]->kind == ExprKind::Var ? desc_load(p.before, qk.args[0]->name) : nullptr;
   if (!q || (p.q && p.q != q) || qk.args[1]->kind != ExprKind::Var ||
       !(l.k = desc_load(body, qk.args[1]->name))) {
     why = "the scores are not a product of a tile loaded before the loop and one loaded in it, "
@@ -284,8 +289,13 @@ bool split_loop(OnlinePartitions& p, OnlinePartitions::Loop& l, std::vector<cons
 std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::string& why) {
   OnlinePartitions p;
   std::vector<const Stmt*> loops = specialized_loops(kernel);
-  if (loops.empty() || !has_online_loop(kernel)) {
-    why = "the kernel has no warp-specialized online loop";
+  if (loops.empty()) {
+    why = "the online loop runs inside another loop (over blocks of the output's columns, or a "
+          "persistent grid's blocks), and the Gluon form takes one at the kernel's top level";
+    return std::nullopt;
+  }
+  if (!has_online_loop(kernel)) {
+    why = "a warp-specialized loop is not an online loop of two products";
     return std::nullopt;
   }
   size_t seen = 0;
@@ -320,23 +330,29 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
   }
   for (int i = 0; i < p.rank_of_values; ++i)
     if (!scores[i].is_one()) (p.row_axis < 0 ? p.row_axis : p.score_axis) = i;
-  const Stmt* store = nullptr;
-  int stores = 0;
-  for (const Stmt* s : p.after)
-    if (s->kind == StmtKind::Store) {
-      store = s;
-      ++stores;
+  // The output's columns: the other axis of the tiles stored after the loops (a log-sum-exp
+  // stored beside the output is a row vector).
+  bool stored = false;
+  for (const Stmt* s : p.after) {
+    if (s->kind != StmtKind::Store) continue;
+    if (s->atomic != Atomic::None ||
+        static_cast<int>(s->value->type.shape.size()) != p.rank_of_values) {
+      why = "the kernel stores after its online loop other than plain tiles of its values";
+      return std::nullopt;
     }
-  if (stores != 1 || store->atomic != Atomic::None || p.score_axis < 0) {
-    why = "the kernel does not store one output tile after its online loop";
-    return std::nullopt;
+    const Shape& out = s->value->type.shape;
+    for (int i = 0; i < static_cast<int>(out.size()); ++i)
+      if (!out[i].is_one() && i != p.row_axis) {
+        if ((p.out_axis >= 0 && p.out_axis != i) || i == p.score_axis) {
+          why = "the stored output is not a tile over the scores' rows and one other axis";
+          return std::nullopt;
+        }
+        p.out_axis = i;
+      }
+    stored = true;
   }
-  const Shape& out = store->value->type.shape;
-  for (int i = 0; i < static_cast<int>(out.size()); ++i)
-    if (!out[i].is_one() && i != p.row_axis) p.out_axis = i;
-  if (static_cast<int>(out.size()) != p.rank_of_values || p.out_axis < 0 ||
-      p.out_axis == p.score_axis) {
-    why = "the stored output is not a tile over the scores' rows and one other axis";
+  if (!stored || p.out_axis < 0 || p.score_axis < 0) {
+    why = "the kernel does not store an output tile over the scores' rows after its online loop";
     return std::nullopt;
   }
   const Expr& pv = *p.loops.front().update->value;
@@ -409,19 +425,23 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
     names.emplace(s.name, *f); // a name bound again keeps its first form (converted to it)
     return true;
   };
-  for (const Stmt* s : p.consumer_before)
-    if (s->kind == StmtKind::Assign && !give(*s, online_form(p, *s->value, names)))
-      return std::nullopt;
+  for (const Stmt* s : p.consumer_before) {
+    if (s->kind != StmtKind::Assign) continue;
+    std::optional<Form> f = online_form(p, *s->value, names);
+    if (s->name == p.acc && f) f = p.normal({Kind::Tile, Of::Output}); // its zeros
+    if (!give(*s, f)) return std::nullopt;
+  }
   for (int pass = 0; pass < 2; ++pass) // loop-carried names: their first binding's form
     for (const OnlinePartitions::Loop& l : p.loops)
       for (const Stmt* s : l.consumer) {
         const Expr& update = *l.update->value;
-        std::optional<Form> f = s == l.scores   ? Form{Kind::Tile, Of::Scores}
-                                : s == l.update ? Form{Kind::Tile, Of::Output}
+        const Form score_tile = p.normal({Kind::Tile, Of::Scores});
+        const Form output = p.normal({Kind::Tile, Of::Output});
+        std::optional<Form> f = s == l.scores   ? score_tile
+                                : s == l.update ? output
                                                 : online_form(p, *s->value, names);
-        if (s == l.update && (!online_form(p, *update.args[2], names) ||
-                              online_form(p, *update.args[0], names) !=
-                                  Form{Kind::Tile, Of::Scores}))
+        if (s == l.update && (online_form(p, *update.args[2], names) != output ||
+                              online_form(p, *update.args[0], names) != score_tile))
           f.reset();
         if (!give(*s, f)) return std::nullopt;
       }

@@ -50,11 +50,11 @@ struct OnlinePartitions {
   /// values and the accumulator.
   struct Loop {
     const Stmt* loop = nullptr;
-    const Stmt* k = nullptr;      // the key tile, loaded in the loop (transposed: value_int)
-    const Stmt* v = nullptr;      // the value tile, loaded in the loop
-    std::string v_read;           // the name the update reads the value tile as (it or a cast)
-    const Stmt* scores = nullptr; // the scores: the product of q and k (reshaped)
-    const Stmt* update = nullptr; // the accumulator's update: dot(p, v_read, rescaled acc)
+    const Stmt* k = nullptr;           // the key tile, loaded in the loop (transposed: value_int)
+    const Stmt* v = nullptr;           // the value tile, loaded in the loop
+    std::string v_read;                // the name the update reads the value tile as (it or a cast)
+    const Stmt* scores = nullptr;      // the scores: the product of q and k (reshaped)
+    const Stmt* update = nullptr;      // the accumulator's update: dot(p, v_read, rescaled acc)
     std::vector<const Stmt*> consumer; // the consumer's statements of it (less the loads)
   };
   std::vector<const Stmt*> before; // the kernel's statements before the loops
@@ -62,9 +62,15 @@ struct OnlinePartitions {
   std::vector<const Stmt*> after;  // the statements after them
   const Stmt* q = nullptr;         // the query tile, loaded through a descriptor before them
   std::string acc;                 // the accumulator
-  int rank_of_values = 0; // the dimensions of the kernel's values: one per label
+  int rank_of_values = 0;          // the dimensions of the kernel's values: one per label
   int row_axis = -1, score_axis = -1, out_axis = -1; // their axes of rows, keys and output
   Extent rows, score_cols, out_cols;                 // the block's rows, key step, output width
+  /// The form `f` as the consumer prints it: where the key step and the output's width are
+  /// one extent the two products' layouts are one, and every form is the scores'.
+  Form normal(Form f) const {
+    if (score_cols == out_cols) f.of = Form::Of::Scores;
+    return f;
+  }
   /// The consumer's statements before the loops.
   std::vector<const Stmt*> consumer_before;
   /// What the producer needs before the loops: the descriptors and the copies' offsets.
@@ -81,6 +87,10 @@ bool has_online_loop(const Kernel& kernel);
 /// consumer cannot compute it (a value over another axis, a reduction along the rows, a load).
 std::optional<Form> online_form(const OnlinePartitions& p, const Expr& e,
                                 const std::map<std::string, Form>& names);
+
+/// The form of an operation's operands together (a row and a column vector make a tile), or
+/// nullopt where they do not combine (two column axes).
+std::optional<Form> combine_forms(const OnlinePartitions& p, const std::vector<Form>& operands);
 
 /// The form a shape of the kernel's values has (its non-unit axes), or nullopt.
 std::optional<Form> form_of_shape(const OnlinePartitions& p, const Shape& shape);
