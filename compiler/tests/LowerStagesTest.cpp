@@ -1,10 +1,21 @@
 // The stages of lowering one Func (lower/LowerState.h), each run on its own: a program and a
 // schedule in, the stage's output out.
 #include "Pipeline.h"
+#include "kir/CommonSubexpressions.h"
+#include "kir/EliminateDeadCode.h"
+#include "kir/FoldScaleConstants.h"
+#include "kir/HoistLoopInvariants.h"
+#include "kir/KeepReReadsInCache.h"
+#include "kir/MaxBeforeScale.h"
+#include "kir/OnlinePartitions.h"
+#include "kir/PeelPartialTile.h"
+#include "kir/SimplifyMasks.h"
 #include "kir/WarpPartitions.h"
+#include "lower/FoldTiedReductions.h"
 #include "lower/InlineFused.h"
 #include "lower/LowerFunc.h"
 #include "lower/LowerState.h"
+#include "lower/OnlineSoftmax.h"
 #include "lower/SplitReductions.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +27,8 @@ using lowering::LowerState;
 
 /// A program with `schedule` applied (replacing the file's), fused and split, ready to lower.
 struct Prepared {
-  Prepared(const std::string& source, const std::string& schedule)
+  /// `online`: also the pipeline's stages before lowering that an online loop needs.
+  Prepared(const std::string& source, const std::string& schedule, bool online = false)
       : diags("test.dt", source), front(run_frontend(source, diags)) {
     EXPECT_TRUE(front) << diags.render();
     Schedule written;
@@ -26,6 +38,10 @@ struct Prepared {
     py = std::make_unique<PythonNames>(front->program);
     inline_fused_funcs(front->program, *plan, diags);
     split_reductions(front->program, *plan, *py, diags);
+    if (online) {
+      fold_tied_reductions(front->program, *plan);
+      plan_online(front->program, *plan, diags);
+    }
     EXPECT_FALSE(diags.has_errors()) << diags.render();
   }
   const ir::Symbol* func(const std::string& name) const {
@@ -332,6 +348,119 @@ TEST(WarpPartitions, ASliceKeepsEveryBindingANeededNameDependsOn) {
   std::set<std::string> needed{"a", "c"};
   EXPECT_EQ(bound(kir::slice(stmts, needed)), (std::vector<std::string>{"a", "b", "c", "a"}));
   EXPECT_FALSE(needed.count("e"));
+}
+
+// FlashAttention over [b, h, s, d] (templates/flash_attention.dt), its online loop specialized.
+const char* kFlash = R"(Func out, qk, mx, e, s, p;
+In   Q, K, V;
+Var  b, h, m, n;
+RVar k, l;
+qk[b, h, m, l] = rdot(Q[b, h, m, k], K[b, h, l, k], k) / sqrt(len(k));
+mx[b, h, m]    = rmax(qk[b, h, m, l], l);
+e[b, h, m, l]  = exp(qk[b, h, m, l] - mx[b, h, m]);
+s[b, h, m]     = rsum(e[b, h, m, l], l);
+p[b, h, m, l]  = e[b, h, m, l] / s[b, h, m];
+out[b, h, m, n] = rdot(p[b, h, m, l], V[b, h, l, n], l);
+out.compile();
+)";
+
+const char* kFlashSchedule =
+    "p.fuse_at(out, m); e.fuse_at(out, m); s.fuse_at(out, m); qk.fuse_at(out, m); "
+    "mx.fuse_at(out, m); out.block(b:1, h:1, m:128); out.tensorize(m:0, n:0, k:0, l:64); "
+    "out.map(b, h, m); out.online(l); out.tma(Q, K, V); out.warp_specialize(l); "
+    "out.num_warps(8); out.num_stages(2)";
+
+/// `kernel` after the kernel passes, in the order of Lower.cpp's kKernelPasses (the form the
+/// partitions are found in).
+kir::Kernel passed(kir::Kernel kernel) {
+  fold_scale_constants(kernel);
+  max_before_scale(kernel);
+  hoist_loop_invariants(kernel);
+  eliminate_common_subexpressions(kernel);
+  simplify_masks(kernel);
+  eliminate_dead_code(kernel);
+  keep_rereads_in_cache(kernel);
+  peel_partial_tiles(kernel);
+  return kernel;
+}
+
+TEST(OnlinePartitions, FlashAttentionSplitsIntoAProducerAndConsumers) {
+  Prepared p(kFlash, kFlashSchedule, true);
+  kir::Kernel k = passed(p.lower("out"));
+  std::string why;
+  std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
+  ASSERT_TRUE(parts) << why;
+  ASSERT_EQ(parts->loops.size(), 1u);
+  const kir::OnlinePartitions::Loop& l = parts->loops[0];
+  EXPECT_EQ(parts->q->name, "Q_tile");
+  EXPECT_EQ(l.k->name, "K_tile");
+  EXPECT_EQ(l.v->name, "V_tile");
+  EXPECT_EQ(l.v_read, "dot_V"); // the values cast to the queries' dtype
+  EXPECT_EQ(parts->acc, "l_acc");
+  // Values over [b, h, m, n, l, k]: rows m, keys l, the output's columns n.
+  EXPECT_EQ(parts->rank_of_values, 6);
+  EXPECT_EQ(parts->row_axis, 2);
+  EXPECT_EQ(parts->score_axis, 4);
+  EXPECT_EQ(parts->out_axis, 3);
+  EXPECT_EQ(parts->rows, (kir::Extent{128, ""}));
+  EXPECT_EQ(parts->score_cols, (kir::Extent{64, ""}));
+  EXPECT_EQ(parts->out_cols.param, "n_TILE");
+  // The producer: the descriptors and the blocks' starts; the consumer: the indices and masks
+  // of the output, the running values' zeros, none of the loads or the pointer loads' masks.
+  std::vector<std::string> producer = bound(parts->producer_before);
+  std::vector<std::string> consumer = bound(parts->consumer_before);
+  std::vector<std::string> in_loop = bound(l.consumer);
+  EXPECT_TRUE(has(producer, "Q_desc") && has(producer, "K_desc") && has(producer, "m_start"));
+  EXPECT_FALSE(has(producer, "m_mask") || has(producer, "l_max"));
+  EXPECT_TRUE(has(consumer, "m_mask") && has(consumer, "l_max") && has(consumer, "l_acc"));
+  EXPECT_FALSE(has(consumer, "Q_desc") || has(consumer, "Q_tile") || has(consumer, "m_vec_mask"));
+  EXPECT_TRUE(has(in_loop, "k_dot") && has(in_loop, "l_acc") && has(in_loop, "l_max"));
+  EXPECT_FALSE(has(in_loop, "K_tile") || has(in_loop, "dot_V") || has(in_loop, "l_vec_mask"));
+}
+
+TEST(OnlinePartitions, EveryValueHasTheFormOfItsAxes) {
+  Prepared p(kFlash, kFlashSchedule, true);
+  kir::Kernel k = passed(p.lower("out"));
+  std::string why;
+  std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
+  ASSERT_TRUE(parts) << why;
+  using Kind = kir::Form::Kind;
+  using Of = kir::Form::Of;
+  const kir::Extent one{1, ""}, rows{128, ""}, keys{64, ""}, cols{0, "n_TILE"}, d{0, "k_TILE"};
+  auto form = [&](kir::Shape shape) { return kir::form_of_shape(*parts, shape); };
+  EXPECT_EQ(form({one, one, rows, one, one, one}), (kir::Form{Kind::Rows, Of::Scores}));
+  EXPECT_EQ(form({one, one, one, one, keys, one}), (kir::Form{Kind::Cols, Of::Scores}));
+  EXPECT_EQ(form({one, one, rows, one, keys, one}), (kir::Form{Kind::Tile, Of::Scores}));
+  EXPECT_EQ(form({one, one, rows, cols, one, one}), (kir::Form{Kind::Tile, Of::Output}));
+  EXPECT_EQ(form({one, one, one, one, one, one}), (kir::Form{}));
+  EXPECT_EQ(form({rows, cols}), (kir::Form{Kind::Tile, Of::Output})); // the accumulator
+  EXPECT_FALSE(form({one, one, rows, one, one, d}));                  // over k: the producer's
+  EXPECT_FALSE(form({one, one, rows, cols, keys, one}));              // two column axes
+  // Operands together: a row and a column vector make a tile; two column axes do not combine;
+  // row vectors of either product do (the other is converted).
+  const kir::Form r{Kind::Rows, Of::Scores}, ro{Kind::Rows, Of::Output}, co{Kind::Cols, Of::Output},
+      ts{Kind::Tile, Of::Scores};
+  EXPECT_EQ(kir::combine_forms(*parts, {r, co}), (kir::Form{Kind::Tile, Of::Output}));
+  EXPECT_FALSE(kir::combine_forms(*parts, {ts, co}));
+  EXPECT_EQ(kir::combine_forms(*parts, {r, ro}), r);
+  EXPECT_EQ(kir::combine_forms(*parts, {kir::Form{}, ts}), ts);
+}
+
+TEST(OnlinePartitions, TheCausalLoopsShareOneRing) {
+  std::string causal = kFlash;
+  causal.replace(causal.find("rdot(Q[b, h, m, k], K[b, h, l, k], k) / sqrt(len(k))"),
+                 std::string("rdot(Q[b, h, m, k], K[b, h, l, k], k) / sqrt(len(k))").size(),
+                 "where(l <= m, rdot(Q[b, h, m, k], K[b, h, l, k], k) / sqrt(len(k)), -inf)");
+  Prepared p(causal, kFlashSchedule, true);
+  kir::Kernel k = passed(p.lower("out"));
+  std::string why;
+  std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
+  ASSERT_TRUE(parts) << why;
+  ASSERT_EQ(parts->loops.size(), 2u); // before the diagonal, and the diagonal under the mask
+  EXPECT_EQ(parts->loops[0].loop->name, "l_iter");
+  EXPECT_EQ(parts->loops[1].loop->name, "r2_l_iter");
+  EXPECT_EQ(parts->loops[1].k->name, "K_tile_2");
+  EXPECT_TRUE(has(bound(parts->consumer_before), "l_diagonal"));
 }
 
 } // namespace

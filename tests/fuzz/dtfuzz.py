@@ -1618,6 +1618,12 @@ def online_statements(rng, prog, statements, fused):
     out.append(f"o_out.online({l})")
     if rng.random() < 0.7 and not any(st.startswith("o_out.tensorize(") for st in statements):
         out.append(f"o_out.tensorize({l}:{rng.choice([1, 2, 4, 8, 16])})")
+    if rng.random() < 0.2 and prog.func("o_out")[2][0] == "dot":
+        # The online loop warp-specialized (on Hopper its Gluon form, kir/OnlinePartitions.h),
+        # the inputs through descriptors: printed and, with --hopper, compiled for sm_90.
+        if not any(st.startswith("o_out.tma(") for st in statements):
+            out.append(f"o_out.tma({', '.join(prog.inputs)})")
+        out.append(f"o_out.warp_specialize({l})")
     return out
 
 
