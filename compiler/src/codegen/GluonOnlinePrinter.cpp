@@ -21,6 +21,7 @@
 #include "kir/OnlinePartitions.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace dtc {
 namespace {
@@ -31,10 +32,6 @@ using kir::ExprKind;
 using kir::Form;
 using Kind = Form::Kind;
 using Of = Form::Of;
-
-std::string extent_text(const kir::Extent& x) {
-  return x.param.empty() ? std::to_string(x.n) : x.param;
-}
 
 /// A printed value and its form.
 struct Value {
@@ -50,11 +47,10 @@ public:
 
   std::string run() {
     std::string out = helpers();
-    out += "\n\n" +
-           partition("_load", "The producer of " + k_.name +
-                                  "_gluon: the tiles into "
-                                  "shared memory.") +
-           producer();
+    out +=
+        "\n\n" +
+        partition("_load", "The producer of " + k_.name + "_gluon: the tiles into shared memory.") +
+        producer();
     out += "\n\n" +
            partition("_online", "A consumer of " + k_.name +
                                     "_gluon: the loop on its rows, and what follows.") +
@@ -65,7 +61,7 @@ public:
       const Expr& desc = *load.value->args[0];
       std::string block;
       for (const kir::Extent& x : desc.type.shape)
-        block += (block.empty() ? "" : ", ") + extent_text(x);
+        block += (block.empty() ? "" : ", ") + kir::to_string(x);
       return "    " + name + " = gl.allocate_shared_memory(" + load.value->type.elem_of +
              ".dtype.element_ty, [" + (count.empty() ? "" : count + ", ") + block + "],\n        " +
              kir::gluon_shared_layout(desc.type.shape, load.value->type.elem_of) + ")\n";
@@ -168,8 +164,8 @@ private:
   // where the tensor holds it transposed.
   std::string view(const kir::Stmt& load, const std::string& buffer) const {
     const kir::Shape& block = load.value->args[0]->type.shape;
-    std::string text = buffer + ".reshape([" + extent_text(block[block.size() - 2]) + ", " +
-                       extent_text(block.back()) + "])";
+    std::string text = buffer + ".reshape([" + kir::to_string(block[block.size() - 2]) + ", " +
+                       kir::to_string(block.back()) + "])";
     return load.value->value_int ? text + ".permute((1, 0))" : text;
   }
 
@@ -178,10 +174,10 @@ private:
     std::string out;
     out += "    _dt_S: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
            "warps_per_cta=[4, 1],\n        instr_shape=[16, " +
-           extent_text(p_.score_cols) + ", 16])  # the scores'\n";
+           kir::to_string(p_.score_cols) + ", 16])  # the scores'\n";
     out += "    _dt_O: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
            "warps_per_cta=[4, 1],\n        instr_shape=[16, " +
-           extent_text(p_.out_cols) + ", 16])  # the accumulator's\n";
+           kir::to_string(p_.out_cols) + ", 16])  # the accumulator's\n";
     out += statements(p_.consumer_before, 1);
     std::string q = view(*p_.q, "_dt_q");
     if (consumers_ > 1)
@@ -206,7 +202,7 @@ private:
         out += "        mbarrier.wait(_dt_k_ready.index(_dt_slot), _dt_phase)\n";
         out += "        " + s->name + " = warpgroup_mma(_dt_q_tile, " +
                view(*l.k, "_dt_k_ring.index(_dt_slot)") + ",\n            gl.full([" +
-               std::to_string(rows_) + ", " + extent_text(p_.score_cols) +
+               std::to_string(rows_) + ", " + kir::to_string(p_.score_cols) +
                "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
         out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
                ",))\n";
@@ -326,7 +322,7 @@ private:
                        ", layout=gl.SliceLayout(1, _dt_S)) + _dt_which * " + std::to_string(rows_) +
                        ")"
                  : "gl.arange(0, " + std::to_string(rows_) + ", layout=gl.SliceLayout(1, _dt_S))";
-    return "gl.arange(0, " + extent_text(extent) + ", layout=gl.SliceLayout(0, " + layout(f.of) +
+    return "gl.arange(0, " + kir::to_string(extent) + ", layout=gl.SliceLayout(0, " + layout(f.of) +
            "))";
   }
 
@@ -360,7 +356,7 @@ private:
                     ", gl.float32, gl.SliceLayout(1, " + layout(f.of) + "))",
                 f};
       return {"gl.full([" + std::to_string(rows_) + ", " +
-                  extent_text(f.of == Of::Scores ? p_.score_cols : p_.out_cols) + "], " + value +
+                  kir::to_string(f.of == Of::Scores ? p_.score_cols : p_.out_cols) + "], " + value +
                   ", gl.float32, " + layout(f.of) + ")",
               f};
     }

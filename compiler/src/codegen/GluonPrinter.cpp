@@ -26,14 +26,10 @@ namespace {
 
 using kir::Dialect;
 
-std::string extent_text(const kir::Extent& x) {
-  return x.param.empty() ? std::to_string(x.n) : x.param;
-}
-
 std::string block_text(const kir::Shape& shape) {
   std::string s;
   for (const kir::Extent& x : shape)
-    s += (s.empty() ? "" : ", ") + extent_text(x);
+    s += (s.empty() ? "" : ", ") + kir::to_string(x);
   return s;
 }
 

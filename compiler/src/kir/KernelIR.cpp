@@ -102,10 +102,14 @@ void hash_combine(size_t& seed, size_t v) {
 
 } // namespace
 
+std::string to_string(const Extent& x) {
+  return x.param.empty() ? std::to_string(x.n) : x.param;
+}
+
 std::string to_string(const Shape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + (shape[i].param.empty() ? std::to_string(shape[i].n) : shape[i].param);
+    s += (i ? ", " : "") + to_string(shape[i]);
   return s + "]";
 }
 

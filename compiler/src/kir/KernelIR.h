@@ -56,6 +56,8 @@ struct Type {
   }
 };
 
+/// An extent as the printers write it: its number, or its parameter's name.
+std::string to_string(const Extent& x);
 std::string to_string(const Shape& shape);
 std::string to_string(const Type& type);
 
