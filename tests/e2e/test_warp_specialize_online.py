@@ -11,6 +11,7 @@ import torch
 
 from conftest import ROOT, compile_source, run_dtc
 from hopper import compile_for_hopper
+from test_online import ATTENTION
 
 FLASH = (ROOT / "templates" / "flash_attention.dt").read_text()
 CAUSAL = (ROOT / "templates" / "flash_attention_causal.dt").read_text()
@@ -156,19 +157,8 @@ def test_the_label_specialized_is_the_online_one(tmp_path):
 
 
 # Attention over [m, k] and [l, k] matrices (no batch or head), with its log-sum-exp.
-MATRICES = """Func out, lse, qk, mx, e, s, p;
-In Q, K, V;
-Var m, n;
-RVar k, l;
-qk[m, l] = rdot(Q[m, k], K[l, k], k) / sqrt(len(k));
-mx[m] = rmax(qk[m, l], l);
-e[m, l] = exp(qk[m, l] - mx[m]);
-s[m] = rsum(e[m, l], l);
-p[m, l] = e[m, l] / s[m];
-lse[m] = mx[m] + log(s[m]);
-out[m, n] = rdot(p[m, l], V[l, n], l);
-out.compile();
-"""
+MATRICES = ATTENTION.replace("Func out,", "Func out, lse,").replace(
+    "out[m, n] =", "lse[m] = mx[m] + log(s[m]);\nout[m, n] =")
 MATRICES_FUSED = ("p.fuse_at(out, m); e.fuse_at(out, m); s.fuse_at(out, m); qk.fuse_at(out, m); "
                   "mx.fuse_at(out, m); out.online(l); out.tma(Q, K, V); out.warp_specialize(l); ")
 
@@ -178,8 +168,7 @@ def test_an_output_block_as_wide_as_the_key_step_and_a_row_vector_stored_beside(
     """Blocks of the output's columns as wide as the key step (the two products' layouts are
     then one), and a log-sum-exp stored beside the output (a row vector: a store of its own
     form). Compiled for sm_90; under the interpreter against float64."""
-    src = MATRICES if lse else MATRICES.replace("lse[m] = mx[m] + log(s[m]);\n", "").replace(
-        "Func out, lse,", "Func out,")
+    src = MATRICES if lse else ATTENTION
     sched = MATRICES_FUSED + ("lse.store_in(out); " if lse else "") + \
         "out.block(m:64, n:64); out.tensorize(m:0, n:0, k:0, l:64); out.num_warps(4); " \
         "out.num_stages(2)"

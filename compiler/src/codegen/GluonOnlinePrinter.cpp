@@ -81,22 +81,11 @@ public:
     out += "        # every consumer reads every buffer\n";
     out +=
         "        mbarrier.init(_dt_empty.index(_dt_i), count=" + std::to_string(consumers_) + ")\n";
-    // The arguments written out in each pair: a tuple bound to a name first would pass the
-    // constexpr parameters on as run-time values.
-    std::string args, line;
-    for (const kir::Param& param : k_.params) {
-      if (line.size() > 60) {
-        args += line + "\n            ";
-        line.clear();
-      }
-      line += " " + param.name + ",";
-    }
-    args += line + "\n            " + shared_args();
+    const std::string args = partition_args(k_, shared_args());
     out += "    gl.warp_specialize([\n";
     for (int c = 0; c < consumers_; ++c)
-      out += "        (" + k_.name + "_online, (" + args.substr(1) + ", " + std::to_string(c) +
-             ")),\n";
-    out += "        (" + k_.name + "_load, (" + args.substr(1) + ", 0)),\n";
+      out += "        (" + k_.name + "_online, (" + args + ", " + std::to_string(c) + ")),\n";
+    out += "        (" + k_.name + "_load, (" + args + ", 0)),\n";
     std::string warps, regs;
     for (int c = 1; c < consumers_; ++c) {
       warps += "4, ";

@@ -88,20 +88,10 @@ public:
     out += "    for _dt_i in gl.static_range(" + stages_ + "):\n";
     out += "        mbarrier.init(_dt_ready.index(_dt_i), count=1)\n";
     out += "        mbarrier.init(_dt_empty.index(_dt_i), count=1)\n";
-    // The arguments written out in each pair: a tuple bound to a name first would pass the
-    // constexpr parameters on as run-time values.
-    std::string args, line;
-    for (const kir::Param& param : k_.params) {
-      if (line.size() > 60) {
-        args += line + "\n           ";
-        line.clear();
-      }
-      line += " " + param.name + ",";
-    }
-    args += line + "\n            " + shared_args() + ")";
+    const std::string args = partition_args(k_, shared_args()) + ")";
     out += "    gl.warp_specialize([\n";
-    out += "        (" + k_.name + "_mma, (" + args.substr(1) + "),\n";
-    out += "        (" + k_.name + "_load, (" + args.substr(1) + "),\n";
+    out += "        (" + k_.name + "_mma, (" + args + "),\n";
+    out += "        (" + k_.name + "_load, (" + args + "),\n";
     out += "    ], [1], [24])\n";
     return wrap(out);
   }
@@ -264,6 +254,20 @@ private:
 };
 
 } // namespace
+
+std::string partition_args(const kir::Kernel& kernel, const std::string& shared) {
+  // Written out in each pair: a tuple bound to a name first would pass the constexpr
+  // parameters on as run-time values.
+  std::string args, line;
+  for (const kir::Param& param : kernel.params) {
+    if (line.size() > 60) {
+      args += line + "\n            ";
+      line.clear();
+    }
+    line += (line.empty() && args.empty() ? "" : " ") + param.name + ",";
+  }
+  return args + line + "\n            " + shared;
+}
 
 std::string print_hopper_launch(const kir::Kernel& kernel, const std::vector<std::string>& flags,
                                 int warpgroups, int warps) {

@@ -38,6 +38,9 @@ std::string kernel_params_text(const kir::Kernel& kernel);
 /// `<name>_gluon`, its producer and consumer partitions, and `<name>_hopper`, the launch that
 /// runs it on Hopper GPUs where the product qualifies and the Triton kernel elsewhere
 /// (dt_runtime.py's _DtHopper). Empty where the kernel has no such partitions.
+/// The arguments a Gluon kernel passes each of its partitions: its parameters, then `shared`
+/// (the shared memory they share), in lines of Python.
+std::string partition_args(const kir::Kernel& kernel, const std::string& shared);
 /// `<k>_hopper = _DtHopper(...)`: the launch of kernel `kernel`'s Gluon form where the constexpr
 /// `flags` hold on Hopper, with `warpgroups` (the producer's included) sharing the registers and
 /// `warps` warps at launch (0: the kernel's own).
