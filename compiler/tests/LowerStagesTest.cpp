@@ -463,5 +463,38 @@ TEST(OnlinePartitions, TheCausalLoopsShareOneRing) {
   EXPECT_TRUE(has(bound(parts->consumer_before), "l_diagonal"));
 }
 
+TEST(OnlinePartitions, PersistentProgramsLoopOverBlocks) {
+  // persistent(...): the online loop is in the loop over blocks. What does not change from
+  // block to block (the descriptors, the ranges, the scale) is the partitions' `outer`, each
+  // taking what it reads; the block's starts and the running values are in the block.
+  Prepared p(kFlash, std::string(kFlashSchedule) + "; out.persistent(interleaved)", true);
+  kir::Kernel k = passed(p.lower("out"));
+  std::string why;
+  std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
+  ASSERT_TRUE(parts) << why;
+  ASSERT_TRUE(parts->blocks);
+  EXPECT_EQ(parts->blocks->name, "pid");
+  ASSERT_EQ(parts->loops.size(), 1u);
+  EXPECT_EQ(parts->q->name, "Q_tile");
+  std::vector<std::string> producer_outer = bound(parts->producer_outer);
+  std::vector<std::string> consumer_outer = bound(parts->consumer_outer);
+  EXPECT_TRUE(has(producer_outer, "Q_desc") && has(producer_outer, "V_desc") &&
+              has(producer_outer, "blocks") && has(producer_outer, "m_blocks"));
+  EXPECT_FALSE(has(producer_outer, "m_arange") || has(producer_outer, "inverse"));
+  EXPECT_TRUE(has(consumer_outer, "m_arange") && has(consumer_outer, "inverse") &&
+              has(consumer_outer, "blocks"));
+  EXPECT_FALSE(has(consumer_outer, "Q_desc"));
+  EXPECT_TRUE(has(bound(parts->producer_before), "m_start"));
+  EXPECT_TRUE(has(bound(parts->consumer_before), "l_max") &&
+              has(bound(parts->consumer_before), "m_mask"));
+  // Without persistent programs there is no loop over blocks and nothing before it.
+  Prepared plain(kFlash, kFlashSchedule, true);
+  kir::Kernel one = passed(plain.lower("out"));
+  std::optional<kir::OnlinePartitions> per_block = kir::online_partitions(one, why);
+  ASSERT_TRUE(per_block) << why;
+  EXPECT_FALSE(per_block->blocks);
+  EXPECT_TRUE(per_block->outer.empty() && per_block->consumer_outer.empty());
+}
+
 } // namespace
 } // namespace dtc

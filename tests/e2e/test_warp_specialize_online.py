@@ -201,3 +201,42 @@ def test_an_online_loop_inside_another_warns_and_keeps_the_plain_loop(tmp_path):
     assert ("on Hopper the online loop runs in a producer and consumer partitions, and here the "
             "online loop runs inside another loop") in r.stderr, r.stderr
     assert "_gluon" not in out.read_text()
+
+
+@pytest.mark.parametrize("source,order", [(FLASH, "interleaved"), (CAUSAL, "blocked")])
+def test_persistent_programs_walk_the_blocks_in_both_partitions(tmp_path, source, order):
+    """persistent(...): the producer and the consumers loop over the same blocks. The
+    descriptors are made once per program; the query buffer is taken again for the next block
+    once both consumers have run their loops (`_dt_q_empty`), its phase the count of blocks
+    done; the ring's count runs on across blocks. Compiled for sm_90; under the interpreter
+    (3 programs for 8 blocks) the Triton kernel, against float64."""
+    causal = source is CAUSAL
+    module, text = compile_source(tmp_path, source,
+                                  schedule(128, 64, 8, 2) + f"; out.persistent({order})")
+    load = kernel_of(text, "out__kernel_load").split('"""')[2]
+    online = kernel_of(text, "out__kernel_online").split('"""')[2]
+    gluon = kernel_of(text, "out__kernel_gluon").split('"""')[2]
+    blocks = re.compile(r"\n    for pid in range\(.*\):\n")
+    for part in (load, online):
+        at = blocks.search(part)
+        head, block = part[:at.start()], part[at.end():]
+        assert "_dt_at = 0" in head and "_dt_done = 0" in head
+        assert "_dt_at = 0" not in block and block.count("_dt_done += 1") == 1
+        assert block.count("_dt_at += 1") == (2 if causal else 1)
+    head = load[:blocks.search(load).start()]
+    assert head.count("tma.make_tensor_descriptor(") == 3
+    assert load.count("tma.make_tensor_descriptor(") == 3
+    assert "        mbarrier.wait(_dt_q_empty, (_dt_done & 1) ^ 1)\n" \
+        "        mbarrier.expect(_dt_q_ready, Q_desc.block_type.nbytes)\n" in load
+    assert "        mbarrier.wait(_dt_q_ready, _dt_done & 1)\n" in online
+    # The queries are released after the loops, before the block's output is computed.
+    assert online.index("mbarrier.arrive(_dt_q_empty, count=1)") < online.index("gl.store(")
+    assert "mbarrier.init(_dt_q_empty, count=2)" in gluon
+    compiled = compile_for_hopper(tmp_path / "prog.py", "out__kernel_gluon", "bf16", tiles=128,
+                                  num_warps=4)
+    ptx = compiled["ptx"]
+    assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx and "ld.local" not in ptx
+    torch.manual_seed(13)
+    Q, K, V = (torch.randn(2, 2, 250, 16).bfloat16() for _ in range(3))
+    torch.testing.assert_close(module.out(Q, K, V).double(), attention(Q, K, V, causal=causal),
+                               rtol=2e-2, atol=2e-2)

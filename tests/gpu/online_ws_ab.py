@@ -1,13 +1,14 @@
 """GPU benchmark (not a test): dtc's FlashAttention with its online loop warp-specialized
-(`out.warp_specialize(l)`), which runs on Hopper as the Gluon kernel dtc prints for it
-(kir/OnlinePartitions.h: a TMA producer warp, a consumer warpgroup per 64 query rows), against
+(`out.warp_specialize(l)`; modules `*_wsp` with persistent programs as well), which runs on
+Hopper as the Gluon kernel dtc prints for it (kir/OnlinePartitions.h: a TMA producer warp, a
+consumer warpgroup per 64 query rows), against
 the same schedules without it (Triton's kernel) and SDPA's default backend, bf16, in one run,
 causal (`templates/flash_attention_causal.dt`, modules named `c_*`) and not.
 Each module's output is first checked against SDPA (written into a NaN-filled tensor: every row
 written, relative L2 error below 2e-2); the launched kernel is reported.
 
     python3 tests/gpu/online_ws_ab.py make [.gpu/ows]     (here: the modules)
-    python3 tests/gpu/online_ws_ab.py run [.gpu/ows] [B,H,S,D ...]   (on the GPU)
+    python3 tests/gpu/online_ws_ab.py run [.gpu/ows] [B,H,S,D ...] [--modules GLOB]  (on the GPU)
 """
 import argparse
 import pathlib
@@ -25,8 +26,8 @@ def make(out):
     out.mkdir(parents=True, exist_ok=True)
     for template, prefix in (("flash_attention", ""), ("flash_attention_causal", "c_")):
         for bm, bl, w, st in SCHEDULES:
-            for ws in (True, False) if w == 8 else (False,):
-                name = f"{prefix}m{bm}_l{bl}_w{w}_s{st}{'_ws' if ws else ''}"
+            for ws in ("ws", "wsp", "") if w == 8 else ("",):
+                name = f"{prefix}m{bm}_l{bl}_w{w}_s{st}{'_' + ws if ws else ''}"
                 subprocess.run([str(ROOT / "build/compiler/dtc"),
                                 str(ROOT / f"templates/{template}.dt"), "-o",
                                 str(out / f"{name}.py"), "--schedule",
@@ -36,10 +37,11 @@ def make(out):
                                 f"out.tensorize(m:0, n:0, k:0, l:{bl}); out.map(b, h, m); "
                                 f"out.online(l); out.tma(Q, K, V); "
                                 f"{'out.warp_specialize(l); ' if ws else ''}"
+                                f"{'out.persistent(interleaved); ' if ws == 'wsp' else ''}"
                                 f"out.num_warps({w}); out.num_stages({st})"], check=True)
 
 
-def run(out, only=()):
+def run(out, only=(), pattern="*"):
     sys.path.insert(0, str(ROOT / "tests/gpu"))
     import torch
     import torch.nn.functional as F
@@ -50,7 +52,7 @@ def run(out, only=()):
     def ms(fn):
         return triton.testing.do_bench(fn, warmup=10, rep=60)
 
-    mods = {p.stem: load(p) for p in sorted(out.glob("*.py"))}
+    mods = {p.stem: load(p) for p in sorted(out.glob(pattern + ".py"))}
     for shape in [x for x in SHAPES if not only or x in only]:
         for causal in (False, True):
             b, h, s, d = shape
@@ -88,8 +90,9 @@ if __name__ == "__main__":
     parser.add_argument("step", choices=["make", "run"])
     parser.add_argument("dir", nargs="?", default=str(ROOT / ".gpu/ows"))
     parser.add_argument("shapes", nargs="*", help="B,H,S,D: these of SHAPES only")
+    parser.add_argument("--modules", default="*", help="these modules only (a glob)")
     a = parser.parse_args()
     if a.step == "make":
         make(pathlib.Path(a.dir))
     else:
-        run(pathlib.Path(a.dir), [tuple(map(int, x.split(","))) for x in a.shapes])
+        run(pathlib.Path(a.dir), [tuple(map(int, x.split(","))) for x in a.shapes], a.modules)

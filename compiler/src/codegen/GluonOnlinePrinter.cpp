@@ -10,6 +10,9 @@
 //   <name>_gluon    the kernel: the buffers and barriers, then the partitions;
 //   <name>_hopper   the launch (dt_runtime.py's _DtHopper).
 //
+// With persistent programs the producer and the consumers each run the loop over the blocks
+// around the above; the query buffer is taken again once every consumer has run its loops.
+//
 // Every value is printed in its form (kir::Form): a tile over the rows and the keys in the
 // layout the warpgroup instructions give the scores (`_dt_S`), one over the rows and the output
 // columns in the accumulator's (`_dt_O`), vectors along the rows or columns in slices of those,
@@ -69,12 +72,14 @@ public:
     out += buffer("_dt_q", *p_.q, "");
     out += buffer("_dt_k_ring", *p_.loops.front().k, stages_);
     out += buffer("_dt_v_ring", *p_.loops.front().v, stages_);
-    out +=
-        "    _dt_q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())\n";
+    for (const char* bar : {"_dt_q_ready", "_dt_q_empty"})
+      out += "    " + std::string(bar) +
+             " = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())\n";
     for (const char* bar : {"_dt_k_ready", "_dt_v_ready", "_dt_empty"})
       out += "    " + std::string(bar) + " = gl.allocate_shared_memory(gl.int64, [" + stages_ +
              ", 1], mbarrier.MBarrierLayout())\n";
     out += "    mbarrier.init(_dt_q_ready, count=1)\n";
+    out += "    mbarrier.init(_dt_q_empty, count=" + std::to_string(consumers_) + ")\n";
     out += "    for _dt_i in gl.static_range(" + stages_ + "):\n";
     out += "        mbarrier.init(_dt_k_ready.index(_dt_i), count=1)\n";
     out += "        mbarrier.init(_dt_v_ready.index(_dt_i), count=1)\n";
@@ -97,7 +102,8 @@ public:
 
 private:
   std::string shared_args() const {
-    return "_dt_q, _dt_k_ring, _dt_v_ring, _dt_q_ready, _dt_k_ready, _dt_v_ready, _dt_empty";
+    return "_dt_q, _dt_k_ring, _dt_v_ring, _dt_q_ready, _dt_q_empty, _dt_k_ready, _dt_v_ready, "
+           "_dt_empty";
   }
 
   std::string partition(const std::string& suffix, const std::string& doc) const {
@@ -121,31 +127,49 @@ private:
            barrier + ", " + into + ")";
   }
 
+  // The depth of the block's statements: 1, or 2 in the loop over blocks.
+  int block_depth() const { return p_.blocks ? 2 : 1; }
+
+  // The loop over blocks (persistent programs), after the statements before it, with the
+  // count of blocks done (the query buffer's phase); nothing with one block per program.
+  std::string blocks(const std::vector<const kir::Stmt*>& outer) {
+    std::string out = statements(outer, 1);
+    out += "    _dt_at = 0  # key and value tiles taken so far: the ring's slot and phase\n";
+    if (!p_.blocks) return out;
+    out += "    _dt_done = 0  # blocks done: the query buffer's phase\n";
+    return out + "    for " + p_.blocks->name + " in " +
+           kir::print_loop_head(*p_.blocks, Dialect::Gluon) + ":\n";
+  }
+
   std::string producer() {
     names_.clear();
-    std::string out = statements(p_.producer_before, 1);
+    const std::string in(4 * block_depth(), ' ');
+    std::string out = blocks(p_.producer_outer); // first: it gives the names their forms
+    out += statements(p_.producer_before, block_depth());
     const std::string q = p_.q->value->args[0]->name;
-    out += "    mbarrier.expect(_dt_q_ready, " + q + ".block_type.nbytes)\n";
-    out += "    " + copy(*p_.q, "_dt_q_ready", "_dt_q") + "\n";
-    out += "    _dt_at = 0  # key and value tiles taken so far: the ring's slot and phase\n";
+    if (p_.blocks) // the consumers are done with the last block's queries
+      out += in + "mbarrier.wait(_dt_q_empty, (_dt_done & 1) ^ 1)\n";
+    out += in + "mbarrier.expect(_dt_q_ready, " + q + ".block_type.nbytes)\n";
+    out += in + copy(*p_.q, "_dt_q_ready", "_dt_q") + "\n";
     for (const kir::OnlinePartitions::Loop& l : p_.loops) {
-      out += "    for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) +
+      out += in + "for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) +
              ":\n";
-      out += "        _dt_slot = _dt_at % " + stages_ + "\n";
-      out +=
-          "        mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ + " & 1) ^ 1)\n";
+      out += in + "    _dt_slot = _dt_at % " + stages_ + "\n";
+      out += in + "    mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ +
+             " & 1) ^ 1)\n";
       for (const auto& [load, ring, ready] :
            {std::tuple{l.k, "_dt_k_ring", "_dt_k_ready"}, {l.v, "_dt_v_ring", "_dt_v_ready"}}) {
         const std::string desc = load->value->args[0]->name;
-        out += "        mbarrier.expect(" + std::string(ready) + ".index(_dt_slot), " + desc +
+        out += in + "    mbarrier.expect(" + std::string(ready) + ".index(_dt_slot), " + desc +
                ".block_type.nbytes)\n";
-        out += "        " +
+        out += in + "    " +
                copy(*load, std::string(ready) + ".index(_dt_slot)",
                     std::string(ring) + ".index(_dt_slot)") +
                "\n";
       }
-      out += "        _dt_at += 1\n";
+      out += in + "    _dt_at += 1\n";
     }
+    if (p_.blocks) out += in + "_dt_done += 1\n";
     return out;
   }
 
@@ -167,55 +191,60 @@ private:
     out += "    _dt_O: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
            "warps_per_cta=[4, 1],\n        instr_shape=[16, " +
            kir::to_string(p_.out_cols) + ", 16])  # the accumulator's\n";
-    out += statements(p_.consumer_before, 1);
     std::string q = view(*p_.q, "_dt_q");
     if (consumers_ > 1)
       q += ".slice(_dt_which * " + std::to_string(rows_) + ", " + std::to_string(rows_) + ")";
     out += "    _dt_q_tile = " + q + "\n";
-    out += "    mbarrier.wait(_dt_q_ready, 0)\n";
-    out += "    _dt_at = 0\n";
+    out += blocks(p_.consumer_outer); // first: it gives the names their forms
+    out += statements(p_.consumer_before, block_depth());
+    const std::string in(4 * block_depth(), ' ');
+    out += in + "mbarrier.wait(_dt_q_ready, " + (p_.blocks ? "_dt_done & 1" : "0") + ")\n";
     for (const kir::OnlinePartitions::Loop& l : p_.loops)
       out += loop(l);
-    out += statements(p_.after, 1);
-    return out;
+    if (p_.blocks) { // the queries are read: the producer may take the next block's
+      out += in + "mbarrier.arrive(_dt_q_empty, count=1)\n";
+      out += in + "_dt_done += 1\n";
+    }
+    return out + statements(p_.after, block_depth());
   }
 
   // A consumer's online loop: each step's scores, its statements, its update.
   std::string loop(const kir::OnlinePartitions::Loop& l) {
+    const std::string in(4 * block_depth(), ' '), body = in + "    ";
     std::string out =
-        "    for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) + ":\n";
-    out += "        _dt_slot = _dt_at % " + stages_ + "\n";
-    out += "        _dt_phase = _dt_at // " + stages_ + " & 1\n";
+        in + "for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) + ":\n";
+    out += body + "_dt_slot = _dt_at % " + stages_ + "\n";
+    out += body + "_dt_phase = _dt_at // " + stages_ + " & 1\n";
     for (const kir::Stmt* s : l.consumer) {
       if (s == l.scores) {
-        out += "        mbarrier.wait(_dt_k_ready.index(_dt_slot), _dt_phase)\n";
-        out += "        " + s->name + " = warpgroup_mma(_dt_q_tile, " +
-               view(*l.k, "_dt_k_ring.index(_dt_slot)") + ",\n            gl.full([" +
+        out += body + "mbarrier.wait(_dt_k_ready.index(_dt_slot), _dt_phase)\n";
+        out += body + s->name + " = warpgroup_mma(_dt_q_tile, " +
+               view(*l.k, "_dt_k_ring.index(_dt_slot)") + ",\n" + body + "    gl.full([" +
                std::to_string(rows_) + ", " + kir::to_string(p_.score_cols) +
                "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
-        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
-               ",))\n";
+        out +=
+            body + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name + ",))\n";
         names_[s->name] = p_.normal({Kind::Tile, Of::Scores});
         continue;
       }
       if (s == l.update) {
         const Expr& pv = *s->value;
         const Form o = p_.normal({Kind::Tile, Of::Output});
-        out += "        mbarrier.wait(_dt_v_ready.index(_dt_slot), _dt_phase)\n";
-        out += "        " + s->name + " = warpgroup_mma(gl.convert_layout(" +
-               as(expr(*pv.args[0]), p_.normal({Kind::Tile, Of::Scores})) +
-               ",\n            gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
-               view(*l.v, "_dt_v_ring.index(_dt_slot)") + ",\n            " +
+        out += body + "mbarrier.wait(_dt_v_ready.index(_dt_slot), _dt_phase)\n";
+        out += body + s->name + " = warpgroup_mma(gl.convert_layout(" +
+               as(expr(*pv.args[0]), p_.normal({Kind::Tile, Of::Scores})) + ",\n" + body +
+               "    gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
+               view(*l.v, "_dt_v_ring.index(_dt_slot)") + ",\n" + body + "    " +
                as(expr(*pv.args[2]), o) + ", is_async=True)\n";
-        out += "        " + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name +
-               ",))\n";
-        out += "        mbarrier.arrive(_dt_empty.index(_dt_slot), count=1)\n";
+        out +=
+            body + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name + ",))\n";
+        out += body + "mbarrier.arrive(_dt_empty.index(_dt_slot), count=1)\n";
         names_[s->name] = o;
         continue;
       }
-      out += statement(*s, 2);
+      out += statement(*s, block_depth() + 1);
     }
-    return out + "        _dt_at += 1\n";
+    return out + body + "_dt_at += 1\n";
   }
 
   std::string statements(const std::vector<const kir::Stmt*>& stmts, int depth) {

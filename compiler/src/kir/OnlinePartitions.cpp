@@ -25,9 +25,23 @@ int count_products(const Expr& e) {
   return n;
 }
 
-std::vector<const Stmt*> specialized_loops(const Kernel& kernel) {
+/// The statements the warp-specialized loops are among: the kernel's, or with persistent
+/// programs those of the loop over blocks, which `blocks` is then set to.
+const std::vector<StmtPtr>& loop_level(const Kernel& kernel, const Stmt** blocks) {
+  if (kernel.persistent)
+    for (const StmtPtr& s : kernel.body)
+      if (s->kind == StmtKind::For && !s->warp_specialize)
+        for (const StmtPtr& t : s->body)
+          if (t->kind == StmtKind::For && t->warp_specialize) {
+            if (blocks) *blocks = s.get();
+            return s->body;
+          }
+  return kernel.body;
+}
+
+std::vector<const Stmt*> specialized_loops(const Kernel& kernel, const Stmt** blocks = nullptr) {
   std::vector<const Stmt*> loops;
-  for (const StmtPtr& s : kernel.body)
+  for (const StmtPtr& s : loop_level(kernel, blocks))
     if (s->kind == StmtKind::For && s->warp_specialize) loops.push_back(s.get());
   return loops;
 }
@@ -288,18 +302,31 @@ bool split_loop(OnlinePartitions& p, OnlinePartitions::Loop& l, std::vector<cons
 
 std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::string& why) {
   OnlinePartitions p;
-  std::vector<const Stmt*> loops = specialized_loops(kernel);
+  std::vector<const Stmt*> loops = specialized_loops(kernel, &p.blocks);
   if (loops.empty()) {
-    why = "the online loop runs inside another loop (over blocks of the output's columns, or a "
-          "persistent grid's blocks), and the Gluon form takes one at the kernel's top level";
+    why = "the online loop runs inside another loop (over blocks of the output's columns), and "
+          "the Gluon form takes one at the kernel's top level or in a persistent grid's loop";
     return std::nullopt;
   }
   if (!has_online_loop(kernel)) {
     why = "a warp-specialized loop is not an online loop of two products";
     return std::nullopt;
   }
+  if (p.blocks) {
+    bool past = false;
+    for (const StmtPtr& s : kernel.body) {
+      if (s.get() == p.blocks) {
+        past = true;
+      } else if (!past) {
+        p.outer.push_back(s.get());
+      } else if (s->kind != StmtKind::Comment) {
+        why = "the kernel computes more after its loop over output blocks";
+        return std::nullopt;
+      }
+    }
+  }
   size_t seen = 0;
-  for (const StmtPtr& s : kernel.body) {
+  for (const StmtPtr& s : p.blocks ? p.blocks->body : kernel.body) {
     if (seen < loops.size() && s.get() == loops[seen]) {
       ++seen;
       continue;
@@ -371,8 +398,9 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
   std::set<std::string> carried = {p.acc}, needed;
   for (const Stmt* s : p.after)
     reads(*s, carried);
-  for (const Stmt* s : p.before)
-    if (s->kind == StmtKind::Assign) carried.insert(s->name);
+  for (const std::vector<const Stmt*>* stmts : {&p.outer, &p.before})
+    for (const Stmt* s : *stmts)
+      if (s->kind == StmtKind::Assign) carried.insert(s->name);
   for (size_t i = 0; i < loops.size(); ++i) {
     OnlinePartitions::Loop& l = p.loops[i];
     std::set<std::string> wanted = {p.acc};
@@ -401,6 +429,11 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
   for (const Stmt* s : p.before)
     if (s != p.q) before.push_back(s);
   p.consumer_before = slice(before, needed);
+  // With persistent programs, what they and the loop over blocks read from before it.
+  if (p.blocks)
+    for (const ExprPtr* bound : p.blocks->operands())
+      free_vars(**bound, needed);
+  p.consumer_outer = slice(p.outer, needed);
   std::set<std::string> producer_needs;
   for (const Stmt* s : p.before)
     if (s == p.q)
@@ -414,6 +447,10 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
       free_vars(**bound, producer_needs);
   }
   p.producer_before = slice(before, producer_needs);
+  if (p.blocks)
+    for (const ExprPtr* bound : p.blocks->operands())
+      free_vars(**bound, producer_needs);
+  p.producer_outer = slice(p.outer, producer_needs);
   // Every value the consumer computes has a form.
   std::map<std::string, Form> names;
   auto give = [&](const Stmt& s, std::optional<Form> f) {
@@ -425,7 +462,9 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
     names.emplace(s.name, *f); // a name bound again keeps its first form (converted to it)
     return true;
   };
-  for (const Stmt* s : p.consumer_before) {
+  std::vector<const Stmt*> consumer_first = p.consumer_outer;
+  consumer_first.insert(consumer_first.end(), p.consumer_before.begin(), p.consumer_before.end());
+  for (const Stmt* s : consumer_first) {
     if (s->kind != StmtKind::Assign) continue;
     std::optional<Form> f = online_form(p, *s->value, names);
     if (s->name == p.acc && f) f = p.normal({Kind::Tile, Of::Output}); // its zeros

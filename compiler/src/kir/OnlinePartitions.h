@@ -13,6 +13,11 @@
 //     exponentials, the sums), multiplies the probabilities by the values into the rescaled
 //     accumulator, releases the step's buffers, and after the loop runs the statements after it.
 //
+// With persistent programs (`persistent`) both partitions run the loop over the output's blocks,
+// each block as above: the query buffer is then taken again for the next block once every
+// consumer has run its loops (`q_empty`), and the ring's count runs on from block to block, so
+// the next block's tiles load while the consumers finish this one.
+//
 // The kernel's values are tiles over all of its labels, most of them of one element (b:1, h:1,
 // ..., in the form lowering gives every kernel); Gluon needs each value's layout written out.
 // Each value the consumer computes is one of four forms (`Form`): a scalar, a vector along the
@@ -57,7 +62,11 @@ struct OnlinePartitions {
     const Stmt* update = nullptr;      // the accumulator's update: dot(p, v_read, rescaled acc)
     std::vector<const Stmt*> consumer; // the consumer's statements of it (less the loads)
   };
-  std::vector<const Stmt*> before; // the kernel's statements before the loops
+  /// Persistent programs: the loop over output blocks the online loops run in, and the
+  /// kernel's statements before it (null and none: one block per program).
+  const Stmt* blocks = nullptr;
+  std::vector<const Stmt*> outer;
+  std::vector<const Stmt*> before; // the block's statements before the loops
   std::vector<Loop> loops;         // the online loops, one after the other
   std::vector<const Stmt*> after;  // the statements after them
   const Stmt* q = nullptr;         // the query tile, loaded through a descriptor before them
@@ -71,10 +80,11 @@ struct OnlinePartitions {
     if (score_cols == out_cols) f.of = Form::Of::Scores;
     return f;
   }
-  /// The consumer's statements before the loops.
-  std::vector<const Stmt*> consumer_before;
-  /// What the producer needs before the loops: the descriptors and the copies' offsets.
-  std::vector<const Stmt*> producer_before;
+  /// The consumer's statements before the loops, and before the loop over blocks.
+  std::vector<const Stmt*> consumer_before, consumer_outer;
+  /// What the producer needs before the loops (and before the loop over blocks): the
+  /// descriptors and the copies' offsets.
+  std::vector<const Stmt*> producer_before, producer_outer;
 };
 
 /// The partitions of `kernel`'s warp-specialized online loop, or nullopt with `why`.
