@@ -26,6 +26,7 @@
 #include "kir/MaxBeforeScale.h"
 #include "kir/OnlinePartitions.h"
 #include "kir/PeelPartialTile.h"
+#include "kir/RoundBeforeShift.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "kir/WarpPartitions.h"
@@ -59,6 +60,7 @@ constexpr KernelPass kKernelPasses[] = {
     {"dce", "dead code", eliminate_dead_code},
     {"evict", "cache hints for re-read inputs", keep_rereads_in_cache},
     {"peel", "the partial tile in a loop of its own", peel_partial_tiles},
+    {"round", "products rounded before a maximum is subtracted", round_before_shift},
 };
 
 /// Lowers `k`, then runs every kernel pass, verifying after each and dumping where asked.

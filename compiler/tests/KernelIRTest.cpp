@@ -9,6 +9,7 @@
 #include "kir/KirVisitor.h"
 #include "kir/MaxBeforeScale.h"
 #include "kir/PeelPartialTile.h"
+#include "kir/RoundBeforeShift.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/VerifyKernel.h"
 #include "support/Diagnostics.h"
@@ -619,6 +620,52 @@ TEST(MaxBeforeScale, OneOverTheRootOfAProductsLengthMovesOutAndANameBoundTwiceIs
               twice ? "_dt_max(t * (s * 1.4426950408889634), axis=1)"
                     : "_dt_max(t, axis=1) * (s * 1.4426950408889634)");
   }
+}
+
+// ---- products rounded before a maximum is subtracted ----------------------------------------
+
+TEST(RoundBeforeShift, AProductShiftedByAMaximumIsRoundedOnItsOwn) {
+  // y = A * 0.5, mx = max(A) * 0.5, e = exp(y - mx): the product is rounded on its own, in
+  // its binding, and a product written into the subtraction itself is too; a subtraction of
+  // something that is not a maximum, or the maximum's own product, keeps its products.
+  MaskedLoad m;
+  auto& body = m.b.k.body;
+  ExprPtr y = m.b.let(body, "y", mul(m.a, float_imm(0.5)));
+  ExprPtr mx = m.b.let(body, "mx", mul(reduce(ReduceOp::Max, m.a, 0), float_imm(0.5)));
+  ExprPtr shifted = m.b.let(body, "shifted", maximum(mx, float_imm(-1.0))); // through names
+  m.b.let(body, "e", call(Intrinsic::Exp, {sub(y, shifted)}));
+  m.b.let(body, "f", call(Intrinsic::Exp, {sub(mul(m.a, float_imm(0.25)), mx)}));
+  m.b.let(body, "g", sub(mul(m.a, float_imm(3.0)), m.a));
+  // Through a mask's select of -inf around the product (a causal mask's scores).
+  ExprPtr z = m.b.let(body, "z", mul(m.a, float_imm(2.0)));
+  m.b.let(body, "h", sub(select(m.mask, z, float_imm(-INFINITY)), mx));
+  round_before_shift(m.b.k);
+  verify_kernel(m.b.k, "products rounded before a maximum is subtracted");
+  const std::string text = m.b.text();
+  EXPECT_NE(text.find("y = _dt_mul_rn(A, 0.5)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mx = _dt_max(A, axis=0) * 0.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("f = tl.exp(_dt_mul_rn(A, 0.25) - mx)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("g = A * 3.0 - A\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("z = _dt_mul_rn(A, 2.0)\n"), std::string::npos) << text;
+}
+
+TEST(RoundBeforeShift, ALoopCarriedMaximumIsFollowed) {
+  // The online loop's form: the running maximum is carried by the loop and read through a
+  // select before the subtraction.
+  MaskedLoad m;
+  auto& body = m.b.k.body;
+  ExprPtr run = m.b.let(body, "run", full({{1, ""}}, -INFINITY));
+  StmtPtr loop = Stmt::loop("i", int_imm(0), m.b.p("n_size"), int_imm(8));
+  ExprPtr scores = m.b.let(loop->body, "scores", mul(m.a, float_imm(0.125)));
+  ExprPtr next = m.b.let(loop->body, "next", maximum(run, reduce(ReduceOp::Max, scores, 0)));
+  ExprPtr safe =
+      m.b.let(loop->body, "safe", select(lt(next, float_imm(0.0)), float_imm(0.0), next));
+  m.b.let(loop->body, "p", call(Intrinsic::Exp2, {sub(scores, safe)}));
+  loop->body.push_back(Stmt::assign("run", next));
+  body.push_back(std::move(loop));
+  round_before_shift(m.b.k);
+  verify_kernel(m.b.k, "products rounded before a maximum is subtracted");
+  EXPECT_NE(m.b.text().find("scores = _dt_mul_rn(A, 0.125)\n"), std::string::npos) << m.b.text();
 }
 
 } // namespace

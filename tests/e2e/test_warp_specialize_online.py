@@ -240,3 +240,27 @@ def test_persistent_programs_walk_the_blocks_in_both_partitions(tmp_path, source
     Q, K, V = (torch.randn(2, 2, 250, 16).bfloat16() for _ in range(3))
     torch.testing.assert_close(module.out(Q, K, V).double(), attention(Q, K, V, causal=causal),
                                rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("source", [FLASH, CAUSAL], ids=["plain", "causal"])
+def test_the_scores_are_rounded_before_the_maximum_is_subtracted(tmp_path, source):
+    """kir/RoundBeforeShift.h: the scaled scores are rounded on their own (`_dt_mul_rn`, PTX
+    mul.rn) before the running maximum is subtracted, in the Triton kernel and the Gluon one.
+    Fused into a multiply-add, the largest score minus the maximum was the product's rounding
+    error, which for scaled scores beyond 2^31 overflowed exp2 on an H200: a NaN row where
+    PyTorch's is finite (tests/gpu/online_special_values.py). Compiled for sm_90: the scores'
+    exponentials read products and subtractions, not multiply-adds. Under the causal mask in
+    both loops (the diagonal's scores are masked to -inf after the product)."""
+    _, text = compile_source(tmp_path, source, schedule(128, 128, 8, 2))
+    loops = 2 if source is CAUSAL else 1
+    for kernel in ("out__kernel", "out__kernel_online"):
+        rounded = re.findall(r"cse_\d+ = _dt_mul_rn\(k_dot(?:_2)?, cse_\d+\)",
+                             kernel_of(text, kernel))
+        assert len(rounded) == loops, kernel
+    for kernel, warps in (("out__kernel", 8), ("out__kernel_gluon", 4)):
+        ptx = compile_for_hopper(tmp_path / "prog.py", kernel, "bf16", tiles=128,
+                                 num_warps=warps)["ptx"]
+        exponentials = ptx.count("ex2.approx")
+        # Every score's exponential but the rows' rescaling factors reads a rounded product.
+        assert ptx.count("mul.rn.f32") >= exponentials * 0.9, kernel
+        assert ptx.count("fma.rn.f32") <= exponentials // 8, kernel

@@ -53,6 +53,17 @@ const std::vector<Helper>& helper_table() {
     else:
         return a / b
 )py"},
+      {"_dt_mul_rn", {}, R"py(def _dt_mul_rn(a, b):
+    # a * b rounded to float32 on its own (mul.rn), which the GPU compiler never fuses into a
+    # multiply-add with an addition that follows: a score minus the maximum of the scores is
+    # then at most 0, as PyTorch computes it (kir/RoundBeforeShift.h). Under the interpreter,
+    # and off NVIDIA GPUs, a * b.
+    if _DT_PTX:
+        return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=r,r,r", [a, b],
+                                         dtype=tl.float32, is_pure=True, pack=1)
+    else:
+        return a * b
+)py"},
       {"_dt_ldexp", {"_dt_pow2"}, R"py(def _dt_ldexp(x, k):
     # x 2^k for an int32 k in [-252, 254]: two exact powers of two, so that a result below the
     # normal range is rounded once.
@@ -342,6 +353,7 @@ const char* triton_function(kir::Intrinsic fn) {
       {kir::Intrinsic::SqrtRn, "tl.sqrt_rn"},
       {kir::Intrinsic::Fdiv, "tl.fdiv"},
       {kir::Intrinsic::DivRn, "tl.div_rn"},
+      {kir::Intrinsic::MulRn, "_dt_mul_rn"}, // mul.rn on the GPU
       {kir::Intrinsic::Fma, "tl.fma"},
       {kir::Intrinsic::Tanh, "_dt_tanh"},
       {kir::Intrinsic::Sinh, "_dt_sinh"},

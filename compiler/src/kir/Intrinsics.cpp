@@ -7,7 +7,7 @@
 namespace dtc::kir {
 namespace {
 
-constexpr std::array<IntrinsicInfo, 33> kIntrinsics = {{
+constexpr std::array<IntrinsicInfo, 34> kIntrinsics = {{
     {Intrinsic::Abs, "abs", 1},
     {Intrinsic::Ceil, "ceil", 1},
     {Intrinsic::Floor, "floor", 1},
@@ -24,6 +24,7 @@ constexpr std::array<IntrinsicInfo, 33> kIntrinsics = {{
     {Intrinsic::SqrtRn, "sqrt_rn", 1},
     {Intrinsic::Fdiv, "fdiv", 2},
     {Intrinsic::DivRn, "div_rn", 2},
+    {Intrinsic::MulRn, "mul_rn", 2}, // the passes' own: not a DT builtin
     {Intrinsic::Fma, "fma", 3},
     {Intrinsic::Tanh, "tanh", 1},
     {Intrinsic::Sinh, "sinh", 1},
@@ -53,7 +54,9 @@ const IntrinsicInfo& info(Intrinsic fn) {
 
 std::optional<Intrinsic> intrinsic_named(std::string_view name) {
   for (const IntrinsicInfo& i : kIntrinsics)
-    if (name == i.name && i.id != Intrinsic::PowHalf && i.id != Intrinsic::PowFrac) return i.id;
+    if (name == i.name && i.id != Intrinsic::PowHalf && i.id != Intrinsic::PowFrac &&
+        i.id != Intrinsic::MulRn)
+      return i.id;
   return std::nullopt;
 }
 

@@ -23,7 +23,8 @@ enum class Intrinsic {
   Sqrt,
   SqrtRn, // unary
   Fdiv,
-  DivRn, // binary
+  DivRn,
+  MulRn, // binary (MulRn: a product never fused into a multiply-add, kir/RoundBeforeShift.h)
   Fma,   // ternary
   // Accurate helpers (codegen/TritonMath.cpp): float32 in, float32 out.
   Tanh,

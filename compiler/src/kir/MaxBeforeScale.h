@@ -4,9 +4,9 @@
 // `max(where(m, t * s, -inf))`, becomes `max(where(m, t, -inf)) * s`. FlashAttention's running
 // maximum is the case: its scores are a product times 1/sqrt(d) log2(e) (FoldScaleConstants.h),
 // and once the maximum no longer reads the scaled scores, `exp2(t * s - max)` is the only use
-// of the product and costs one fused multiply-add per score instead of a multiplication for the
-// maximum and a subtraction for the exponent. On an H200 that made the online loop 13-15%
-// faster (docs/benchmarks.md).
+// of the product: one multiplication per score for both, instead of one for the maximum and one
+// for the exponent. On an H200 that made the online loop 13-15% faster (docs/benchmarks.md).
+// (The product is rounded on its own before the maximum is subtracted: RoundBeforeShift.h.)
 //
 // Exactness: rounding to nearest is monotone, so for a finite s > 0 the largest rounded product
 // is the rounded product of the largest element, NaN and infinities included (max propagates

@@ -1,0 +1,127 @@
+#include "kir/RoundBeforeShift.h"
+
+#include "kir/KirVisitor.h"
+
+#include <map>
+#include <set>
+
+namespace dtc {
+namespace {
+
+using kir::BinOp;
+using kir::Expr;
+using kir::ExprKind;
+using kir::ExprPtr;
+
+/// Every binding of each name.
+class Bindings : public kir::KirVisitor {
+public:
+  using KirVisitor::visit;
+  std::map<std::string, std::vector<ExprPtr>> values;
+
+  void visit(const kir::Stmt& s) override {
+    if (s.kind == kir::StmtKind::Assign) values[s.name].push_back(s.value);
+    KirVisitor::visit(s);
+  }
+};
+
+/// The names whose values are computed from a maximum, and the products to round.
+class Shifts : public kir::KirVisitor {
+public:
+  using KirVisitor::visit;
+
+  explicit Shifts(const Bindings& b) : b_(b) {
+    // The names computed from a maximum, to a fixed point (a loop-carried maximum reads itself).
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& [name, values] : b_.values)
+        if (!from_max_.count(name))
+          for (const ExprPtr& v : values)
+            if (reads_max(*v)) {
+              grew = from_max_.insert(name).second;
+              break;
+            }
+    }
+  }
+
+  std::set<const Expr*> products; // the products to round, as nodes of the kernel
+
+  void visit(const Expr& e) override {
+    if (e.kind == ExprKind::Binary && e.op == BinOp::Sub && e.type.scalar == kir::Scalar::F32 &&
+        reads_max(*e.args[1]))
+      shifted(*e.args[0]);
+    KirVisitor::visit(e);
+  }
+
+private:
+  bool reads_max(const Expr& e) const {
+    if ((e.kind == ExprKind::Reduce && e.reduce == kir::ReduceOp::Max) ||
+        (e.kind == ExprKind::Binary && e.op == BinOp::Max))
+      return true;
+    if (e.kind == ExprKind::Var) return from_max_.count(e.name) > 0;
+    for (const ExprPtr& a : e.args)
+      if (reads_max(*a)) return true;
+    return false;
+  }
+
+  /// The products `a` is of, as the value a maximum is subtracted from: through reshapes, the
+  /// sides of a select (a mask's -inf around the scores) and names (every binding).
+  void shifted(const Expr& a) {
+    switch (a.kind) {
+    case ExprKind::Reshape:
+    case ExprKind::Expand:
+      shifted(*a.args[0]);
+      break;
+    case ExprKind::Select:
+      shifted(*a.args[1]);
+      shifted(*a.args[2]);
+      break;
+    case ExprKind::Binary:
+      if (a.op == BinOp::Mul && a.type.scalar == kir::Scalar::F32) products.insert(&a);
+      break;
+    case ExprKind::Var:
+      if (followed_.insert(a.name).second) {
+        auto it = b_.values.find(a.name);
+        if (it != b_.values.end())
+          for (const ExprPtr& v : it->second)
+            shifted(*v);
+      }
+      break;
+    default:
+      break;
+    }
+  }
+
+  const Bindings& b_;
+  std::set<std::string> from_max_, followed_;
+};
+
+class Rewriter : public kir::KirMutator {
+public:
+  explicit Rewriter(const Shifts& s) : s_(s) {}
+  using KirMutator::mutate;
+
+  ExprPtr mutate(const ExprPtr& e) override {
+    ExprPtr m = KirMutator::mutate(e); // operands first
+    if (!s_.products.count(e.get())) return m;
+    // `a * b` as the product the compiler cannot fuse.
+    return kir::call(kir::Intrinsic::MulRn, {m->args[0], m->args[1]});
+  }
+
+private:
+  const Shifts& s_;
+};
+
+} // namespace
+
+void round_before_shift(kir::Kernel& kernel) {
+  Bindings b;
+  b.visit(kernel.body);
+  Shifts s(b);
+  s.visit(kernel.body);
+  if (s.products.empty()) return;
+  Rewriter r(s);
+  r.mutate(kernel.body);
+}
+
+} // namespace dtc
