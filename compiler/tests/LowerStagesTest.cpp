@@ -463,6 +463,22 @@ TEST(OnlinePartitions, TheCausalLoopsShareOneRing) {
   EXPECT_TRUE(has(bound(parts->consumer_before), "l_diagonal"));
 }
 
+TEST(OnlinePartitions, ThreeStagesPipelineTheUpdate) {
+  // The update runs one step late (its product beside the next step's exponentials) where the
+  // ring has a stage more than the two buffers a consumer then holds.
+  for (int stages : {2, 3, 4}) {
+    std::string schedule = kFlashSchedule;
+    schedule.replace(schedule.find("num_stages(2)"), 13,
+                     "num_stages(" + std::to_string(stages) + ")");
+    Prepared p(kFlash, schedule, true);
+    kir::Kernel k = passed(p.lower("out"));
+    std::string why;
+    std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
+    ASSERT_TRUE(parts) << why;
+    EXPECT_EQ(parts->loops[0].pipelined, stages >= 3) << stages;
+  }
+}
+
 TEST(OnlinePartitions, PersistentProgramsLoopOverBlocks) {
   // persistent(...): the online loop is in the loop over blocks. What does not change from
   // block to block (the descriptors, the ranges, the scale) is the partitions' `outer`, each

@@ -264,3 +264,43 @@ def test_the_scores_are_rounded_before_the_maximum_is_subtracted(tmp_path, sourc
         # Every score's exponential but the rows' rescaling factors reads a rounded product.
         assert ptx.count("mul.rn.f32") >= exponentials * 0.9, kernel
         assert ptx.count("fma.rn.f32") <= exponentials // 8, kernel
+
+
+@pytest.mark.parametrize("source", [FLASH, CAUSAL], ids=["plain", "causal"])
+def test_three_stages_pipeline_each_update_into_the_next_step(tmp_path, source):
+    """With 3 stages or more each step's update (P·V) is issued in the next step, with that
+    step's scores, and runs while the consumer computes the step's exponentials: the first
+    step's scores and statements before the loop, the last update after it, all under
+    `if lo < hi`; the scores waited for with the update still running (num_outstanding=1); the
+    update's slot released once it is done. With 2 stages the loop stays as it is. Compiled for
+    sm_90 (no spills)."""
+    (tmp_path / "two").mkdir()
+    (tmp_path / "three").mkdir()
+    _, plain = compile_source(tmp_path / "two", source, schedule(128, 128, 8, 2))
+    assert "_dt_prev" not in kernel_of(plain, "out__kernel_online")
+    _, text = compile_source(tmp_path / "three", source, schedule(128, 128, 8, 3))
+    online = kernel_of(text, "out__kernel_online").split('"""')[2]
+    loops = [("l_iter", "0", "l_size", "k_dot")] if source is FLASH else \
+        [("l_iter", "0", "l_diagonal", "k_dot"), ("r2_l_iter", "l_diagonal", "l_stop", "k_dot_2")]
+    for var, lo, hi, scores in loops:
+        head = f"    if {lo} < {hi}:  # the first step here, each step's update in the next step\n"
+        assert head in online
+        part = online[online.index(head):]
+        part = part[:part.index("mbarrier.arrive(_dt_empty.index(_dt_prev), count=1)\n",
+                                part.index(f"for {var} in range("))]
+        assert f"        {var} = {lo}\n" in part
+        assert f"        for {var} in range({lo} + 128, {hi}, 128):\n" in part
+        step = part[part.index(f"for {var} in range("):]
+        # In the loop: this step's scores, then the previous step's update, then the wait for
+        # the scores alone, the exponentials, and the update's wait and release.
+        issue_s = step.index(f"{scores} = warpgroup_mma(_dt_q_tile, ")
+        issue_u = step.index("l_acc = warpgroup_mma(gl.convert_layout(dot_operand")
+        wait_s = step.index(f"{scores} = warpgroup_mma_wait(num_outstanding=1, deps=({scores},))")
+        exp = step.index("tl.exp2(cse_")
+        wait_u = step.index("l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(l_acc,))")
+        assert issue_s < issue_u < wait_s < exp < wait_u, step
+        assert "_dt_v_ring.index(_dt_prev)" in step
+        assert "mbarrier.wait(_dt_v_ready.index(_dt_prev), _dt_prev_phase)" in step
+    ptx = compile_for_hopper(tmp_path / "three" / "prog.py", "out__kernel_gluon", "bf16",
+                             tiles=128, num_warps=4)["ptx"]
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx and "ld.local" not in ptx

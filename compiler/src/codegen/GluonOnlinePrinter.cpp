@@ -6,7 +6,8 @@
 //                   consumers to release the buffer (`empty`, one arrival per consumer);
 //   <name>_online   a consumer, 4 warps, on its share of the block's rows (`_dt_which`): the
 //                   scores on the warpgroup instructions, the loop's statements, the update of
-//                   the accumulator, the statements after the loop;
+//                   the accumulator (with 3 stages or more issued in the next step, beside its
+//                   scores: OnlinePartitions::Loop::pipelined), the statements after the loop;
 //   <name>_gluon    the kernel: the buffers and barriers, then the partitions;
 //   <name>_hopper   the launch (dt_runtime.py's _DtHopper).
 //
@@ -208,43 +209,105 @@ private:
     return out + statements(p_.after, block_depth());
   }
 
-  // A consumer's online loop: each step's scores, its statements, its update.
+  // A consumer's online loop: each step's scores, its statements, its update; pipelined
+  // where the partitions allow it.
   std::string loop(const kir::OnlinePartitions::Loop& l) {
+    if (l.pipelined) return pipelined_loop(l);
     const std::string in(4 * block_depth(), ' '), body = in + "    ";
     std::string out =
         in + "for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) + ":\n";
-    out += body + "_dt_slot = _dt_at % " + stages_ + "\n";
-    out += body + "_dt_phase = _dt_at // " + stages_ + " & 1\n";
+    out += step_slot(body);
     for (const kir::Stmt* s : l.consumer) {
       if (s == l.scores) {
-        out += body + "mbarrier.wait(_dt_k_ready.index(_dt_slot), _dt_phase)\n";
-        out += body + s->name + " = warpgroup_mma(_dt_q_tile, " +
-               view(*l.k, "_dt_k_ring.index(_dt_slot)") + ",\n" + body + "    gl.full([" +
-               std::to_string(rows_) + ", " + kir::to_string(p_.score_cols) +
-               "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
-        out +=
-            body + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name + ",))\n";
-        names_[s->name] = p_.normal({Kind::Tile, Of::Scores});
-        continue;
+        out += issue_scores(l, body) + wait_scores(l, body, 0);
+      } else if (s == l.update) {
+        out += issue_update(l, body, "_dt_slot", "_dt_phase");
+        out += wait_update(body, "_dt_slot");
+      } else {
+        out += statement(*s, block_depth() + 1);
       }
-      if (s == l.update) {
-        const Expr& pv = *s->value;
-        const Form o = p_.normal({Kind::Tile, Of::Output});
-        out += body + "mbarrier.wait(_dt_v_ready.index(_dt_slot), _dt_phase)\n";
-        out += body + s->name + " = warpgroup_mma(gl.convert_layout(" +
-               as(expr(*pv.args[0]), p_.normal({Kind::Tile, Of::Scores})) + ",\n" + body +
-               "    gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
-               view(*l.v, "_dt_v_ring.index(_dt_slot)") + ",\n" + body + "    " +
-               as(expr(*pv.args[2]), o) + ", is_async=True)\n";
-        out +=
-            body + s->name + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + s->name + ",))\n";
-        out += body + "mbarrier.arrive(_dt_empty.index(_dt_slot), count=1)\n";
-        names_[s->name] = o;
-        continue;
-      }
-      out += statement(*s, block_depth() + 1);
     }
     return out + body + "_dt_at += 1\n";
+  }
+
+  // The loop with each step's update issued in the next step, with its scores: the tensor cores
+  // run the update while the consumer computes that step's exponentials (FlashAttention-3's
+  // pipelining within a warpgroup). The first step's scores and statements come before the
+  // loop, the last step's update after it, all under `if lo < hi` (a loop of no steps does
+  // nothing). `_dt_prev` is the slot (and phase) whose update is pending.
+  std::string pipelined_loop(const kir::OnlinePartitions::Loop& l) {
+    const kir::Stmt& f = *l.loop;
+    const std::string in(4 * block_depth(), ' '), b1 = in + "    ", b2 = b1 + "    ";
+    const std::string lo = expr(*f.lo).text, hi = expr(*f.hi).text, step = expr(*f.step).text;
+    std::string out = in + "if " + atom(lo) + " < " + atom(hi) +
+                      ":  # the first step here, each step's update in the next step\n";
+    out += b1 + f.name + " = " + lo + "\n" + step_slot(b1);
+    for (const kir::Stmt* s : l.consumer) {
+      if (s == l.scores)
+        out += issue_scores(l, b1) + wait_scores(l, b1, 0);
+      else if (s != l.update)
+        out += statement(*s, block_depth() + 1);
+    }
+    out += b1 + "_dt_prev, _dt_prev_phase = _dt_slot, _dt_phase\n" + b1 + "_dt_at += 1\n";
+    out += b1 + "for " + f.name + " in range(" + atom(lo) + " + " + atom(step) + ", " + hi + ", " +
+           step + "):\n";
+    out += step_slot(b2);
+    for (const kir::Stmt* s : l.consumer) {
+      if (s == l.scores) {
+        out += issue_scores(l, b2);
+        out += issue_update(l, b2, "_dt_prev", "_dt_prev_phase");
+        out += wait_scores(l, b2, 1); // the older of the two
+      } else if (s != l.update) {
+        out += statement(*s, block_depth() + 2);
+      }
+    }
+    out += wait_update(b2, "_dt_prev");
+    out += b2 + "_dt_prev, _dt_prev_phase = _dt_slot, _dt_phase\n" + b2 + "_dt_at += 1\n";
+    out += issue_update(l, b1, "_dt_prev", "_dt_prev_phase") + wait_update(b1, "_dt_prev");
+    return out;
+  }
+
+  std::string step_slot(const std::string& in) const {
+    return in + "_dt_slot = _dt_at % " + stages_ + "\n" + in + "_dt_phase = _dt_at // " + stages_ +
+           " & 1\n";
+  }
+
+  // The scores of the step in `_dt_slot`, issued on the warpgroup instructions.
+  std::string issue_scores(const kir::OnlinePartitions::Loop& l, const std::string& in) {
+    names_[l.scores->name] = p_.normal({Kind::Tile, Of::Scores});
+    return in + "mbarrier.wait(_dt_k_ready.index(_dt_slot), _dt_phase)\n" + in + l.scores->name +
+           " = warpgroup_mma(_dt_q_tile, " + view(*l.k, "_dt_k_ring.index(_dt_slot)") + ",\n" + in +
+           "    gl.full([" + std::to_string(rows_) + ", " + kir::to_string(p_.score_cols) +
+           "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
+  }
+
+  // Waits for the scores, with `outstanding` younger products left running.
+  std::string wait_scores(const kir::OnlinePartitions::Loop& l, const std::string& in,
+                          int outstanding) const {
+    const std::string& n = l.scores->name;
+    return in + n + " = warpgroup_mma_wait(num_outstanding=" + std::to_string(outstanding) +
+           ", deps=(" + n + ",))\n";
+  }
+
+  // The update of the step in ring slot `slot` (its values' phase `phase`), issued.
+  std::string issue_update(const kir::OnlinePartitions::Loop& l, const std::string& in,
+                           const std::string& slot, const std::string& phase) {
+    const Expr& pv = *l.update->value;
+    const Form o = p_.normal({Kind::Tile, Of::Output});
+    std::string out = in + "mbarrier.wait(_dt_v_ready.index(" + slot + "), " + phase + ")\n";
+    out += in + l.update->name + " = warpgroup_mma(gl.convert_layout(" +
+           as(expr(*pv.args[0]), p_.normal({Kind::Tile, Of::Scores})) + ",\n" + in +
+           "    gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
+           view(*l.v, "_dt_v_ring.index(" + slot + ")") + ",\n" + in + "    " +
+           as(expr(*pv.args[2]), o) + ", is_async=True)\n";
+    names_[l.update->name] = o;
+    return out;
+  }
+
+  // Waits for the update, then releases its slot to the producer.
+  std::string wait_update(const std::string& in, const std::string& slot) const {
+    return in + p_.acc + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + p_.acc + ",))\n" + in +
+           "mbarrier.arrive(_dt_empty.index(" + slot + "), count=1)\n";
   }
 
   std::string statements(const std::vector<const kir::Stmt*>& stmts, int depth) {

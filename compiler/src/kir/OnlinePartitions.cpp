@@ -410,6 +410,20 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
     for (const Stmt* s : bodies[i])
       if (s != l.k && s != l.v && s->name != l.v_read) rest.push_back(s);
     l.consumer = slice(rest, wanted);
+    std::set<std::string> update_reads;
+    reads(*l.update, update_reads);
+    bool past_update = false;
+    l.pipelined = kernel.num_stages >= 3;
+    for (const Stmt* s : l.consumer) {
+      if (s == l.update) {
+        past_update = true;
+        continue;
+      }
+      std::set<std::string> read;
+      reads(*s, read);
+      if (read.count(p.acc) || s->name == p.acc || (past_update && update_reads.count(s->name)))
+        l.pipelined = false;
+    }
     for (const Stmt* s : l.consumer)
       if (s != l.scores && s != l.update) reads(*s, needed);
     reads(*l.update, needed); // the accumulator it rescales, the probabilities
