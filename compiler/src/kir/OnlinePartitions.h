@@ -66,7 +66,7 @@ struct OnlinePartitions {
     /// where no other statement of the loop reads the accumulator, none after the update binds
     /// a name it reads, and the ring has 3 stages or more (a consumer then holds two steps'
     /// buffers, K_j and V_{j-1}: with 2 the producer could not load ahead, and on an H200 the
-    /// pipelined loop of 2 stages ran 3-15% slower than the plain one, of 3 up to 6% faster).
+    /// pipelined loop of 2 stages ran 2-12% slower than the plain one, of 3 up to 6% faster).
     bool pipelined = false;
   };
   /// Persistent programs: the loop over output blocks the online loops run in, and the
