@@ -46,4 +46,17 @@ ExprPtr KirMutator::mutate(const ExprPtr& e) {
   return changed ? with_args(*e, std::move(args)) : e;
 }
 
+std::map<std::string, std::vector<ExprPtr>> bindings(const std::vector<StmtPtr>& block) {
+  struct Collect : KirVisitor {
+    using KirVisitor::visit;
+    std::map<std::string, std::vector<ExprPtr>> values;
+    void visit(const Stmt& s) override {
+      if (s.kind == StmtKind::Assign) values[s.name].push_back(s.value);
+      KirVisitor::visit(s);
+    }
+  } collect;
+  collect.visit(block);
+  return std::move(collect.values);
+}
+
 } // namespace dtc::kir

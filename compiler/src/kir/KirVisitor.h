@@ -5,6 +5,10 @@
 // expression's operands before the expression.
 #include "kir/KernelIR.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
 namespace dtc::kir {
 
 class KirVisitor {
@@ -30,5 +34,9 @@ public:
   /// with the new operands (types as before).
   virtual ExprPtr mutate(const ExprPtr& e);
 };
+
+/// Every value each name is bound to by an assignment of `block` (nested loops included), in
+/// order: a name bound once has one.
+std::map<std::string, std::vector<ExprPtr>> bindings(const std::vector<StmtPtr>& block);
 
 } // namespace dtc::kir

@@ -15,20 +15,7 @@ using kir::ExprKind;
 using kir::ExprPtr;
 using kir::Intrinsic;
 
-/// The value of each name bound exactly once in the kernel (null for a name bound twice).
-class Bindings : public kir::KirVisitor {
-public:
-  using KirVisitor::visit;
-  std::map<std::string, ExprPtr> value;
-
-  void visit(const kir::Stmt& s) override {
-    if (s.kind == kir::StmtKind::Assign) {
-      auto [it, fresh] = value.emplace(s.name, s.value);
-      if (!fresh) it->second = nullptr;
-    }
-    KirVisitor::visit(s);
-  }
-};
+using Bindings = std::map<std::string, std::vector<ExprPtr>>;
 
 /// What is known of a scale: positive (or NaN), and finite or else infinite only where size
 /// parameter `zero_size` is 0.
@@ -56,8 +43,8 @@ private:
   /// `e` followed through its name's single binding.
   const Expr& resolve(const Expr& e) const {
     if (e.kind != ExprKind::Var) return e;
-    auto it = b_.value.find(e.name);
-    return it != b_.value.end() && it->second ? *it->second : e;
+    auto it = b_.find(e.name);
+    return it != b_.end() && it->second.size() == 1 ? *it->second.front() : e; // bound once
   }
 
   /// `e` (the reduced tile) without its scale: `t * s` -> t, `where(c, x, -inf)` -> `where(c,
@@ -141,8 +128,7 @@ private:
 } // namespace
 
 void max_before_scale(kir::Kernel& kernel) {
-  Bindings b;
-  b.visit(kernel.body);
+  const Bindings b = kir::bindings(kernel.body);
   Rewriter r(b);
   r.mutate(kernel.body);
 }

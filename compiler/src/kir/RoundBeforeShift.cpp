@@ -13,17 +13,7 @@ using kir::Expr;
 using kir::ExprKind;
 using kir::ExprPtr;
 
-/// Every binding of each name.
-class Bindings : public kir::KirVisitor {
-public:
-  using KirVisitor::visit;
-  std::map<std::string, std::vector<ExprPtr>> values;
-
-  void visit(const kir::Stmt& s) override {
-    if (s.kind == kir::StmtKind::Assign) values[s.name].push_back(s.value);
-    KirVisitor::visit(s);
-  }
-};
+using Bindings = std::map<std::string, std::vector<ExprPtr>>;
 
 /// The names whose values are computed from a maximum, and the products to round.
 class Shifts : public kir::KirVisitor {
@@ -34,7 +24,7 @@ public:
     // The names computed from a maximum, to a fixed point (a loop-carried maximum reads itself).
     for (bool grew = true; grew;) {
       grew = false;
-      for (const auto& [name, values] : b_.values)
+      for (const auto& [name, values] : b_)
         if (!from_max_.count(name))
           for (const ExprPtr& v : values)
             if (reads_max(*v)) {
@@ -81,8 +71,8 @@ private:
       break;
     case ExprKind::Var:
       if (followed_.insert(a.name).second) {
-        auto it = b_.values.find(a.name);
-        if (it != b_.values.end())
+        auto it = b_.find(a.name);
+        if (it != b_.end())
           for (const ExprPtr& v : it->second)
             shifted(*v);
       }
@@ -115,8 +105,7 @@ private:
 } // namespace
 
 void round_before_shift(kir::Kernel& kernel) {
-  Bindings b;
-  b.visit(kernel.body);
+  const Bindings b = kir::bindings(kernel.body);
   Shifts s(b);
   s.visit(kernel.body);
   if (s.products.empty()) return;
