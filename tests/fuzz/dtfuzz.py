@@ -1624,6 +1624,30 @@ def online_statements(rng, prog, statements, fused):
         if not any(st.startswith("o_out.tma(") for st in statements):
             out.append(f"o_out.tma({', '.join(prog.inputs)})")
         out.append(f"o_out.warp_specialize({l})")
+        out += gluon_shape(rng, prog, statements + out, l)
+    return out
+
+
+def gluon_shape(rng, prog, statements, l):
+    """Mostly, the rest of a schedule whose warp-specialized online loop has the Gluon form:
+    blocks of 64 rows a consumer warpgroup (64 at 4 warps, 128 at 8) along one row label, the
+    others of one element, the keys in whole steps, 2 to 4 stages, persistent programs or not
+    (with 3 stages or more the update is pipelined)."""
+    if rng.random() > 0.6 or any(st.startswith(("o_out.block(", "o_out.num_warps(",
+                                                "o_out.num_stages(", "o_out.persistent("))
+                                 for st in statements):
+        return []
+    rows = [d for d in prog.func("o_max")[1]]
+    if not rows:
+        return []
+    row = rng.choice(rows)
+    block, warps = rng.choice([(64, 4), (128, 8)])
+    out = ["o_out.block(" + ", ".join(f"{d}:{block if d == row else 1}" for d in rows) + ")",
+           f"o_out.num_warps({warps})", f"o_out.num_stages({rng.choice([2, 3, 4])})"]
+    if not any(st.startswith("o_out.tensorize(") for st in statements):
+        out.append(f"o_out.tensorize({l}:{rng.choice([16, 64, 128])})")
+    if rng.random() < 0.5:
+        out.append(f"o_out.persistent({rng.choice(['interleaved', 'blocked'])})")
     return out
 
 
@@ -1734,6 +1758,8 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "tensor loop": "_arange", "map split": "_pid = pid", "helper": "@triton.jit\ndef _dt_",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
             "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "subtile": "tl.split(tl.permute(", "warp_specialize": "warp_specialize=", "gluon": "@gluon.jit", "flatten": "flatten=True",
+            "gluon online": "_online(", "pipelined update": "_dt_prev_phase",
+            "rounded product": "_dt_mul_rn(",
             "cache hint": 'eviction_policy="evict_last"', "peeled tile": "_iter_full = "}
 
 
@@ -2654,6 +2680,7 @@ def handle_finding(stats, case, res, target, workdir, out_dir, reduce_budget_s,
 
 
 def main(argv=None):
+    global HOPPER_COMPILE, ONLINE_RATE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=None)
     ap.add_argument("--cases", type=int, default=None, help="stop after this many cases")
@@ -2672,6 +2699,8 @@ def main(argv=None):
     ap.add_argument("--avoid", default="",
                     help="comma-separated constructs to leave out: " + ", ".join(AVOIDABLE))
     ap.add_argument("--replay", help="run one case from a reproducer's .txt or a JSON file")
+    ap.add_argument("--online-rate", type=float, default=ONLINE_RATE,
+                    help="how often a program is a softmax chain for online(l)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     import triton  # noqa: F401 - imported once here, not in every forked child
@@ -2688,8 +2717,8 @@ def main(argv=None):
         for e in r.extra:
             print(*e)
         return 0
-    global HOPPER_COMPILE
     HOPPER_COMPILE = args.hopper
+    ONLINE_RATE = args.online_rate
     if args.minutes is None and args.cases is None:
         args.minutes = 1
     stats = fuzz(seed=args.seed, minutes=args.minutes, max_cases=args.cases, out_dir=args.out,
