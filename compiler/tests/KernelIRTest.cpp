@@ -625,28 +625,47 @@ TEST(MaxBeforeScale, OneOverTheRootOfAProductsLengthMovesOutAndANameBoundTwiceIs
 // ---- products rounded before a maximum is subtracted ----------------------------------------
 
 TEST(RoundBeforeShift, AProductShiftedByAMaximumIsRoundedOnItsOwn) {
-  // y = A * 0.5, mx = max(A) * 0.5, e = exp(y - mx): the product is rounded on its own, in
-  // its binding, and a product written into the subtraction itself is too; a subtraction of
-  // something that is not a maximum, or the maximum's own product, keeps its products.
+  // y = A * 0.5, e = exp(y - maximum(mx2, -1)): y is rounded on its own, in its binding; the
+  // maximum is not entered (mx2 keeps its product). f = exp(A * 0.25 - mx), mx = max(A) * 0.5
+  // (the maximum of a row in one tile, after maxfirst): both sides are rounded, or the compiler
+  // would fuse the maximum's product instead. A subtraction of no maximum keeps its products.
   MaskedLoad m;
   auto& body = m.b.k.body;
   ExprPtr y = m.b.let(body, "y", mul(m.a, float_imm(0.5)));
   ExprPtr mx = m.b.let(body, "mx", mul(reduce(ReduceOp::Max, m.a, 0), float_imm(0.5)));
-  ExprPtr shifted = m.b.let(body, "shifted", maximum(mx, float_imm(-1.0))); // through names
+  ExprPtr mx2 = m.b.let(body, "mx2", mul(reduce(ReduceOp::Max, m.a, 0), float_imm(0.5)));
+  ExprPtr shifted = m.b.let(body, "shifted", maximum(mx2, float_imm(-1.0))); // through names
   m.b.let(body, "e", call(Intrinsic::Exp, {sub(y, shifted)}));
   m.b.let(body, "f", call(Intrinsic::Exp, {sub(mul(m.a, float_imm(0.25)), mx)}));
   m.b.let(body, "g", sub(mul(m.a, float_imm(3.0)), m.a));
   // Through a mask's select of -inf around the product (a causal mask's scores).
   ExprPtr z = m.b.let(body, "z", mul(m.a, float_imm(2.0)));
-  m.b.let(body, "h", sub(select(m.mask, z, float_imm(-INFINITY)), mx));
+  m.b.let(body, "h", sub(select(m.mask, z, float_imm(-INFINITY)), shifted));
   round_before_shift(m.b.k);
   verify_kernel(m.b.k, "products rounded before a maximum is subtracted");
   const std::string text = m.b.text();
   EXPECT_NE(text.find("y = _dt_mul_rn(A, 0.5)\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("mx = _dt_max(A, axis=0) * 0.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mx = _dt_mul_rn(_dt_max(A, axis=0), 0.5)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mx2 = _dt_max(A, axis=0) * 0.5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("f = tl.exp(_dt_mul_rn(A, 0.25) - mx)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("g = A * 3.0 - A\n"), std::string::npos) << text;
   EXPECT_NE(text.find("z = _dt_mul_rn(A, 2.0)\n"), std::string::npos) << text;
+}
+
+TEST(RoundBeforeShift, AnExponentialOfAShiftByAValueFromMemory) {
+  // exp2(A * 0.125 - c), c not computed here (another kernel's maximum, loaded): the product is
+  // rounded; the same subtraction outside an exponential keeps it.
+  MaskedLoad m;
+  auto& body = m.b.k.body;
+  ExprPtr c = m.b.let(body, "c", cast(m.b.p("n_size"), Scalar::F32));
+  ExprPtr arg = m.b.let(body, "arg", sub(mul(m.a, float_imm(0.125)), c));
+  m.b.let(body, "e", call(Intrinsic::Exp2, {arg}));
+  m.b.let(body, "w", sub(mul(m.a, float_imm(0.375)), c));
+  round_before_shift(m.b.k);
+  verify_kernel(m.b.k, "products rounded before a maximum is subtracted");
+  const std::string text = m.b.text();
+  EXPECT_NE(text.find("arg = _dt_mul_rn(A, 0.125) - c\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("w = A * 0.375 - c\n"), std::string::npos) << text;
 }
 
 TEST(RoundBeforeShift, ALoopCarriedMaximumIsFollowed) {

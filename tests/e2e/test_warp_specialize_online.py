@@ -294,10 +294,12 @@ def test_three_stages_pipeline_each_update_into_the_next_step(tmp_path, source):
         # In the loop: this step's scores, then the previous step's update, then the wait for
         # the scores alone, the exponentials, and the update's wait and release.
         issue_s = step.index(f"{scores} = warpgroup_mma(_dt_q_tile, ")
-        issue_u = step.index("l_acc = warpgroup_mma(gl.convert_layout(dot_operand")
+        issue_u = step.index("_dt_p = gl.convert_layout(dot_operand")
+        assert step.index("l_acc = warpgroup_mma(_dt_p, ") > issue_u
         wait_s = step.index(f"{scores} = warpgroup_mma_wait(num_outstanding=1, deps=({scores},))")
         exp = step.index("tl.exp2(cse_")
-        wait_u = step.index("l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(l_acc,))")
+        wait_u = step.index("l_acc, _dt_p = warpgroup_mma_wait(num_outstanding=0, "
+                            "deps=(l_acc, _dt_p))")
         assert issue_s < issue_u < wait_s < exp < wait_u, step
         assert "_dt_v_ring.index(_dt_prev)" in step
         assert "mbarrier.wait(_dt_v_ready.index(_dt_prev), _dt_prev_phase)" in step

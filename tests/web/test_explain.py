@@ -215,14 +215,18 @@ def test_progress_moves_through_each_phase(browser, web_daemon):
     # The full protocol: timings counted against rounds x (schedules + baselines), not the
     # search's count at 100%, with the time left.
     wait(browser, 300).until(lambda d: "full protocol:" in find(d, text).text)
-    bar = find(browser, ".progress-section [role=progressbar]")
-    assert bar.get_attribute("aria-valuemax") == "6"  # 2 rounds x (2 schedules + 1 baseline)
-    elapsed = find(browser, f"#elapsed-{x}").text
+    # Each read inside a wait: the page redraws the section as events arrive, and an element
+    # found a moment before may be gone (stale).
+    bar = ".progress-section [role=progressbar]"
+    wait(browser, 30).until(  # 2 rounds x (2 schedules + 1 baseline)
+        lambda d: find(d, bar).get_attribute("aria-valuemax") == "6")
+    elapsed = wait(browser, 30).until(lambda d: find(d, f"#elapsed-{x}").text)
     wait(browser, 60).until(lambda d: re.search(r"[1-5] of 6 timings.*left in this phase", find(d, text).text))
     browser.shots("full-phase")
     # The elapsed time moves on by itself between events.
     time.sleep(1.5)
-    assert find(browser, f"#elapsed-{x}").text != elapsed or find_all(browser, f"#panel-{x}[data-finished]")
+    wait(browser, 30).until(lambda d: find(d, f"#elapsed-{x}").text != elapsed
+                            or find_all(d, f"#panel-{x}[data-finished]"))
     wait(browser, 300).until(lambda d: find_all(d, f"#panel-{x}[data-finished]"))
 
 

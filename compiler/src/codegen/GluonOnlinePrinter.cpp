@@ -289,15 +289,18 @@ private:
            ", deps=(" + n + ",))\n";
   }
 
-  // The update of the step in ring slot `slot` (its values' phase `phase`), issued.
+  // The update of the step in ring slot `slot` (its values' phase `phase`), issued. Its
+  // probabilities are a register operand (`_dt_p`), which the wait names so that they stay
+  // unchanged until the product is done (the next step's run beside it in the pipelined loop).
   std::string issue_update(const kir::OnlinePartitions::Loop& l, const std::string& in,
                            const std::string& slot, const std::string& phase) {
     const Expr& pv = *l.update->value;
     const Form o = p_.normal({Kind::Tile, Of::Output});
     std::string out = in + "mbarrier.wait(_dt_v_ready.index(" + slot + "), " + phase + ")\n";
-    out += in + l.update->name + " = warpgroup_mma(gl.convert_layout(" +
+    out += in + "_dt_p = gl.convert_layout(" +
            as(expr(*pv.args[0]), p_.normal({Kind::Tile, Of::Scores})) + ",\n" + in +
-           "    gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2)), " +
+           "    gl.DotOperandLayout(operand_index=0, parent=_dt_O, k_width=2))\n";
+    out += in + l.update->name + " = warpgroup_mma(_dt_p, " +
            view(*l.v, "_dt_v_ring.index(" + slot + ")") + ",\n" + in + "    " +
            as(expr(*pv.args[2]), o) + ", is_async=True)\n";
     names_[l.update->name] = o;
@@ -306,8 +309,8 @@ private:
 
   // Waits for the update, then releases its slot to the producer.
   std::string wait_update(const std::string& in, const std::string& slot) const {
-    return in + p_.acc + " = warpgroup_mma_wait(num_outstanding=0, deps=(" + p_.acc + ",))\n" + in +
-           "mbarrier.arrive(_dt_empty.index(" + slot + "), count=1)\n";
+    return in + p_.acc + ", _dt_p = warpgroup_mma_wait(num_outstanding=0, deps=(" + p_.acc +
+           ", _dt_p))\n" + in + "mbarrier.arrive(_dt_empty.index(" + slot + "), count=1)\n";
   }
 
   std::string statements(const std::vector<const kir::Stmt*>& stmts, int depth) {

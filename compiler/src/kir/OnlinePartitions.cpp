@@ -412,16 +412,18 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
     l.consumer = slice(rest, wanted);
     std::set<std::string> update_reads;
     reads(*l.update, update_reads);
-    bool past_update = false;
+    // Issued in the next step after the statements before its scores and with those after the
+    // update already run: neither may bind what the update reads.
+    bool between = false;
     l.pipelined = kernel.num_stages >= 3;
     for (const Stmt* s : l.consumer) {
-      if (s == l.update) {
-        past_update = true;
+      if (s == l.scores || s == l.update) {
+        between = s == l.scores;
         continue;
       }
       std::set<std::string> read;
       reads(*s, read);
-      if (read.count(p.acc) || s->name == p.acc || (past_update && update_reads.count(s->name)))
+      if (read.count(p.acc) || s->name == p.acc || (!between && update_reads.count(s->name)))
         l.pipelined = false;
     }
     for (const Stmt* s : l.consumer)

@@ -37,13 +37,51 @@ public:
   std::set<const Expr*> products; // the products to round, as nodes of the kernel
 
   void visit(const Expr& e) override {
-    if (e.kind == ExprKind::Binary && e.op == BinOp::Sub && e.type.scalar == kir::Scalar::F32 &&
-        reads_max(*e.args[1]))
+    if (is_float32_sub(e) && (reads_max(*e.args[0]) || reads_max(*e.args[1]))) {
       shifted(*e.args[0]);
+      shifted(*e.args[1]);
+    }
+    if (e.kind == ExprKind::Call && (e.fn == kir::Intrinsic::Exp || e.fn == kir::Intrinsic::Exp2))
+      exponent(*e.args[0]);
     KirVisitor::visit(e);
   }
 
 private:
+  static bool is_float32_sub(const Expr& e) {
+    return e.kind == ExprKind::Binary && e.op == BinOp::Sub && e.type.scalar == kir::Scalar::F32;
+  }
+
+  /// The subtractions an exponential's argument `a` is (through reshapes, selects and names):
+  /// a shift whose maximum the kernel may have read from memory (another kernel's).
+  void exponent(const Expr& a) {
+    switch (a.kind) {
+    case ExprKind::Reshape:
+    case ExprKind::Expand:
+      exponent(*a.args[0]);
+      break;
+    case ExprKind::Select:
+      exponent(*a.args[1]);
+      exponent(*a.args[2]);
+      break;
+    case ExprKind::Binary:
+      if (is_float32_sub(a)) {
+        shifted(*a.args[0]);
+        shifted(*a.args[1]);
+      }
+      break;
+    case ExprKind::Var:
+      if (exponents_.insert(a.name).second) {
+        auto it = b_.find(a.name);
+        if (it != b_.end())
+          for (const ExprPtr& v : it->second)
+            exponent(*v);
+      }
+      break;
+    default:
+      break;
+    }
+  }
+
   bool reads_max(const Expr& e) const {
     if ((e.kind == ExprKind::Reduce && e.reduce == kir::ReduceOp::Max) ||
         (e.kind == ExprKind::Binary && e.op == BinOp::Max))
@@ -54,8 +92,9 @@ private:
     return false;
   }
 
-  /// The products `a` is of, as the value a maximum is subtracted from: through reshapes, the
-  /// sides of a select (a mask's -inf around the scores) and names (every binding).
+  /// The products `a` is of, as a side of a shift: through reshapes, the sides of a select (a
+  /// mask's -inf around the scores) and names (every binding); not into a maximum (which no
+  /// multiply-add takes in) or other arithmetic.
   void shifted(const Expr& a) {
     switch (a.kind) {
     case ExprKind::Reshape:
@@ -83,7 +122,7 @@ private:
   }
 
   const Bindings& b_;
-  std::set<std::string> from_max_, followed_;
+  std::set<std::string> from_max_, followed_, exponents_;
 };
 
 class Rewriter : public kir::KirMutator {

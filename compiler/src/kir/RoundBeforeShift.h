@@ -11,10 +11,12 @@
 // mul.rn): every rounded score is then at most the maximum, as in PyTorch, at the cost of a
 // second instruction per score.
 //
-// Which products: those a subtraction `a - b` in float32 subtracts from, where `b` is computed
-// from a maximum (a max reduction or a maximum of two values, through any names): `a` itself,
-// or what it is of through reshapes, the sides of a select (a causal mask's -inf around the
-// scores) and names (every binding of the name).
+// Which products: the sides of a subtraction `a - b` in float32 where either side is computed
+// from a maximum (a max reduction or a maximum of two values, through any names; with the row
+// in one tile the maximum is `max(x) * s` itself, kir/MaxBeforeScale.h), or whose result an
+// exponential takes (a shift by a maximum read from memory, another kernel's): `a` and `b`
+// themselves, or what they are of through reshapes, the sides of a select (a causal mask's
+// -inf around the scores) and names (every binding of the name); a maximum is not entered.
 //
 // Preconditions: a verified kernel.
 #include "kir/KernelIR.h"
