@@ -1348,6 +1348,19 @@ class Gen:
                     return e
             return ["acc", "I0", list(inner)]
         scores = self.force(free(rng.choice([0, 1, 2])), inner, l) or ["acc", "I0", list(inner)]
+        spare = [x for x in LABEL_POOL if x not in names]
+        if rng.random() < 0.3 and spare:
+            # FlashAttention's scores: a product of queries and keys over a label of its own,
+            # scaled (the form whose online loop Hopper runs in Gluon, kir/OnlinePartitions.h).
+            k = rng.choice(spare)
+            labels[k] = "RVar"
+            self.prog.labels[k] = "RVar"
+            q, key = f"I{len(self.prog.inputs)}", f"I{len(self.prog.inputs) + 1}"
+            self.prog.inputs[q] = outer + [k]
+            self.prog.inputs[key] = [l, k]
+            scores = ["dot", ["acc", q, outer + [k]], ["acc", key, [l, k]], k]
+            if rng.random() < 0.7:
+                scores = ["bin", "/", scores, ["call", "sqrt", [["len", k]]]]
         # Drawn before the chain's Funcs exist, so that they read inputs (mostly).
         weight, other = free(rng.choice([0, 1])), free(1)
         mx = ["acc", "o_max", list(outer)]
@@ -1621,31 +1634,45 @@ def online_statements(rng, prog, statements, fused):
     if rng.random() < 0.2 and prog.func("o_out")[2][0] == "dot":
         # The online loop warp-specialized (on Hopper its Gluon form, kir/OnlinePartitions.h),
         # the inputs through descriptors: printed and, with --hopper, compiled for sm_90.
-        if not any(st.startswith("o_out.tma(") for st in statements):
-            out.append(f"o_out.tma({', '.join(prog.inputs)})")
+        chain = [prog.func(f)[2] for f in ("o_max", "o_exp", "o_sum", "o_out")]
+        operands = []  # the inputs the chain's products read directly: what tma can take
+        for n in (n for e in chain for n in walk(e) if n[0] == "dot"):
+            for a in n[1:3]:
+                if (a[0] == "acc" and a[1] in prog.inputs and a[1] not in prog.ints
+                        and len(a[2]) >= 2 and a[1] not in operands):
+                    operands.append(a[1])
+        if operands and not any(st.startswith("o_out.tma(") for st in statements):
+            out.append(f"o_out.tma({', '.join(operands)})")
         out.append(f"o_out.warp_specialize({l})")
-        out += gluon_shape(rng, prog, statements + out, l)
+        out += gluon_shape(rng, prog, statements, l)
     return out
 
 
+GLUON_SHAPED = ("o_out.block(", "o_out.tensorize(", "o_out.map(", "o_out.num_warps(",
+                "o_out.num_stages(", "o_out.persistent(")
+
+
 def gluon_shape(rng, prog, statements, l):
-    """Mostly, the rest of a schedule whose warp-specialized online loop has the Gluon form:
+    """Mostly, the rest of a schedule whose warp-specialized online loop has the Gluon form, in
+    place of `o_out`'s own blocks, tiles, warps, stages and programs in `statements` (edited):
     blocks of 64 rows a consumer warpgroup (64 at 4 warps, 128 at 8) along one row label, the
-    others of one element, the keys in whole steps, 2 to 4 stages, persistent programs or not
-    (with 3 stages or more the update is pipelined)."""
-    if rng.random() > 0.6 or any(st.startswith(("o_out.block(", "o_out.num_warps(",
-                                                "o_out.num_stages(", "o_out.persistent("))
-                                 for st in statements):
+    others of one element, the keys in steps of 16 to 128 and the other labels whole, 2 to 4
+    stages, persistent programs or not (with 3 stages or more the update is pipelined)."""
+    rows = list(prog.func("o_max")[1])
+    if rng.random() > 0.6 or not rows:
         return []
-    rows = [d for d in prog.func("o_max")[1]]
-    if not rows:
-        return []
+    statements[:] = [st for st in statements if not st.startswith(GLUON_SHAPED)]
     row = rng.choice(rows)
     block, warps = rng.choice([(64, 4), (128, 8)])
+    chain = [prog.func(f)[2] for f in ("o_max", "o_exp", "o_sum", "o_out")]
+    used = {d for e in chain for n in walk(e) if n[0] == "acc" for d in n[2]
+            if isinstance(d, str)}
+    whole = [d for d in prog.labels if d in used | set(prog.func("o_out")[1])
+             and d not in rows and d != l]
     out = ["o_out.block(" + ", ".join(f"{d}:{block if d == row else 1}" for d in rows) + ")",
+           "o_out.tensorize(" + ", ".join([f"{l}:{rng.choice([16, 64, 128])}"] +
+                                          [f"{d}:0" for d in whole]) + ")",
            f"o_out.num_warps({warps})", f"o_out.num_stages({rng.choice([2, 3, 4])})"]
-    if not any(st.startswith("o_out.tensorize(") for st in statements):
-        out.append(f"o_out.tensorize({l}:{rng.choice([16, 64, 128])})")
     if rng.random() < 0.5:
         out.append(f"o_out.persistent({rng.choice(['interleaved', 'blocked'])})")
     return out
