@@ -9,6 +9,7 @@
 #include "kir/MaxBeforeScale.h"
 #include "kir/OnlinePartitions.h"
 #include "kir/PeelPartialTile.h"
+#include "kir/RoundBeforeShift.h"
 #include "kir/SimplifyMasks.h"
 #include "kir/WarpPartitions.h"
 #include "lower/FoldTiedReductions.h"
@@ -381,15 +382,26 @@ kir::Kernel passed(kir::Kernel kernel) {
   eliminate_dead_code(kernel);
   keep_rereads_in_cache(kernel);
   peel_partial_tiles(kernel);
+  round_before_shift(kernel);
   return kernel;
 }
 
-TEST(OnlinePartitions, FlashAttentionSplitsIntoAProducerAndConsumers) {
-  Prepared p(kFlash, kFlashSchedule, true);
-  kir::Kernel k = passed(p.lower("out"));
+/// The online partitions of `out`'s kernel of `source` under `schedule` (`why` where none);
+/// they point into `kernel`, which this owns.
+struct Partitioned {
+  Partitioned(const std::string& source, const std::string& schedule)
+      : prepared(source, schedule, true), kernel(passed(prepared.lower("out"))),
+        parts(kir::online_partitions(kernel, why)) {}
+  Prepared prepared;
+  kir::Kernel kernel;
   std::string why;
-  std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
-  ASSERT_TRUE(parts) << why;
+  std::optional<kir::OnlinePartitions> parts;
+};
+
+TEST(OnlinePartitions, FlashAttentionSplitsIntoAProducerAndConsumers) {
+  Partitioned partitioned(kFlash, kFlashSchedule);
+  ASSERT_TRUE(partitioned.parts) << partitioned.why;
+  const kir::OnlinePartitions* parts = &*partitioned.parts;
   ASSERT_EQ(parts->loops.size(), 1u);
   const kir::OnlinePartitions::Loop& l = parts->loops[0];
   EXPECT_EQ(parts->q->name, "Q_tile");
@@ -419,11 +431,9 @@ TEST(OnlinePartitions, FlashAttentionSplitsIntoAProducerAndConsumers) {
 }
 
 TEST(OnlinePartitions, EveryValueHasTheFormOfItsAxes) {
-  Prepared p(kFlash, kFlashSchedule, true);
-  kir::Kernel k = passed(p.lower("out"));
-  std::string why;
-  std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
-  ASSERT_TRUE(parts) << why;
+  Partitioned partitioned(kFlash, kFlashSchedule);
+  ASSERT_TRUE(partitioned.parts) << partitioned.why;
+  const kir::OnlinePartitions* parts = &*partitioned.parts;
   using Kind = kir::Form::Kind;
   using Of = kir::Form::Of;
   const kir::Extent one{1, ""}, rows{128, ""}, keys{64, ""}, cols{0, "n_TILE"}, d{0, "k_TILE"};
@@ -451,11 +461,9 @@ TEST(OnlinePartitions, TheCausalLoopsShareOneRing) {
   causal.replace(causal.find("rdot(Q[b, h, m, k], K[b, h, l, k], k) / sqrt(len(k))"),
                  std::string("rdot(Q[b, h, m, k], K[b, h, l, k], k) / sqrt(len(k))").size(),
                  "where(l <= m, rdot(Q[b, h, m, k], K[b, h, l, k], k) / sqrt(len(k)), -inf)");
-  Prepared p(causal, kFlashSchedule, true);
-  kir::Kernel k = passed(p.lower("out"));
-  std::string why;
-  std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
-  ASSERT_TRUE(parts) << why;
+  Partitioned partitioned(causal, kFlashSchedule);
+  ASSERT_TRUE(partitioned.parts) << partitioned.why;
+  const kir::OnlinePartitions* parts = &*partitioned.parts;
   ASSERT_EQ(parts->loops.size(), 2u); // before the diagonal, and the diagonal under the mask
   EXPECT_EQ(parts->loops[0].loop->name, "l_iter");
   EXPECT_EQ(parts->loops[1].loop->name, "r2_l_iter");
@@ -470,11 +478,9 @@ TEST(OnlinePartitions, ThreeStagesPipelineTheUpdate) {
     std::string schedule = kFlashSchedule;
     schedule.replace(schedule.find("num_stages(2)"), 13,
                      "num_stages(" + std::to_string(stages) + ")");
-    Prepared p(kFlash, schedule, true);
-    kir::Kernel k = passed(p.lower("out"));
-    std::string why;
-    std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
-    ASSERT_TRUE(parts) << why;
+    Partitioned partitioned(kFlash, schedule);
+    ASSERT_TRUE(partitioned.parts) << partitioned.why;
+    const kir::OnlinePartitions* parts = &*partitioned.parts;
     EXPECT_EQ(parts->loops[0].pipelined, stages >= 3) << stages;
   }
 }
@@ -483,11 +489,9 @@ TEST(OnlinePartitions, PersistentProgramsLoopOverBlocks) {
   // persistent(...): the online loop is in the loop over blocks. What does not change from
   // block to block (the descriptors, the ranges, the scale) is the partitions' `outer`, each
   // taking what it reads; the block's starts and the running values are in the block.
-  Prepared p(kFlash, std::string(kFlashSchedule) + "; out.persistent(interleaved)", true);
-  kir::Kernel k = passed(p.lower("out"));
-  std::string why;
-  std::optional<kir::OnlinePartitions> parts = kir::online_partitions(k, why);
-  ASSERT_TRUE(parts) << why;
+  Partitioned partitioned(kFlash, std::string(kFlashSchedule) + "; out.persistent(interleaved)");
+  ASSERT_TRUE(partitioned.parts) << partitioned.why;
+  const kir::OnlinePartitions* parts = &*partitioned.parts;
   ASSERT_TRUE(parts->blocks);
   EXPECT_EQ(parts->blocks->name, "pid");
   ASSERT_EQ(parts->loops.size(), 1u);
@@ -504,10 +508,9 @@ TEST(OnlinePartitions, PersistentProgramsLoopOverBlocks) {
   EXPECT_TRUE(has(bound(parts->consumer_before), "l_max") &&
               has(bound(parts->consumer_before), "m_mask"));
   // Without persistent programs there is no loop over blocks and nothing before it.
-  Prepared plain(kFlash, kFlashSchedule, true);
-  kir::Kernel one = passed(plain.lower("out"));
-  std::optional<kir::OnlinePartitions> per_block = kir::online_partitions(one, why);
-  ASSERT_TRUE(per_block) << why;
+  Partitioned per_block_of(kFlash, kFlashSchedule);
+  ASSERT_TRUE(per_block_of.parts) << per_block_of.why;
+  const kir::OnlinePartitions* per_block = &*per_block_of.parts;
   EXPECT_FALSE(per_block->blocks);
   EXPECT_TRUE(per_block->outer.empty() && per_block->consumer_outer.empty());
 }
