@@ -2,6 +2,7 @@
 
 #include "kir/KirVisitor.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -51,34 +52,40 @@ private:
     return e.kind == ExprKind::Binary && e.op == BinOp::Sub && e.type.scalar == kir::Scalar::F32;
   }
 
-  /// The subtractions an exponential's argument `a` is (through reshapes, selects and names):
-  /// a shift whose maximum the kernel may have read from memory (another kernel's).
+  /// The subtractions an exponential's argument `a` is: a shift whose maximum the kernel may
+  /// have read from memory (another kernel's).
   void exponent(const Expr& a) {
+    through(a, exponents_, [&](const Expr& e) {
+      if (is_float32_sub(e)) {
+        shifted(*e.args[0]);
+        shifted(*e.args[1]);
+      }
+    });
+  }
+
+  /// `at` on each value `a` is, through reshapes, the sides of a select (a mask's -inf around
+  /// the scores) and names (every binding; each name once, `seen`).
+  void through(const Expr& a, std::set<std::string>& seen,
+               const std::function<void(const Expr&)>& at) {
     switch (a.kind) {
     case ExprKind::Reshape:
     case ExprKind::Expand:
-      exponent(*a.args[0]);
+      through(*a.args[0], seen, at);
       break;
     case ExprKind::Select:
-      exponent(*a.args[1]);
-      exponent(*a.args[2]);
-      break;
-    case ExprKind::Binary:
-      if (is_float32_sub(a)) {
-        shifted(*a.args[0]);
-        shifted(*a.args[1]);
-      }
+      through(*a.args[1], seen, at);
+      through(*a.args[2], seen, at);
       break;
     case ExprKind::Var:
-      if (exponents_.insert(a.name).second) {
+      if (seen.insert(a.name).second) {
         auto it = b_.find(a.name);
         if (it != b_.end())
           for (const ExprPtr& v : it->second)
-            exponent(*v);
+            through(*v, seen, at);
       }
       break;
     default:
-      break;
+      at(a);
     }
   }
 
@@ -92,33 +99,13 @@ private:
     return false;
   }
 
-  /// The products `a` is of, as a side of a shift: through reshapes, the sides of a select (a
-  /// mask's -inf around the scores) and names (every binding); not into a maximum (which no
-  /// multiply-add takes in) or other arithmetic.
+  /// The products `a` is of, as a side of a shift (through reshapes, selects and names); not
+  /// into a maximum (which no multiply-add takes in) or other arithmetic.
   void shifted(const Expr& a) {
-    switch (a.kind) {
-    case ExprKind::Reshape:
-    case ExprKind::Expand:
-      shifted(*a.args[0]);
-      break;
-    case ExprKind::Select:
-      shifted(*a.args[1]);
-      shifted(*a.args[2]);
-      break;
-    case ExprKind::Binary:
-      if (a.op == BinOp::Mul && a.type.scalar == kir::Scalar::F32) products.insert(&a);
-      break;
-    case ExprKind::Var:
-      if (followed_.insert(a.name).second) {
-        auto it = b_.find(a.name);
-        if (it != b_.end())
-          for (const ExprPtr& v : it->second)
-            shifted(*v);
-      }
-      break;
-    default:
-      break;
-    }
+    through(a, followed_, [&](const Expr& e) {
+      if (e.kind == ExprKind::Binary && e.op == BinOp::Mul && e.type.scalar == kir::Scalar::F32)
+        products.insert(&e);
+    });
   }
 
   const Bindings& b_;
