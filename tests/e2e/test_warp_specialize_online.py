@@ -62,11 +62,19 @@ def test_the_gluon_form_is_printed_and_launched(tmp_path):
             ".permute((1, 0)),") in online
     assert "out__kernel_rowmax(gl.where(l_mask[None, :], k_dot, float(\"-inf\")))" in online
     assert "gl.convert_layout(l_alpha, gl.SliceLayout(1, _dt_O)))[:, None]" in online
-    assert "mbarrier.arrive(_dt_empty.index(_dt_slot), count=1)" in online
+    # A step's keys released once its scores are in, its values once its update is.
+    assert ("k_dot = warpgroup_mma_wait(num_outstanding=1, deps=(k_dot,))\n"
+            "            mbarrier.arrive(_dt_k_empty.index(_dt_slot), count=1)\n") in online
+    assert ("l_acc, _dt_p = warpgroup_mma_wait(num_outstanding=0, deps=(l_acc, _dt_p))\n"
+            "            mbarrier.arrive(_dt_v_empty.index(_dt_prev), count=1)\n") in online
     assert "gl.store(out__ptr + " in online
     # The kernel: two consumers and the producer; every buffer released by both.
     assert gluon.count("(out__kernel_online, (") == 2 and "(out__kernel_load, (" in gluon
-    assert "mbarrier.init(_dt_empty.index(_dt_i), count=2)" in gluon
+    assert "mbarrier.init(_dt_k_empty.index(_dt_i), count=2)" in gluon
+    assert "mbarrier.init(_dt_v_empty.index(_dt_i), count=2)" in gluon
+    for ring in ("k", "v"):  # the producer takes each buffer once both consumers released it
+        assert (f"mbarrier.wait(_dt_{ring}_empty.index(_dt_slot), (_dt_at // 2 & 1) ^ 1)\n"
+                f"        mbarrier.expect(_dt_{ring}_ready.index(_dt_slot), ") in load
     assert "], [4, 1], [240, 24])" in gluon
     # Under the interpreter: the Triton kernel, partial blocks of rows and keys.
     Q, K, V = (torch.randn(1, 2, n, 16).bfloat16() for n in (130, 100, 100))
@@ -116,12 +124,16 @@ def test_the_causal_loops_share_the_ring(tmp_path):
     module, text = compile_source(tmp_path, CAUSAL, schedule(128, 64, 8, 2))
     load = kernel_of(text, "out__kernel_load").split('"""')[2]
     online = kernel_of(text, "out__kernel_online").split('"""')[2]
-    for part in (load, online):
-        assert "for l_iter in range(0, l_diagonal, 64):" in part
-        assert "for r2_l_iter in range(l_diagonal, l_stop, 64):" in part
-        assert part.count("_dt_at += 1") == 2 and part.count("_dt_at = 0") == 1
+    assert "for l_iter in range(0, l_diagonal, 64):" in load
+    assert "for r2_l_iter in range(l_diagonal, l_stop, 64):" in load
+    assert load.count("_dt_at += 1") == 2 and load.count("_dt_at = 0") == 1
+    # Each consumer's loops pipelined: a first step, then the loop over the rest.
+    assert "if 0 < l_diagonal:" in online and "if l_diagonal < l_stop:" in online
+    assert "for l_iter in range(0 + 64, l_diagonal, 64):" in online
+    assert "for r2_l_iter in range(l_diagonal + 64, l_stop, 64):" in online
+    assert online.count("_dt_at += 1") == 4 and online.count("_dt_at = 0") == 1
     assert load.count("tma.async_copy_global_to_shared(") == 5
-    assert online.count("warpgroup_mma_wait(") == 4
+    assert online.count("warpgroup_mma_wait(") == 8
     assert "(r2_l_idx[None, :]) <= (m_idx[:, None])" in online
     compiled = compile_for_hopper(tmp_path / "prog.py", "out__kernel_gluon", "bf16", tiles=128,
                                   num_warps=4)
@@ -222,7 +234,9 @@ def test_persistent_programs_walk_the_blocks_in_both_partitions(tmp_path, source
         head, block = part[:at.start()], part[at.end():]
         assert "_dt_at = 0" in head and "_dt_done = 0" in head
         assert "_dt_at = 0" not in block and block.count("_dt_done += 1") == 1
-        assert block.count("_dt_at += 1") == (2 if causal else 1)
+        # A loop a part: the producer's one count a step, the consumer's pipelined (its first
+        # step, then the rest).
+        assert block.count("_dt_at += 1") == (2 if causal else 1) * (1 if part is load else 2)
     head = load[:blocks.search(load).start()]
     assert head.count("tma.make_tensor_descriptor(") == 3
     assert load.count("tma.make_tensor_descriptor(") == 3
@@ -253,10 +267,10 @@ def test_the_scores_are_rounded_before_the_maximum_is_subtracted(tmp_path, sourc
     both loops (the diagonal's scores are masked to -inf after the product)."""
     _, text = compile_source(tmp_path, source, schedule(128, 128, 8, 2))
     loops = 2 if source is CAUSAL else 1
-    for kernel in ("out__kernel", "out__kernel_online"):
+    for kernel, copies in (("out__kernel", 1), ("out__kernel_online", 2)):  # pipelined: 2
         rounded = re.findall(r"cse_\d+ = _dt_mul_rn\(k_dot(?:_2)?, cse_\d+\)",
                              kernel_of(text, kernel))
-        assert len(rounded) == loops, kernel
+        assert len(rounded) == loops * copies, kernel
     for kernel, warps in (("out__kernel", 8), ("out__kernel_gluon", 4)):
         ptx = compile_for_hopper(tmp_path / "prog.py", kernel, "bf16", tiles=128,
                                  num_warps=warps)["ptx"]
@@ -267,18 +281,19 @@ def test_the_scores_are_rounded_before_the_maximum_is_subtracted(tmp_path, sourc
 
 
 @pytest.mark.parametrize("source", [FLASH, CAUSAL], ids=["plain", "causal"])
-def test_three_stages_pipeline_each_update_into_the_next_step(tmp_path, source):
-    """With 3 stages or more each step's update (P·V) is issued in the next step, with that
-    step's scores, and runs while the consumer computes the step's exponentials: the first
-    step's scores and statements before the loop, the last update after it, all under
-    `if lo < hi`; the scores waited for with the update still running (num_outstanding=1); the
-    update's slot released once it is done. With 2 stages the loop stays as it is. Compiled for
-    sm_90 (no spills)."""
-    (tmp_path / "two").mkdir()
+def test_each_update_is_pipelined_into_the_next_step(tmp_path, source):
+    """Each step's update (P·V) is issued in the next step, with that step's scores, and runs
+    while the consumer computes the step's exponentials: the first step's scores and statements
+    before the loop, the last update after it, all under `if lo < hi`; the scores waited for
+    with the update still running (num_outstanding=1) and their keys released; the update's
+    values released once it is done. With 2 stages as with 3: the producer then loads a step's
+    keys while the step before it is updated. Compiled for sm_90 (no spills)."""
     (tmp_path / "three").mkdir()
-    _, plain = compile_source(tmp_path / "two", source, schedule(128, 128, 8, 2))
-    assert "_dt_prev" not in kernel_of(plain, "out__kernel_online")
+    (tmp_path / "two").mkdir()
+    _, two = compile_source(tmp_path / "two", source, schedule(128, 128, 8, 2))
     _, text = compile_source(tmp_path / "three", source, schedule(128, 128, 8, 3))
+    assert kernel_of(two, "out__kernel_online").replace("% 2", "% 3").replace("// 2", "// 3") \
+        == kernel_of(text, "out__kernel_online")
     online = kernel_of(text, "out__kernel_online").split('"""')[2]
     loops = [("l_iter", "0", "l_size", "k_dot")] if source is FLASH else \
         [("l_iter", "0", "l_diagonal", "k_dot"), ("r2_l_iter", "l_diagonal", "l_stop", "k_dot_2")]
@@ -286,7 +301,7 @@ def test_three_stages_pipeline_each_update_into_the_next_step(tmp_path, source):
         head = f"    if {lo} < {hi}:  # the first step here, each step's update in the next step\n"
         assert head in online
         part = online[online.index(head):]
-        part = part[:part.index("mbarrier.arrive(_dt_empty.index(_dt_prev), count=1)\n",
+        part = part[:part.index("mbarrier.arrive(_dt_v_empty.index(_dt_prev), count=1)\n",
                                 part.index(f"for {var} in range("))]
         assert f"        {var} = {lo}\n" in part
         assert f"        for {var} in range({lo} + 128, {hi}, 128):\n" in part
@@ -300,7 +315,8 @@ def test_three_stages_pipeline_each_update_into_the_next_step(tmp_path, source):
         exp = step.index("tl.exp2(cse_")
         wait_u = step.index("l_acc, _dt_p = warpgroup_mma_wait(num_outstanding=0, "
                             "deps=(l_acc, _dt_p))")
-        assert issue_s < issue_u < wait_s < exp < wait_u, step
+        release_k = step.index("mbarrier.arrive(_dt_k_empty.index(_dt_slot), count=1)")
+        assert issue_s < issue_u < wait_s < release_k < exp < wait_u, step
         assert "_dt_v_ring.index(_dt_prev)" in step
         assert "mbarrier.wait(_dt_v_ready.index(_dt_prev), _dt_prev_phase)" in step
     ptx = compile_for_hopper(tmp_path / "three" / "prog.py", "out__kernel_gluon", "bf16",

@@ -1657,7 +1657,7 @@ def gluon_shape(rng, prog, statements, l):
     place of `o_out`'s own blocks, tiles, warps, stages and programs in `statements` (edited):
     blocks of 64 rows a consumer warpgroup (64 at 4 warps, 128 at 8) along one row label, the
     others of one element, the keys in steps of 16 to 128 and the other labels whole, 2 to 4
-    stages, persistent programs or not (with 3 stages or more the update is pipelined)."""
+    stages, persistent programs or not (the update pipelined where the loop allows)."""
     rows = list(prog.func("o_max")[1])
     if rng.random() > 0.6 or not rows:
         return []

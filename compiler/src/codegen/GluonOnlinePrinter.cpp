@@ -2,12 +2,14 @@
 // GPUs (kir/OnlinePartitions.h says why and what the partitions are):
 //
 //   <name>_load     the producer, one warp: the block's query tile, then each step's key and
-//                   value tiles into a ring of `num_stages` buffers (TMA), after waiting for the
-//                   consumers to release the buffer (`empty`, one arrival per consumer);
+//                   value tiles into a ring of `num_stages` buffers (TMA), each after waiting for
+//                   the consumers to release its buffer (`k_empty`, `v_empty`: one arrival per
+//                   consumer, the keys' once the step's scores are in, the values' once its
+//                   update is);
 //   <name>_online   a consumer, 4 warps, on its share of the block's rows (`_dt_which`): the
 //                   scores on the warpgroup instructions, the loop's statements, the update of
-//                   the accumulator (with 3 stages or more issued in the next step, beside its
-//                   scores: OnlinePartitions::Loop::pipelined), the statements after the loop;
+//                   the accumulator (issued in the next step, beside its scores, where the
+//                   loop allows: OnlinePartitions::Loop::pipelined), the statements after it;
 //   <name>_gluon    the kernel: the buffers and barriers, then the partitions;
 //   <name>_hopper   the launch (dt_runtime.py's _DtHopper).
 //
@@ -76,7 +78,7 @@ public:
     for (const char* bar : {"_dt_q_ready", "_dt_q_empty"})
       out += "    " + std::string(bar) +
              " = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())\n";
-    for (const char* bar : {"_dt_k_ready", "_dt_v_ready", "_dt_empty"})
+    for (const char* bar : {"_dt_k_ready", "_dt_v_ready", "_dt_k_empty", "_dt_v_empty"})
       out += "    " + std::string(bar) + " = gl.allocate_shared_memory(gl.int64, [" + stages_ +
              ", 1], mbarrier.MBarrierLayout())\n";
     out += "    mbarrier.init(_dt_q_ready, count=1)\n";
@@ -85,8 +87,9 @@ public:
     out += "        mbarrier.init(_dt_k_ready.index(_dt_i), count=1)\n";
     out += "        mbarrier.init(_dt_v_ready.index(_dt_i), count=1)\n";
     out += "        # every consumer reads every buffer\n";
-    out +=
-        "        mbarrier.init(_dt_empty.index(_dt_i), count=" + std::to_string(consumers_) + ")\n";
+    for (const char* bar : {"_dt_k_empty", "_dt_v_empty"})
+      out += "        mbarrier.init(" + std::string(bar) +
+             ".index(_dt_i), count=" + std::to_string(consumers_) + ")\n";
     const std::string args = partition_args(k_, shared_args());
     out += "    gl.warp_specialize([\n";
     for (int c = 0; c < consumers_; ++c)
@@ -104,7 +107,7 @@ public:
 private:
   std::string shared_args() const {
     return "_dt_q, _dt_k_ring, _dt_v_ring, _dt_q_ready, _dt_q_empty, _dt_k_ready, _dt_v_ready, "
-           "_dt_empty";
+           "_dt_k_empty, _dt_v_empty";
   }
 
   std::string partition(const std::string& suffix, const std::string& doc) const {
@@ -156,11 +159,12 @@ private:
       out += in + "for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) +
              ":\n";
       out += in + "    _dt_slot = _dt_at % " + stages_ + "\n";
-      out += in + "    mbarrier.wait(_dt_empty.index(_dt_slot), (_dt_at // " + stages_ +
-             " & 1) ^ 1)\n";
-      for (const auto& [load, ring, ready] :
-           {std::tuple{l.k, "_dt_k_ring", "_dt_k_ready"}, {l.v, "_dt_v_ring", "_dt_v_ready"}}) {
+      for (const auto& [load, ring, ready, empty] :
+           {std::tuple{l.k, "_dt_k_ring", "_dt_k_ready", "_dt_k_empty"},
+            {l.v, "_dt_v_ring", "_dt_v_ready", "_dt_v_empty"}}) {
         const std::string desc = load->value->args[0]->name;
+        out += in + "    mbarrier.wait(" + std::string(empty) + ".index(_dt_slot), (_dt_at // " +
+               stages_ + " & 1) ^ 1)\n";
         out += in + "    mbarrier.expect(" + std::string(ready) + ".index(_dt_slot), " + desc +
                ".block_type.nbytes)\n";
         out += in + "    " +
@@ -281,12 +285,14 @@ private:
            "], 0.0, gl.float32, _dt_S), use_acc=False, is_async=True)\n";
   }
 
-  // Waits for the scores, with `outstanding` younger products left running.
+  // Waits for the scores of the step in `_dt_slot`, with `outstanding` younger products left
+  // running, then releases its keys to the producer.
   std::string wait_scores(const kir::OnlinePartitions::Loop& l, const std::string& in,
                           int outstanding) const {
     const std::string& n = l.scores->name;
     return in + n + " = warpgroup_mma_wait(num_outstanding=" + std::to_string(outstanding) +
-           ", deps=(" + n + ",))\n";
+           ", deps=(" + n + ",))\n" + in +
+           "mbarrier.arrive(_dt_k_empty.index(_dt_slot), count=1)\n";
   }
 
   // The update of the step in ring slot `slot` (its values' phase `phase`), issued. Its
@@ -307,10 +313,10 @@ private:
     return out;
   }
 
-  // Waits for the update, then releases its slot to the producer.
+  // Waits for the update, then releases its values to the producer.
   std::string wait_update(const std::string& in, const std::string& slot) const {
     return in + p_.acc + ", _dt_p = warpgroup_mma_wait(num_outstanding=0, deps=(" + p_.acc +
-           ", _dt_p))\n" + in + "mbarrier.arrive(_dt_empty.index(" + slot + "), count=1)\n";
+           ", _dt_p))\n" + in + "mbarrier.arrive(_dt_v_empty.index(" + slot + "), count=1)\n";
   }
 
   std::string statements(const std::vector<const kir::Stmt*>& stmts, int depth) {

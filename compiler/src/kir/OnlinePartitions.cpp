@@ -415,7 +415,7 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
     // Issued in the next step after the statements before its scores and with those after the
     // update already run: neither may bind what the update reads.
     bool between = false;
-    l.pipelined = kernel.num_stages >= 3;
+    l.pipelined = kernel.num_stages >= 2;
     for (const Stmt* s : l.consumer) {
       if (s == l.scores || s == l.update) {
         between = s == l.scores;
