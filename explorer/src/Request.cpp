@@ -119,7 +119,7 @@ std::string dtype_problem(const std::string& dtype) {
 std::string strategy_problem(const std::string& strategy) {
   const auto& names = strategy_names();
   if (std::find(names.begin(), names.end(), strategy) != names.end()) return "";
-  return "`strategy` is exhaustive, random, evolution or local";
+  return "`strategy` is " + strategy_list();
 }
 
 std::string baseline_name_problem(const std::string& name) {

@@ -84,7 +84,7 @@ const std::vector<Setting>& settings() {
                  .option = "--strategy",
                  .kind = K::Choice,
                  .choices = strategy_names(),
-                 .fallback = "evolution",
+                 .fallback = "tpe",
                  .help = "the search strategy",
                  .surfaces = kEverywhere | kTemplateField},
                 member(&ExploreSettings::strategy)),

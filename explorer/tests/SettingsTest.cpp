@@ -82,7 +82,7 @@ TEST(Settings, EachIsDescribedOnceWithADefaultThatFollowsItsRule) {
 
 TEST(Settings, TheDefaultsAreTheThesisProtocol) {
   dtx::ExploreSettings s;
-  EXPECT_EQ(s.strategy, "evolution");
+  EXPECT_EQ(s.strategy, "tpe");
   EXPECT_EQ(s.budget, 200u);
   EXPECT_EQ(s.time_limit_s, 0);
   EXPECT_EQ(s.seed, 0u);
@@ -118,7 +118,7 @@ TEST(Settings, ARequestsBadValueIsRefusedNamingTheField) {
   EXPECT_EQ(problem("screen_warmup_ms", 0), "");
   EXPECT_EQ(problem("strategy", 5), "`strategy` must be a string");
   EXPECT_EQ(problem("strategy", "annealing"),
-            "`strategy` is exhaustive, random, evolution or local");
+            "`strategy` is exhaustive, random, evolution, local or tpe");
   EXPECT_EQ(problem("strategy", "annealing"), dtx::strategy_problem("annealing"));
   EXPECT_EQ(problem("times", "gpu"), "`times` is a list");
   EXPECT_EQ(problem("times", json::array({"wall"})), "`times` holds bench, gpu and host");
@@ -136,7 +136,7 @@ TEST(Settings, TextIsCheckedAsOptionsAndConfigurationKeysGiveIt) {
   EXPECT_EQ(problem("budget", "-5"), "`-5` is not a whole number from 0 to 10000000");
   EXPECT_EQ(problem("full_rep_ms", "nan"), "`nan` is not a number from 0.01 to 100000");
   EXPECT_EQ(problem("strategy", "annealing"),
-            "`annealing` is not exhaustive, random, evolution or local");
+            "`annealing` is not exhaustive, random, evolution, local or tpe");
   EXPECT_EQ(problem("times", "bench,wall"), "`wall` is not bench, gpu or host");
   EXPECT_EQ(problem("times", "gpu,host"), "");
   EXPECT_EQ(dtx::setting("times").from_text("gpu,,host"), json({"gpu", "host"}));

@@ -96,7 +96,7 @@ std::optional<double> rugged(const Point& p) {
 } // namespace
 
 TEST(Strategy, NamesAndErrors) {
-  EXPECT_EQ(dtx::strategy_names().size(), 4u);
+  EXPECT_EQ(dtx::strategy_names().size(), 5u);
   EXPECT_THROW(dtx::make_strategy("annealing", {{2}, {}, 0}), std::invalid_argument);
 }
 
@@ -126,7 +126,7 @@ TEST(Strategy, RandomCoversTheSpaceWithoutRepeats) {
 }
 
 TEST(Strategy, SameSeedSameSearch) {
-  for (const std::string name : {"random", "evolution", "local"}) {
+  for (const std::string name : {"random", "evolution", "local", "tpe"}) {
     Trace a = drive(name, kRugged, rugged, 300, 1.0, 42);
     Trace b = drive(name, kRugged, rugged, 300, 1.0, 42);
     Trace c = drive(name, kRugged, rugged, 300, 1.0, 43);
@@ -135,9 +135,9 @@ TEST(Strategy, SameSeedSameSearch) {
   }
 }
 
-TEST(Strategy, EvolutionAndLocalFindTheBowlsMinimumInAFractionOfTheSpace) {
+TEST(Strategy, EvolutionLocalAndTpeFindTheBowlsMinimumInAFractionOfTheSpace) {
   const std::size_t budget = size_of(kBowl) / 10; // 10% of 23040 points
-  for (const std::string name : {"evolution", "local"})
+  for (const std::string name : {"evolution", "local", "tpe"})
     for (std::uint64_t seed : {1, 2, 3}) {
       Trace r = drive(name, kBowl, bowl, budget, 1.0, seed);
       EXPECT_DOUBLE_EQ(*r.best, 1.0) << name << " seed " << seed;
@@ -145,18 +145,18 @@ TEST(Strategy, EvolutionAndLocalFindTheBowlsMinimumInAFractionOfTheSpace) {
     }
 }
 
-TEST(Strategy, EvolutionAndLocalFindTheRuggedOptimum) {
+TEST(Strategy, EvolutionLocalAndTpeFindTheRuggedOptimum) {
   // The global optimum (cost 1.0) sits in the narrow basin beside invalid points.
   const std::size_t budget = size_of(kRugged) / 10; // 10% of 19200
   int found = 0;
-  for (const std::string name : {"evolution", "local"})
+  for (const std::string name : {"evolution", "local", "tpe"})
     for (std::uint64_t seed : {1, 2, 3, 4}) {
       Trace r = drive(name, kRugged, rugged, budget, 1.0, seed);
       ASSERT_TRUE(r.best) << name;
       EXPECT_LE(*r.best, 1.0 * 1.02) << name << " seed " << seed << " after " << r.evaluations;
       found += std::abs(*r.best - 1.0) < 1e-12;
     }
-  EXPECT_GE(found, 6);
+  EXPECT_GE(found, 9);
 }
 
 TEST(Strategy, StrategiesStopWhenTheSpaceIsExhausted) {

@@ -41,15 +41,19 @@ public:
 };
 
 /// `exhaustive`, `random`, `evolution` (a genetic algorithm), `local` (hill climbing with
-/// restarts). Throws std::invalid_argument for another name.
+/// restarts), `tpe` (a tree-structured Parzen estimator). Throws std::invalid_argument for
+/// another name.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, StrategyContext context);
 /// The names make_strategy accepts.
 const std::vector<std::string>& strategy_names();
+/// Those names as a sentence lists them: "exhaustive, random, ... or tpe".
+std::string strategy_list();
 
 // One per file in src/search/.
 std::unique_ptr<Strategy> make_exhaustive(StrategyContext context);
 std::unique_ptr<Strategy> make_random(StrategyContext context);
 std::unique_ptr<Strategy> make_evolution(StrategyContext context);
 std::unique_ptr<Strategy> make_local(StrategyContext context);
+std::unique_ptr<Strategy> make_tpe(StrategyContext context);
 
 } // namespace dtx

@@ -42,8 +42,17 @@ Point random_point(const std::vector<int>& radices, std::mt19937_64& rng) {
 } // namespace search
 
 const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"exhaustive", "random", "evolution", "local"};
+  static const std::vector<std::string> names = {"exhaustive", "random", "evolution", "local",
+                                                 "tpe"};
   return names;
+}
+
+std::string strategy_list() {
+  const std::vector<std::string>& names = strategy_names();
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
 }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, StrategyContext context) {
@@ -51,8 +60,9 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, StrategyContext
   if (name == "random") return make_random(std::move(context));
   if (name == "evolution") return make_evolution(std::move(context));
   if (name == "local") return make_local(std::move(context));
-  throw std::invalid_argument("unknown strategy `" + name +
-                              "`; the strategies are exhaustive, random, evolution and local");
+  if (name == "tpe") return make_tpe(std::move(context));
+  throw std::invalid_argument("unknown strategy `" + name + "`; the strategy is " +
+                              strategy_list());
 }
 
 } // namespace dtx

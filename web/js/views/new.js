@@ -10,6 +10,7 @@ const STRATEGIES = [
   ["random", "random sampling"],
   ["evolution", "evolution (genetic algorithm)"],
   ["local", "local search (hill climbing)"],
+  ["tpe", "TPE (a model of the fastest schedules so far)"],
 ];
 const KNOWN_BASELINES = ["torch", "torch.compile", "reference"];
 // Measurement settings: [field, label, hint]; empty means the server's default.

@@ -91,7 +91,7 @@ struct ExplorationSpec {
   std::string template_file; // where it came from ("" when sent inline)
   std::string shape;         // shape_key
   std::string dtype;
-  std::string strategy;      // exhaustive, random, evolution, local
+  std::string strategy;      // exhaustive, random, evolution, local, tpe
   std::string settings_json; // everything else (budget, seed, protocol, baselines...) as JSON
 };
 
