@@ -158,6 +158,24 @@ def test_rows_a_warpgroup_cannot_split_warn_and_keep_the_plain_loop(tmp_path):
     assert "_gluon" not in out.read_text()
 
 
+@pytest.mark.parametrize("precision", ["tf32x3", "ieee"])
+def test_an_update_in_float32_warns_and_keeps_the_plain_loop(tmp_path, precision):
+    """precision(tf32x3) or (ieee) keeps the probabilities in float32 for the product with the
+    values (tl.dot's own algorithm), which the warpgroup instructions cannot take from registers:
+    no Gluon kernel (it did not compile for sm_90: `in-register LHS operand must have a kWidth
+    of 1`) and a warning."""
+    src = tmp_path / "f.dt"
+    src.write_text(FLASH)
+    out = tmp_path / "f.py"
+    r = run_dtc(src, "-o", out, "--schedule",
+                schedule(128, 64, 8, 2) + f"; out.precision({precision})")
+    assert r.returncode == 0, r.stderr
+    assert ("here the probabilities are multiplied by the values in float32 (the product's "
+            "precision), and the warpgroup instructions take them from registers only in 16 "
+            "bits; there its loop is a plain one, as without `warp_specialize`") in r.stderr
+    assert "_gluon" not in out.read_text()
+
+
 def test_the_label_specialized_is_the_online_one(tmp_path):
     src = tmp_path / "f.dt"
     src.write_text(FLASH)

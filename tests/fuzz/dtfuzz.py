@@ -21,6 +21,12 @@ to the output directory as a `.dt` file and a text file (sizes, dtype, expected 
 
     python tests/fuzz/dtfuzz.py --minutes 20 --seed 1 --out /tmp/dtfuzz
 
+With `--hopper` each module's Gluon kernels are compiled for sm_90 as well (what the interpreter
+cannot run); `--online-rate R` makes a share R of the programs softmax chains for `online(l)`, and
+`--attention-rate A` a share A of those FlashAttention's, scheduled only as the Gluon form asks
+(the online loop's Gluon kernel: `--hopper --online-rate 0.5 --attention-rate 0.6` reaches it in
+about one case in ten).
+
 Library entry points: `generate_cases`, `run_case`, `reduce_case`, `fuzz`.
 """
 import argparse
@@ -95,6 +101,9 @@ AVOIDABLE = ["len-unused", "bool-arith"]
 LABEL_POOL = ["x", "y", "z", "w", "u", "v", "k", "r", "j", "m", "n", "p"]
 # How often a program is a softmax chain for online(l) (Gen.online_chain).
 ONLINE_RATE = 0.08
+# How often such a chain is FlashAttention's, scheduled only as the Gluon form asks
+# (attention_schedule): the other statements of random schedules mostly keep it from that form.
+ATTENTION_RATE = 0.0
 
 
 @dataclasses.dataclass
@@ -1330,7 +1339,8 @@ class Gen:
         asks for `online(l)`); sometimes with a second, unrescaled sum beside it, or the
         maximum read again outside the sums, as a log-sum-exp is."""
         rng = self.rng
-        names = rng.sample(LABEL_POOL, rng.randint(2, 4))
+        attention = ATTENTION_RATE > 0 and rng.random() < ATTENTION_RATE
+        names = rng.sample(LABEL_POOL, rng.randint(3 if attention else 2, 4))
         l = names[-1]
         outer = names[:rng.randint(1, len(names) - 1)]
         labels = {n: "Var" for n in names}
@@ -1349,7 +1359,7 @@ class Gen:
             return ["acc", "I0", list(inner)]
         scores = self.force(free(rng.choice([0, 1, 2])), inner, l) or ["acc", "I0", list(inner)]
         spare = [x for x in LABEL_POOL if x not in names]
-        if rng.random() < 0.3 and spare:
+        if (attention or rng.random() < 0.3) and spare:
             # FlashAttention's scores: a product of queries and keys over a label of its own,
             # scaled (the form whose online loop Hopper runs in Gluon, kir/OnlinePartitions.h).
             k = rng.choice(spare)
@@ -1370,7 +1380,7 @@ class Gen:
         ex = ["acc", "o_exp", list(inner)]
         self.prog.funcs.append(["o_sum", list(outer), ["red", "rsum", ex, l]])
         total = ["acc", "o_sum", list(outer)]
-        r = rng.random()
+        r = 0.0 if attention else rng.random()
         n = [x for x in names if x not in inner]
         if r < 0.35 and n:
             # attention: a product with values along another label
@@ -1484,6 +1494,8 @@ def dot_input_operands(prog, e):
 
 def gen_schedule(rng, prog, sizes, budget=96):
     """Random schedule statements for the compiled Funcs and the Funcs they read."""
+    if ATTENTION_RATE > 0 and is_attention(prog) and rng.random() < ATTENTION_RATE:
+        return attention_schedule(rng, prog)
     kernel_funcs = []
     for c in prog.compiled:
         for f in [c] + func_deps(prog, c):
@@ -1634,13 +1646,7 @@ def online_statements(rng, prog, statements, fused):
     if rng.random() < 0.2 and prog.func("o_out")[2][0] == "dot":
         # The online loop warp-specialized (on Hopper its Gluon form, kir/OnlinePartitions.h),
         # the inputs through descriptors: printed and, with --hopper, compiled for sm_90.
-        chain = [prog.func(f)[2] for f in ("o_max", "o_exp", "o_sum", "o_out")]
-        operands = []  # the inputs the chain's products read directly: what tma can take
-        for n in (n for e in chain for n in walk(e) if n[0] == "dot"):
-            for a in n[1:3]:
-                if (a[0] == "acc" and a[1] in prog.inputs and a[1] not in prog.ints
-                        and len(a[2]) >= 2 and a[1] not in operands):
-                    operands.append(a[1])
+        operands = chain_operands(prog)
         if operands and not any(st.startswith("o_out.tma(") for st in statements):
             out.append(f"o_out.tma({', '.join(operands)})")
         out.append(f"o_out.warp_specialize({l})")
@@ -1648,18 +1654,59 @@ def online_statements(rng, prog, statements, fused):
     return out
 
 
+def chain_operands(prog):
+    """The inputs the softmax chain's products read directly: what `o_out.tma` can take."""
+    chain = [prog.func(f)[2] for f in ("o_max", "o_exp", "o_sum", "o_out")]
+    operands = []
+    for n in (n for e in chain for n in walk(e) if n[0] == "dot"):
+        for a in n[1:3]:
+            if (a[0] == "acc" and a[1] in prog.inputs and a[1] not in prog.ints
+                    and len(a[2]) >= 2 and a[1] not in operands):
+                operands.append(a[1])
+    return operands
+
+
+def is_attention(prog):
+    """A softmax chain whose scores are a product and whose output multiplies the
+    probabilities by values: FlashAttention's shape."""
+    if prog.func("o_max") is None or prog.func("o_out") is None:
+        return False
+    return (prog.func("o_out")[2][0] == "dot"
+            and any(n[0] == "dot" for n in walk(prog.func("o_max")[2])))
+
+
+def attention_schedule(rng, prog):
+    """FlashAttention as its templates schedule it, and nothing else: the chain fused into
+    `o_out`, online, its inputs through descriptors, warp-specialized in the Gluon form's
+    blocks (gluon_shape), the row labels' blocks in a random order (`map`)."""
+    l = prog.func("o_max")[2][3]
+    at = prog.func("o_max")[1][-1]
+    out = [f"{f}.fuse_at(o_out, {at})" for f in ("o_max", "o_exp", "o_sum")]
+    out.append(f"o_out.online({l})")
+    operands = chain_operands(prog)
+    if operands:
+        out.append(f"o_out.tma({', '.join(operands)})")
+    out.append(f"o_out.warp_specialize({l})")
+    out += gluon_shape(rng, prog, out, l, always=True)
+    rows = list(prog.func("o_max")[1])
+    if len(rows) > 1 and rng.random() < 0.5:
+        out.append(f"o_out.map({', '.join(rng.sample(rows, len(rows)))})")
+    rng.shuffle(out)
+    return out
+
+
 GLUON_SHAPED = ("o_out.block(", "o_out.tensorize(", "o_out.map(", "o_out.num_warps(",
                 "o_out.num_stages(", "o_out.persistent(")
 
 
-def gluon_shape(rng, prog, statements, l):
+def gluon_shape(rng, prog, statements, l, always=False):
     """Mostly, the rest of a schedule whose warp-specialized online loop has the Gluon form, in
     place of `o_out`'s own blocks, tiles, warps, stages and programs in `statements` (edited):
     blocks of 64 rows a consumer warpgroup (64 at 4 warps, 128 at 8) along one row label, the
     others of one element, the keys in steps of 16 to 128 and the other labels whole, 2 to 4
     stages, persistent programs or not (the update pipelined where the loop allows)."""
     rows = list(prog.func("o_max")[1])
-    if rng.random() > 0.6 or not rows:
+    if (not always and rng.random() > 0.6) or not rows:
         return []
     statements[:] = [st for st in statements if not st.startswith(GLUON_SHAPED)]
     row = rng.choice(rows)
@@ -1670,7 +1717,7 @@ def gluon_shape(rng, prog, statements, l):
     whole = [d for d in prog.labels if d in used | set(prog.func("o_out")[1])
              and d not in rows and d != l]
     out = ["o_out.block(" + ", ".join(f"{d}:{block if d == row else 1}" for d in rows) + ")",
-           "o_out.tensorize(" + ", ".join([f"{l}:{rng.choice([16, 64, 128])}"] +
+           "o_out.tensorize(" + ", ".join([f"{row}:0", f"{l}:{rng.choice([16, 64, 128])}"] +
                                           [f"{d}:0" for d in whole]) + ")",
            f"o_out.num_warps({warps})", f"o_out.num_stages({rng.choice([2, 3, 4])})"]
     if rng.random() < 0.5:
@@ -2061,7 +2108,8 @@ HOPPER_COMPILE = False
 
 def hopper_failures(text, module_path):
     """The Gluon kernels of a module that do not compile for sm_90, with Triton's error: each
-    at the warps and stages its wrapper launches it with, in bfloat16."""
+    at the warps and stages its wrapper launches it with, in bfloat16, a whole dimension's tile
+    (`x_TILE`, its size's power of two at a launch) 64 wide."""
     sys.path.insert(0, str(ROOT / "tests"))
     from hopper import compile_for_hopper
     failures = []
@@ -2070,7 +2118,7 @@ def hopper_failures(text, module_path):
         own = re.search(rf"{m.group(1)}_hopper = _DtHopper\(\w+, \w+, \([^)]*\), \w+, (\d+)\)",
                         text)
         try:
-            compile_for_hopper(module_path, m.group(1) + "_gluon", "bf16",
+            compile_for_hopper(module_path, m.group(1) + "_gluon", "bf16", tiles=64,
                                num_warps=int(own.group(1) if own else m.group(2)),
                                num_stages=int(m.group(3)))
         except AssertionError as e:
@@ -2707,7 +2755,7 @@ def handle_finding(stats, case, res, target, workdir, out_dir, reduce_budget_s,
 
 
 def main(argv=None):
-    global HOPPER_COMPILE, ONLINE_RATE
+    global HOPPER_COMPILE, ONLINE_RATE, ATTENTION_RATE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=None)
     ap.add_argument("--cases", type=int, default=None, help="stop after this many cases")
@@ -2728,6 +2776,9 @@ def main(argv=None):
     ap.add_argument("--replay", help="run one case from a reproducer's .txt or a JSON file")
     ap.add_argument("--online-rate", type=float, default=ONLINE_RATE,
                     help="how often a program is a softmax chain for online(l)")
+    ap.add_argument("--attention-rate", type=float, default=ATTENTION_RATE,
+                    help="how often such a chain is FlashAttention's, scheduled only as the "
+                         "Gluon form asks")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     import triton  # noqa: F401 - imported once here, not in every forked child
@@ -2746,6 +2797,7 @@ def main(argv=None):
         return 0
     HOPPER_COMPILE = args.hopper
     ONLINE_RATE = args.online_rate
+    ATTENTION_RATE = args.attention_rate
     if args.minutes is None and args.cases is None:
         args.minutes = 1
     stats = fuzz(seed=args.seed, minutes=args.minutes, max_cases=args.cases, out_dir=args.out,

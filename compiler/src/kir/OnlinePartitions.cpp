@@ -383,6 +383,14 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
     return std::nullopt;
   }
   const Expr& pv = *p.loops.front().update->value;
+  for (const OnlinePartitions::Loop& l : p.loops)
+    if (l.update->value->args[0]->type.scalar != Scalar::Elem) {
+      // precision(tf32x3) or (ieee) keeps them in float32 for tl.dot's own algorithm.
+      why = "the probabilities are multiplied by the values in float32 (the product's "
+            "precision), and the warpgroup instructions take them from registers only in 16 "
+            "bits";
+      return std::nullopt;
+    }
   p.rows = scores[p.row_axis];
   p.score_cols = scores[p.score_axis];
   p.out_cols = pv.type.shape.size() == 2 ? pv.type.shape[1] : Extent{};
