@@ -18,22 +18,13 @@ public:
   std::string name() const override { return "evolution"; }
 
   std::vector<Point> propose(std::size_t n) override {
-    std::vector<Point> out;
-    int failures = 0;
-    while (out.size() < n && failures < 2000) {
+    return proposed_.draw(n, 2000, [&](int failures) {
       // Random points seed the population, stand in when offspring keep repeating, and join
       // as immigrants now and then so that the population does not settle in one basin.
       bool immigrant = elite().size() < 2 || proposed_.count() < kPopulation || failures > 50 ||
                        std::bernoulli_distribution(kImmigrants)(rng_);
-      Point child = immigrant ? random() : offspring();
-      if (proposed_.take(child)) {
-        out.push_back(std::move(child));
-        failures = 0;
-      } else {
-        ++failures;
-      }
-    }
-    return out;
+      return immigrant ? random() : offspring();
+    });
   }
 
   void observe(const Point& p, std::optional<double> cost) override {

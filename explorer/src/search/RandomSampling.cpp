@@ -30,17 +30,7 @@ public:
       return out;
     }
     // A large space: draws; give up after many repeats in a row (nearly exhausted).
-    int misses = 0;
-    while (out.size() < n && misses < 10000) {
-      Point p = search::random_point(ctx_.radices, rng_);
-      if (proposed_.take(p)) {
-        out.push_back(std::move(p));
-        misses = 0;
-      } else {
-        ++misses;
-      }
-    }
-    return out;
+    return proposed_.draw(n, 10000, [&](int) { return search::random_point(ctx_.radices, rng_); });
   }
   void observe(const Point&, std::optional<double>) override {}
 

@@ -2,6 +2,7 @@
 // Shared by the strategies: mixed-radix encoding of points and the set of points proposed.
 #include "dtx/Strategy.h"
 
+#include <functional>
 #include <random>
 #include <unordered_set>
 
@@ -23,6 +24,21 @@ public:
     return seen_.insert(encode(ctx_.radices, p)).second;
   }
   bool seen(const Point& p) const { return seen_.count(encode(ctx_.radices, p)) > 0; }
+  /// Up to `n` new points drawn from `next` (given the repeats in a row so far), taken as
+  /// `take` does; gives up after `give_up` repeats in a row (the space nearly exhausted).
+  std::vector<Point> draw(std::size_t n, int give_up, const std::function<Point(int)>& next) {
+    std::vector<Point> out;
+    for (int misses = 0; out.size() < n && misses < give_up;) {
+      Point p = next(misses);
+      if (take(p)) {
+        out.push_back(std::move(p));
+        misses = 0;
+      } else {
+        ++misses;
+      }
+    }
+    return out;
+  }
   std::size_t count() const { return seen_.size(); }
 
 private:

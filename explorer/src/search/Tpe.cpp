@@ -24,18 +24,9 @@ public:
   std::string name() const override { return "tpe"; }
 
   std::vector<Point> propose(std::size_t n) override {
-    std::vector<Point> out;
-    int misses = 0;
-    while (out.size() < n && misses < 2000) {
-      Point p = timed_ < kStartup ? search::random_point(ctx_.radices, rng_) : modelled();
-      if (proposed_.take(p)) {
-        out.push_back(std::move(p));
-        misses = 0;
-      } else {
-        ++misses;
-      }
-    }
-    return out;
+    return proposed_.draw(n, 2000, [&](int) {
+      return timed_ < kStartup ? search::random_point(ctx_.radices, rng_) : modelled();
+    });
   }
 
   void observe(const Point& p, std::optional<double> cost) override {
