@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""A transformer MLP block on dtx kernels under torch.compile (docs/python.md).
+"""A transformer decoder block on dtx kernels under torch.compile (docs/python.md).
 
-    x + SwiGLU(RMSNorm(x) @ W_up) @ W_down
+    h = x + Attention(RMSNorm(x) @ W_qkv) @ W_o          causal self-attention over the tokens
+    y = h + SwiGLU(RMSNorm(h) @ W_up) @ W_down
 
-RMSNorm and SwiGLU are the best modules a dtx daemon knows for the block's shapes
-(templates/rmsnorm.yaml, templates/swiglu.yaml), called as torch custom ops; the projections are
-torch's. The block runs eagerly on torch alone, eagerly on dtx kernels, and under
+RMSNorm, the causal attention and SwiGLU are the best modules a dtx daemon knows for the block's
+shapes (templates/rmsnorm.yaml, templates/flash_attention_causal.yaml, templates/swiglu.yaml),
+called as torch custom ops; the attention reads its queries, keys and values as the head-major
+views of one projection (`.transpose(1, 2)`, no copies). The projections are torch's. The block runs eagerly on torch alone, eagerly on dtx kernels, and under
 torch.compile(fullgraph=True) on dtx kernels; they must agree with torch's block (and with
 torch.compile's), and each is timed: on a GPU three ways, as dtx measures kernels (do_bench's
 median, the GPU's own time in a CUDA graph, the host's time per call); on the CPU the host's.
 
     examples/model.py --url http://127.0.0.1:8080 [--token T] [--explore] [--tokens 64 --dim 256]
-        [--dtype bfloat16]
+        [--heads 4] [--dtype bfloat16]
 
 --explore: where the daemon knows no schedule for a shape, explore a few of its template's
 schedules first (a small random search). On a machine without a GPU, run it with
@@ -32,33 +34,50 @@ import dtx  # the package deploy/setup.sh installs into .venv
 TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "templates"
 
 
-class MLPBlock(torch.nn.Module):
-    def __init__(self, rmsnorm: types.ModuleType | None, swiglu: types.ModuleType | None,
-                 dim: int, hidden: int, eps: float = 1e-6) -> None:
+class Block(torch.nn.Module):
+    def __init__(self, rmsnorm: types.ModuleType | None, attention: types.ModuleType | None,
+                 swiglu: types.ModuleType | None, dim: int, heads: int, hidden: int,
+                 eps: float = 1e-6) -> None:
         super().__init__()
         g = torch.Generator().manual_seed(0)
-        self.norm = torch.nn.Parameter(1 + 0.1 * torch.randn(dim, generator=g))
+        self.heads = heads
+        self.norm1 = torch.nn.Parameter(1 + 0.1 * torch.randn(dim, generator=g))
+        self.qkv = torch.nn.Parameter(torch.randn(dim, 3 * dim, generator=g) / dim ** 0.5)
+        self.o = torch.nn.Parameter(torch.randn(dim, dim, generator=g) / dim ** 0.5)
+        self.norm2 = torch.nn.Parameter(1 + 0.1 * torch.randn(dim, generator=g))
         self.up = torch.nn.Parameter(torch.randn(dim, 2 * hidden, generator=g) / dim ** 0.5)
         self.down = torch.nn.Parameter(torch.randn(hidden, dim, generator=g) / hidden ** 0.5)
         self.eps = eps
         # dtx's ops, or None: torch's own.
         self.rms = rmsnorm.custom_op() if rmsnorm else None
+        self.attention = attention.custom_op() if attention else None
         self.swiglu = swiglu.custom_op() if swiglu else None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if self.rms is not None:
-            h = self.rms(x, self.norm, self.eps, 0.0)
-        else:  # in float32, as the dtx kernel computes it, rounded once to x's dtype
-            xf = x.float()
-            h = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-                 * self.norm.float()).to(x.dtype)
+            return self.rms(x, weight, self.eps, 0.0)
+        xf = x.float()  # in float32, as the dtx kernel computes it, rounded once to x's dtype
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+                * weight.float()).to(x.dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens, dim = x.shape
+        # Queries, keys and values as [1, heads, tokens, dim / heads] views of one product.
+        q, k, v = (t.transpose(1, 2) for t in
+                   (self.norm(x, self.norm1) @ self.qkv).view(1, tokens, 3, self.heads, -1)
+                   .unbind(2))
+        if self.attention is not None:
+            a = self.attention(q, k, v)
+        else:
+            a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        h = x + a.transpose(1, 2).reshape(tokens, dim) @ self.o
         # Column views of one product: the kernels read them with their strides, no copies.
-        gate, value = (h @ self.up).chunk(2, dim=-1)
+        gate, value = (self.norm(h, self.norm2) @ self.up).chunk(2, dim=-1)
         if self.swiglu is not None:
             s = self.swiglu(gate, value)
         else:
             s = torch.nn.functional.silu(gate) * value
-        return x + s @ self.down
+        return h + s @ self.down
 
 
 def best_module(client: dtx.Client, kernel: str, shape: dict[str, int], dtype: str,
@@ -116,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token", help="dtxd's token, where it asks for one")
     parser.add_argument("--tokens", type=int, default=64, help="rows of x (default 64)")
     parser.add_argument("--dim", type=int, default=256, help="the model's width (default 256)")
+    parser.add_argument("--heads", type=int, default=4,
+                        help="attention heads (default 4); the width must divide among them")
     parser.add_argument("--hidden", type=int, default=512, help="SwiGLU's width (default 512)")
     parser.add_argument("--explore", action="store_true",
                         help="explore a kernel the daemon knows no schedule for")
@@ -127,15 +148,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
 
+    if args.dim % args.heads:
+        parser.error(f"--dim {args.dim} does not divide among --heads {args.heads}")
+    head = args.dim // args.heads
     client = dtx.Client(args.url, token=args.token)
     rmsnorm = best_module(client, "rmsnorm", {"x": args.tokens, "y": args.dim}, args.dtype,
                           args.explore, args.budget)
+    attention = best_module(client, "flash_attention_causal",
+                            {"b": 1, "h": args.heads, "m": args.tokens, "l": args.tokens,
+                             "k": head, "n": head}, args.dtype, args.explore, args.budget)
     swiglu = best_module(client, "swiglu", {"x": args.tokens, "y": args.hidden}, args.dtype,
                          args.explore, args.budget)
 
     dtype = getattr(torch, args.dtype)
-    torch_block = MLPBlock(None, None, args.dim, args.hidden).to(device, dtype)
-    dtx_block = MLPBlock(rmsnorm, swiglu, args.dim, args.hidden).to(device, dtype)
+    torch_block = Block(None, None, None, args.dim, args.heads, args.hidden).to(device, dtype)
+    dtx_block = Block(rmsnorm, attention, swiglu, args.dim, args.heads,
+                      args.hidden).to(device, dtype)
     x = torch.randn(args.tokens, args.dim, device=device, dtype=dtype)
     tolerance = TOLERANCE[args.dtype]
     agree = True

@@ -1,9 +1,9 @@
 """On the GPU machine, after tests/gpu/prepare_dtxd.sh: examples/model.py against the installed
-dtxd, as a user runs it (the daemon explores RMSNorm and SwiGLU at the block's shapes first).
-Arguments after the script's name go to examples/model.py:
+dtxd, as a user runs it (the daemon explores RMSNorm, causal FlashAttention and SwiGLU at the
+decoder block's shapes first). Arguments after the script's name go to examples/model.py:
 
     python3 tests/gpu/example_block.py --explore --budget 24 --dtype bfloat16 \
-        --tokens 4096 --dim 4096 --hidden 11008
+        --tokens 4096 --dim 4096 --heads 32 --hidden 11008
 """
 import os
 import pathlib
