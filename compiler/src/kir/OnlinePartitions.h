@@ -67,7 +67,7 @@ struct OnlinePartitions {
     /// a name it reads, and the ring has 2 stages or more. A consumer then holds K_j and
     /// V_{j-1}; it releases a step's keys once its scores are in and its values once its update
     /// is, so that with 2 stages the producer still loads ahead (on an H200 the pipelined loop
-    /// of 2 stages ran 3-7% faster than the plain one; when one `empty` barrier released both,
+    /// of 2 stages ran 3-9% faster than the plain one; when one `empty` barrier released both,
     /// 2-12% slower).
     bool pipelined = false;
   };
