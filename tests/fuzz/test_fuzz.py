@@ -337,3 +337,21 @@ def test_bounded_fuzzing_run(tmp_path):
             report += [f"--- {f['stem']}.dt", stem.with_suffix(".dt").read_text(),
                        stem.with_suffix(".txt").read_text().split("\noriginal")[0]]
         pytest.fail("\n".join(report), pytrace=False)
+
+
+def test_bounded_attention_run(tmp_path, monkeypatch):
+    """FlashAttention chains scheduled as the Gluon form asks (dtfuzz --attention-rate), their
+    Gluon kernels compiled for sm_90 as well (--hopper): correct under the interpreter, compiled,
+    or rejected with a diagnostic; and the online loop's Gluon kernel reached."""
+    if not dtfuzz.DTC.exists():
+        pytest.fail(f"{dtfuzz.DTC} is not built")
+    torch.set_num_threads(1)
+    monkeypatch.setattr(dtfuzz, "ONLINE_RATE", 1.0)
+    monkeypatch.setattr(dtfuzz, "ATTENTION_RATE", 1.0)
+    monkeypatch.setattr(dtfuzz, "HOPPER_COMPILE", True)
+    stats = dtfuzz.fuzz(seed=SEED, max_cases=24, out_dir=tmp_path / "out", reduce_budget_s=10,
+                        max_reduced_per_class=2, log=lambda *_: None, workdir=tmp_path)
+    assert stats.coverage["gluon online"] >= 4, stats.summary()
+    assert stats.coverage["pipelined update"] >= 4, stats.summary()
+    failures = {k: v for k, v in stats.outcomes.items() if k not in (dtfuzz.OK, dtfuzz.REJECTED)}
+    assert not failures and not stats.extra, stats.summary()
