@@ -213,7 +213,15 @@ HttpServer::~HttpServer() = default;
 
 void HttpServer::shut_down() {
   stopping_ = true;
-  stop();
+  // httplib's stop() does nothing until listen() has begun its loop, so a stop between binding
+  // and that loop was lost and the loop then ran for ever (dtxd, stopped at once after its start,
+  // logged "stopped" and never exited). Closing the listening socket here, as stop() does when
+  // the loop runs, works either way: a loop that has not begun finds it closed and returns.
+  socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
+  if (sock != INVALID_SOCKET) {
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+  }
 }
 
 bool HttpServer::process_and_close_socket(socket_t sock) {
