@@ -236,10 +236,13 @@ def test_an_online_loop_inside_another_warns_and_keeps_the_plain_loop(tmp_path):
 @pytest.mark.parametrize("source,order", [(FLASH, "interleaved"), (CAUSAL, "blocked")])
 def test_persistent_programs_walk_the_blocks_in_both_partitions(tmp_path, source, order):
     """persistent(...): the producer and the consumers loop over the same blocks. The
-    descriptors are made once per program; the query buffer is taken again for the next block
-    once both consumers have run their loops (`_dt_q_empty`), its phase the count of blocks
-    done; the ring's count runs on across blocks. Compiled for sm_90; under the interpreter
-    (3 programs for 8 blocks) the Triton kernel, against float64."""
+    descriptors are made once per program; the queries of block i go to buffer i % count (two
+    where they fit beside the ring, `_dt_q_count`), taken again once both consumers have run
+    their loops on block i - count (`_dt_q_empty`), their phase i // count; the ring's count
+    runs on across blocks. Each consumer names its rows of the block's buffer at the top of each
+    loop (not once before them: Triton 3.6 then read a stale buffer in the second loop, the
+    causal diagonal). Compiled for sm_90 (two buffers of 128×128 beside a ring of 2: 192 KiB);
+    under the interpreter (3 programs for 8 blocks) the Triton kernel, against float64."""
     causal = source is CAUSAL
     module, text = compile_source(tmp_path, source,
                                   schedule(128, 64, 8, 2) + f"; out.persistent({order})")
@@ -258,16 +261,29 @@ def test_persistent_programs_walk_the_blocks_in_both_partitions(tmp_path, source
     head = load[:blocks.search(load).start()]
     assert head.count("tma.make_tensor_descriptor(") == 3
     assert load.count("tma.make_tensor_descriptor(") == 3
-    assert "        mbarrier.wait(_dt_q_empty, (_dt_done & 1) ^ 1)\n" \
-        "        mbarrier.expect(_dt_q_ready, Q_desc.block_type.nbytes)\n" in load
-    assert "        mbarrier.wait(_dt_q_ready, _dt_done & 1)\n" in online
+    for part in (load, online):
+        assert "    _dt_q_count: gl.constexpr = _dt_q.shape[0]\n" in part
+        assert "        _dt_q_slot = _dt_done % _dt_q_count\n" in part
+    assert "        mbarrier.wait(_dt_q_empty.index(_dt_q_slot), (_dt_done // _dt_q_count & 1) ^ 1)" \
+        "\n        mbarrier.expect(_dt_q_ready.index(_dt_q_slot), Q_desc.block_type.nbytes)\n" in load
+    assert "        mbarrier.wait(_dt_q_ready.index(_dt_q_slot), _dt_done // _dt_q_count & 1)\n" \
+        in online
     # The queries are released after the loops, before the block's output is computed.
-    assert online.index("mbarrier.arrive(_dt_q_empty, count=1)") < online.index("gl.store(")
-    assert "mbarrier.init(_dt_q_empty, count=2)" in gluon
+    assert (online.index("mbarrier.arrive(_dt_q_empty.index(_dt_q_slot), count=1)")
+            < online.index("gl.store("))
+    assert "mbarrier.init(_dt_q_empty.index(_dt_i), count=2)" in gluon
+    assert "_dt_q_count: gl.constexpr = 2 if (2 * (1 * 1 * 128 * k_TILE) * " in gluon
+    # The rows named at the top of each loop's region, the first step's `if`.
+    tile = "_dt_q_tile = _dt_q.index(_dt_q_slot).reshape([128, k_TILE]).slice(_dt_which * 64, 64)"
+    regions = re.findall(r"\n( +)if .*:  # the first step here.*\n( +)(.*)\n", online)
+    assert len(regions) == (2 if causal else 1) and online.count(tile) == len(regions)
+    assert all(inner == outer + "    " and line == tile for outer, inner, line in regions)
     compiled = compile_for_hopper(tmp_path / "prog.py", "out__kernel_gluon", "bf16", tiles=128,
                                   num_warps=4)
     ptx = compiled["ptx"]
     assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx and "ld.local" not in ptx
+    buffers = (2 * 128 * 128 + 2 * 2 * 64 * 128) * 2
+    assert buffers <= compiled["shared"] <= buffers + 1024, compiled["shared"]
     torch.manual_seed(13)
     Q, K, V = (torch.randn(2, 2, 250, 16).bfloat16() for _ in range(3))
     torch.testing.assert_close(module.out(Q, K, V).double(), attention(Q, K, V, causal=causal),
@@ -340,3 +356,18 @@ def test_each_update_is_pipelined_into_the_next_step(tmp_path, source):
     ptx = compile_for_hopper(tmp_path / "three" / "prog.py", "out__kernel_gluon", "bf16",
                              tiles=128, num_warps=4)["ptx"]
     assert "wgmma.wait_group.sync.aligned 1;" in ptx and "ld.local" not in ptx
+
+
+@pytest.mark.parametrize("stages,d,count", [(2, 128, 2), (3, 128, 1), (3, 64, 2), (4, 64, 2)])
+def test_two_query_buffers_where_they_fit(tmp_path, stages, d, count):
+    """Persistent programs keep two query buffers where both fit beside the ring in Hopper's
+    shared memory (227 KiB, 4 KiB left for Triton's own): the producer loads the next block's
+    queries, and its keys and values, while the consumers finish this one. One where they do
+    not (3 stages of 128×128 keys and values at d = 128). Compiled for sm_90 at causal
+    attention: the shared memory says how many buffers the kernel made."""
+    compile_source(tmp_path, CAUSAL, schedule(128, 128, 8, stages) + "; out.persistent(interleaved)")
+    compiled = compile_for_hopper(tmp_path / "prog.py", "out__kernel_gluon", "bf16", tiles=d,
+                                  num_warps=4)
+    buffers = (count * 128 * d + stages * 128 * 2 * d) * 2
+    assert buffers <= compiled["shared"] <= buffers + 1024, (compiled["shared"], buffers)
+    assert "ld.local" not in compiled["ptx"]

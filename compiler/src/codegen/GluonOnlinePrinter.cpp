@@ -72,17 +72,25 @@ public:
              ".dtype.element_ty, [" + (count.empty() ? "" : count + ", ") + block + "],\n        " +
              kir::gluon_shared_layout(desc.type.shape, load.value->type.elem_of) + ")\n";
     };
-    out += buffer("_dt_q", *p_.q, "");
+    if (p_.blocks) out += query_buffers();
+    out += buffer("_dt_q", *p_.q, p_.blocks ? "_dt_q_count" : "");
     out += buffer("_dt_k_ring", *p_.loops.front().k, stages_);
     out += buffer("_dt_v_ring", *p_.loops.front().v, stages_);
     for (const char* bar : {"_dt_q_ready", "_dt_q_empty"})
-      out += "    " + std::string(bar) +
-             " = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())\n";
+      out += "    " + std::string(bar) + " = gl.allocate_shared_memory(gl.int64, [" +
+             (p_.blocks ? "_dt_q_count, " : "") + "1], mbarrier.MBarrierLayout())\n";
     for (const char* bar : {"_dt_k_ready", "_dt_v_ready", "_dt_k_empty", "_dt_v_empty"})
       out += "    " + std::string(bar) + " = gl.allocate_shared_memory(gl.int64, [" + stages_ +
              ", 1], mbarrier.MBarrierLayout())\n";
-    out += "    mbarrier.init(_dt_q_ready, count=1)\n";
-    out += "    mbarrier.init(_dt_q_empty, count=" + std::to_string(consumers_) + ")\n";
+    if (p_.blocks) {
+      out += "    for _dt_i in gl.static_range(_dt_q_count):\n";
+      out += "        mbarrier.init(_dt_q_ready.index(_dt_i), count=1)\n";
+      out += "        mbarrier.init(_dt_q_empty.index(_dt_i), count=" + std::to_string(consumers_) +
+             ")\n";
+    } else {
+      out += "    mbarrier.init(_dt_q_ready, count=1)\n";
+      out += "    mbarrier.init(_dt_q_empty, count=" + std::to_string(consumers_) + ")\n";
+    }
     out += "    for _dt_i in gl.static_range(" + stages_ + "):\n";
     out += "        mbarrier.init(_dt_k_ready.index(_dt_i), count=1)\n";
     out += "        mbarrier.init(_dt_v_ready.index(_dt_i), count=1)\n";
@@ -105,6 +113,24 @@ public:
   }
 
 private:
+  // With persistent programs, two query buffers where they fit in shared memory beside the ring
+  // (a constant of the kernel, which knows the tiles' widths): the producer then loads the next
+  // block's queries, and after them its keys and values, while the consumers work on this one.
+  std::string query_buffers() const {
+    auto bytes = [](const kir::Stmt& load) {
+      std::string n;
+      for (const kir::Extent& x : load.value->args[0]->type.shape)
+        n += (n.empty() ? "" : " * ") + kir::to_string(x);
+      return "(" + n + ") * " + load.value->type.elem_of + ".dtype.element_ty.primitive_bitwidth";
+    };
+    const kir::OnlinePartitions::Loop& l = p_.loops.front();
+    return "    # the query buffers: two where they fit beside the ring (Hopper's 227 KiB, less "
+           "scratch)\n    _dt_q_count: gl.constexpr = 2 if (2 * " +
+           bytes(*p_.q) + " + " + stages_ + " * (" + bytes(*l.k) + " + " + bytes(*l.v) +
+           ")) // 8 <= " + std::to_string(kQueryRingBytes) + " else 1\n";
+  }
+  static constexpr long kQueryRingBytes = 227 * 1024 - 4096;
+
   std::string shared_args() const {
     return "_dt_q, _dt_k_ring, _dt_v_ring, _dt_q_ready, _dt_q_empty, _dt_k_ready, _dt_v_ready, "
            "_dt_k_empty, _dt_v_empty";
@@ -148,13 +174,20 @@ private:
   std::string producer() {
     names_.clear();
     const std::string in(4 * block_depth(), ' ');
-    std::string out = blocks(p_.producer_outer); // first: it gives the names their forms
+    std::string out = p_.blocks ? "    _dt_q_count: gl.constexpr = _dt_q.shape[0]\n" : "";
+    out += blocks(p_.producer_outer); // first: it gives the names their forms
     out += statements(p_.producer_before, block_depth());
     const std::string q = p_.q->value->args[0]->name;
-    if (p_.blocks) // the consumers are done with the last block's queries
-      out += in + "mbarrier.wait(_dt_q_empty, (_dt_done & 1) ^ 1)\n";
-    out += in + "mbarrier.expect(_dt_q_ready, " + q + ".block_type.nbytes)\n";
-    out += in + copy(*p_.q, "_dt_q_ready", "_dt_q") + "\n";
+    if (p_.blocks) { // the consumers are done with the queries that were in this buffer
+      out += in + "_dt_q_slot = _dt_done % _dt_q_count\n";
+      out +=
+          in + "mbarrier.wait(_dt_q_empty.index(_dt_q_slot), (_dt_done // _dt_q_count & 1) ^ 1)\n";
+      out += in + "mbarrier.expect(_dt_q_ready.index(_dt_q_slot), " + q + ".block_type.nbytes)\n";
+      out += in + copy(*p_.q, "_dt_q_ready.index(_dt_q_slot)", "_dt_q.index(_dt_q_slot)") + "\n";
+    } else {
+      out += in + "mbarrier.expect(_dt_q_ready, " + q + ".block_type.nbytes)\n";
+      out += in + copy(*p_.q, "_dt_q_ready", "_dt_q") + "\n";
+    }
     for (const kir::OnlinePartitions::Loop& l : p_.loops) {
       out += in + "for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) +
              ":\n";
@@ -196,21 +229,38 @@ private:
     out += "    _dt_O: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
            "warps_per_cta=[4, 1],\n        instr_shape=[16, " +
            kir::to_string(p_.out_cols) + ", 16])  # the accumulator's\n";
-    std::string q = view(*p_.q, "_dt_q");
-    if (consumers_ > 1)
-      q += ".slice(_dt_which * " + std::to_string(rows_) + ", " + std::to_string(rows_) + ")";
-    out += "    _dt_q_tile = " + q + "\n";
+    if (p_.blocks)
+      out += "    _dt_q_count: gl.constexpr = _dt_q.shape[0]\n";
+    else
+      out += "    " + q_tile();
     out += blocks(p_.consumer_outer); // first: it gives the names their forms
     out += statements(p_.consumer_before, block_depth());
     const std::string in(4 * block_depth(), ' ');
-    out += in + "mbarrier.wait(_dt_q_ready, " + (p_.blocks ? "_dt_done & 1" : "0") + ")\n";
+    if (p_.blocks) {
+      out += in + "_dt_q_slot = _dt_done % _dt_q_count\n";
+      out += in + "mbarrier.wait(_dt_q_ready.index(_dt_q_slot), _dt_done // _dt_q_count & 1)\n";
+    } else {
+      out += in + "mbarrier.wait(_dt_q_ready, 0)\n";
+    }
     for (const kir::OnlinePartitions::Loop& l : p_.loops)
       out += loop(l);
-    if (p_.blocks) { // the queries are read: the producer may take the next block's
-      out += in + "mbarrier.arrive(_dt_q_empty, count=1)\n";
+    if (p_.blocks) { // the queries are read: the producer may load a later block's
+      out += in + "mbarrier.arrive(_dt_q_empty.index(_dt_q_slot), count=1)\n";
       out += in + "_dt_done += 1\n";
     }
     return out + statements(p_.after, block_depth());
+  }
+
+  // This consumer's rows of the queries. With persistent programs, the block's query buffer
+  // (`_dt_q_slot`), named again at the top of each loop's region: named once before two loops
+  // (the causal kernel's), the second loop's products read the buffer of the last block whose
+  // first loop ran, or outside shared memory where none had (Triton 3.6 on sm_90; seen in the
+  // first query block of each row, whose first loop has no steps).
+  std::string q_tile() const {
+    std::string q = view(*p_.q, p_.blocks ? "_dt_q.index(_dt_q_slot)" : "_dt_q");
+    if (consumers_ > 1)
+      q += ".slice(_dt_which * " + std::to_string(rows_) + ", " + std::to_string(rows_) + ")";
+    return "_dt_q_tile = " + q + "\n";
   }
 
   // A consumer's online loop: each step's scores, its statements, its update; pipelined
@@ -220,6 +270,7 @@ private:
     const std::string in(4 * block_depth(), ' '), body = in + "    ";
     std::string out =
         in + "for " + l.loop->name + " in " + kir::print_loop_head(*l.loop, Dialect::Gluon) + ":\n";
+    if (p_.blocks) out += body + q_tile();
     out += step_slot(body);
     for (const kir::Stmt* s : l.consumer) {
       if (s == l.scores) {
@@ -245,6 +296,7 @@ private:
     const std::string lo = expr(*f.lo).text, hi = expr(*f.hi).text, step = expr(*f.step).text;
     std::string out = in + "if " + atom(lo) + " < " + atom(hi) +
                       ":  # the first step here, each step's update in the next step\n";
+    if (p_.blocks) out += b1 + q_tile();
     out += b1 + f.name + " = " + lo + "\n" + step_slot(b1);
     for (const kir::Stmt* s : l.consumer) {
       if (s == l.scores)
