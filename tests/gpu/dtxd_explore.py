@@ -40,7 +40,7 @@ def main():
     parser.add_argument("--template", default="gemm_gelu")
     parser.add_argument("--budget", type=int, default=48)
     parser.add_argument("--shape", help="LABEL=SIZE,... (default: the template's first shape)")
-    parser.add_argument("--strategy", default="random")
+    parser.add_argument("--strategy", default=None, help="default: dtxd's (tpe)")
     parser.add_argument("--compile-workers", type=int, default=8)
     parser.add_argument("--data-dir", default="/tmp/dtxd-gpu")
     parser.add_argument("--where", action="append", default=[],
@@ -55,7 +55,9 @@ def main():
         body = {k: t[k] for k in ("kernel", "algorithm", "schedule", "dtype", "compile",
                                   "baselines")}
         body["schedule"] += "".join(f"where {w};\n" for w in args.where)
-        body.update(shapes=[shape], strategy=args.strategy, budget=args.budget, top=5,
+        if args.strategy:  # else dtxd's default
+            body["strategy"] = args.strategy
+        body.update(shapes=[shape], budget=args.budget, top=5,
                     rounds=3, times=["bench", "gpu", "host"])
         start = time.time()
         status, created = call(base, "POST", "/v1/explorations", body)

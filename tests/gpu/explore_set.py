@@ -54,7 +54,7 @@ def main():
     parser.add_argument("templates", nargs="+")
     parser.add_argument("--budget", type=int, default=24)
     parser.add_argument("--dtype", default=None, help="override the templates' dtype")
-    parser.add_argument("--strategy", default="random")
+    parser.add_argument("--strategy", default=None, help="default: dtxd's (tpe)")
     parser.add_argument("--deadline-s", type=float, default=540)
     parser.add_argument("--data-dir", default="/tmp/dtxd-set")
     parser.add_argument("--compile-workers", type=int, default=8)
@@ -94,7 +94,9 @@ def main():
                     body["dtype"] = args.dtype
                 if args.timeout_s:
                     body["timeout_s"] = args.timeout_s
-                body.update(shapes=[shape], strategy=args.strategy, budget=args.budget,
+                if args.strategy:  # else dtxd's default
+                    body["strategy"] = args.strategy
+                body.update(shapes=[shape], budget=args.budget,
                             top=3, rounds=3, times=["bench", "gpu", "host"], seed=1)
                 status, created = call(base, "POST", "/v1/explorations", body)
                 if status != 202:
