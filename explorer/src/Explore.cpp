@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -263,6 +264,11 @@ LeaseLost::LeaseLost(std::int64_t exploration_id)
     : std::runtime_error("exploration " + std::to_string(exploration_id) +
                          ": another process took its lease over while this one ran it (it had "
                          "not renewed it in time); stopped, leaving it to that process") {}
+
+std::size_t search_window(bool learns, std::uint64_t budget, std::size_t timing_workers) {
+  if (!learns || budget == 0) return std::numeric_limits<std::size_t>::max();
+  return std::max<std::size_t>({4, 2 * timing_workers, static_cast<std::size_t>(budget / 4)});
+}
 
 std::int64_t kept_space_size(const Space& space) {
   if (space.overflowed() || space.size() >= static_cast<std::uint64_t>(kSpaceSizeKept))
@@ -695,7 +701,10 @@ bool Exploration::out_of_time() const {
 }
 
 std::size_t Exploration::room_in_flight() const {
-  return set_.in_flight_share ? std::max<std::size_t>(1, set_.in_flight_share->load()) : in_flight_;
+  const std::size_t room =
+      set_.in_flight_share ? std::max<std::size_t>(1, set_.in_flight_share->load()) : in_flight_;
+  return std::min(
+      room, search_window(strategy_->learns(), set_.budget, backend_.timing_workers().size()));
 }
 
 void Exploration::propose_one() {

@@ -194,7 +194,8 @@ const std::vector<Setting>& settings() {
                  .kind = K::Count,
                  .rule = {0, 100000, true},
                  .fallback = 0,
-                 .help = "requests in the pool at once; 0: twice the workers, at least 4",
+                 .help = "requests in the pool at once; 0: twice the workers, at least 4 (for "
+                         "evolution, local and tpe at most a quarter of the budget)",
                  .surfaces = kOption},
                 member(&ExploreSettings::in_flight)),
       described({.name = "input_seed",

@@ -54,6 +54,13 @@ struct ExploreProgress {
   std::optional<double> eta_s;
 };
 
+/// The most candidates an exploration keeps in flight for its strategy, whatever room the pool
+/// has: no limit for a strategy that does not learn from results (exhaustive, random); for one
+/// that does, a quarter of the budget, so that most proposals are drawn knowing the results of
+/// the points before them (with 32 in flight, a budget of 32 was all drawn blind, as random
+/// sampling), but at least 4 and two a timing worker, which keep the devices busy.
+std::size_t search_window(bool learns, std::uint64_t budget, std::size_t timing_workers);
+
 /// The size of a space as the store keeps it (an SQLite INTEGER, and so the API's JSON):
 /// Space::size() up to kSpaceSizeKept. A kept size of kSpaceSizeKept means "that many or more":
 /// the space has more points than a signed 64-bit count holds (Space::size() saturates too).

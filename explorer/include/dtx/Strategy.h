@@ -38,6 +38,10 @@ public:
   virtual std::string name() const = 0;
   virtual std::vector<Point> propose(std::size_t n) = 0;
   virtual void observe(const Point& point, std::optional<double> cost) = 0;
+  /// Whether its proposals depend on the costs observed. An exploration keeps fewer of such a
+  /// strategy's points in flight (Exploration::room_in_flight): a point proposed before the
+  /// results of the points before it are in is drawn as if blind.
+  virtual bool learns() const { return true; }
 };
 
 /// `exhaustive`, `random`, `evolution` (a genetic algorithm), `local` (hill climbing with

@@ -9,6 +9,7 @@ public:
   explicit Exhaustive(StrategyContext ctx)
       : ctx_(std::move(ctx)), size_(search::space_size(ctx_.radices)) {}
   std::string name() const override { return "exhaustive"; }
+  bool learns() const override { return false; }
   std::vector<Point> propose(std::size_t n) override {
     std::vector<Point> out;
     while (out.size() < n && next_ < size_) {

@@ -20,6 +20,7 @@ public:
     }
   }
   std::string name() const override { return "random"; }
+  bool learns() const override { return false; }
   std::vector<Point> propose(std::size_t n) override {
     std::vector<Point> out;
     if (!order_.empty() || size_ <= kShuffleLimit) {
