@@ -6,9 +6,10 @@
 // the other alternatives. Candidates drawn from the fast set's density are ranked by the ratio
 // of the two densities, and the best one not proposed before is proposed. The kernels are over
 // whole points, not one variable at a time, so alternatives that are fast only together (a block
-// width with a warp count) are drawn together. Until `kStartup` points have a time, random
-// points. An invalid point (pruned, failed, wrong) counts among the slow: candidates near it
-// rank lower.
+// width with a warp count) are drawn together. Until `kStartup` points have a time, the start:
+// random points, each made to hold an alternative of one variable that no timed point holds yet
+// (start_point), so that the start covers every alternative the space allows. An invalid point
+// (pruned, failed, wrong) counts among the slow: candidates near it rank lower.
 #include "SearchSupport.h"
 
 #include <algorithm>
@@ -24,14 +25,17 @@ public:
   std::string name() const override { return "tpe"; }
 
   std::vector<Point> propose(std::size_t n) override {
-    return proposed_.draw(n, 2000, [&](int) {
-      return timed_ < kStartup ? search::random_point(ctx_.radices, rng_) : modelled();
-    });
+    return proposed_.draw(n, 2000,
+                          [&](int) { return timed_ < kStartup ? start_point() : modelled(); });
   }
 
   void observe(const Point& p, std::optional<double> cost) override {
     observed_.push_back({proposed_.normalize(p), cost.value_or(kInvalid)});
     timed_ += cost.has_value();
+    if (!cost) return;
+    for (size_t v = 0; v < p.size(); ++v) // its alternatives are covered
+      tries_[v][static_cast<size_t>(observed_.back().point[v])] = 0;
+    valid_.push_back(observed_.size() - 1);
   }
 
 private:
@@ -39,6 +43,7 @@ private:
   static constexpr std::size_t kCandidates = 48; // drawn from the fast density per proposal
   static constexpr double kKeep = 0.75;          // a kernel's weight on its point's alternative
   static constexpr double kInvalid = std::numeric_limits<double>::infinity();
+  static constexpr int kCoverTries = 80; // proposals to cover an alternative before giving it up
 
   struct Observation {
     Point point;
@@ -83,6 +88,29 @@ private:
     return x;
   }
 
+  /// A point of the start: an alternative that no timed point holds yet (one of those with tries
+  /// left, at random) set in a random point, or, every other try, in a timed point, where the
+  /// other variables already suit the space's rules (an alternative allowed only with particular
+  /// others, as warp specialization with 128-row blocks, descriptors and 8 warps, is then found
+  /// in a few tries rather than by chance). Every alternative covered or given up: a random
+  /// point.
+  Point start_point() {
+    std::vector<std::pair<size_t, size_t>> open;
+    for (size_t v = 0; v < tries_.size(); ++v)
+      for (size_t a = 0; a < tries_[v].size(); ++a)
+        if (tries_[v][a] > 0) open.emplace_back(v, a);
+    if (open.empty()) return search::random_point(ctx_.radices, rng_);
+    auto [v, a] = open[std::uniform_int_distribution<size_t>(0, open.size() - 1)(rng_)];
+    const int tries = tries_[v][a]--;
+    Point p =
+        valid_.empty() || tries % 2
+            ? search::random_point(ctx_.radices, rng_)
+            : observed_[valid_[std::uniform_int_distribution<size_t>(0, valid_.size() - 1)(rng_)]]
+                  .point;
+    p[v] = static_cast<int>(a);
+    return p;
+  }
+
   Point modelled() {
     std::vector<const Observation*> by_cost;
     for (const Observation& o : observed_)
@@ -112,7 +140,16 @@ private:
   std::mt19937_64 rng_;
   search::Proposed proposed_;
   std::vector<Observation> observed_;
-  std::size_t timed_ = 0; // observations with a time
+  std::size_t timed_ = 0;     // observations with a time
+  std::vector<size_t> valid_; // their places in observed_
+  /// Per variable and alternative, the start's tries left to cover it (0: covered, given up, or
+  /// a variable of one alternative).
+  std::vector<std::vector<int>> tries_ = [this] {
+    std::vector<std::vector<int>> t;
+    for (int r : ctx_.radices)
+      t.emplace_back(static_cast<size_t>(r), r > 1 ? kCoverTries : 0);
+    return t;
+  }();
 };
 
 } // namespace
