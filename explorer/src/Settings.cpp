@@ -2,6 +2,7 @@
 #include "dtx/Settings.h"
 
 #include "dtx/Strategy.h"
+#include "dtx/Text.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -47,14 +48,6 @@ Setting described(Setting s, Binding b) {
   s.get = std::move(b.get);
   s.set = std::move(b.set);
   return s;
-}
-
-/// "a, b or c" (`last` "or"), "a, b and c" (`last` "and").
-std::string listed(const std::vector<std::string>& items, const char* last) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == items.size() ? std::string(" ") + last + " " : ", ") + items[i];
-  return out;
 }
 
 std::vector<std::string> comma_separated(const std::string& text) {

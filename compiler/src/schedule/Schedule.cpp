@@ -4,6 +4,8 @@
 #include "ir/IRVisitor.h"
 #include "schedule/Primitive.h"
 
+#include "dtx/Text.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -37,17 +39,15 @@ const std::vector<Primitive>& primitive_table() {
 
 std::string primitive_names() {
   const std::vector<Primitive>& table = primitive_table();
-  std::string names;
-  for (size_t i = 0; i < table.size(); ++i)
-    names += (i == 0 ? "" : i + 1 == table.size() ? " and " : ", ") + std::string(table[i].name);
-  return names;
+  std::vector<std::string> names;
+  for (const Primitive& p : table)
+    names.emplace_back(p.name);
+  return dtx::listed(names, "and");
 }
 
 Primitive word_primitive(const char* name, std::vector<std::string> words, const char* code,
                          const char* example, std::optional<std::string> FuncSchedule::*field) {
-  std::string choices;
-  for (size_t i = 0; i < words.size(); ++i)
-    choices += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  const std::string choices = dtx::listed(words, "or");
   Primitive p;
   p.name = name;
   p.apply = [=](PrimitiveContext& ctx) {

@@ -1,6 +1,8 @@
 // The table of strategies and the helpers they share.
 #include "SearchSupport.h"
 
+#include "dtx/Text.h"
+
 #include <stdexcept>
 
 namespace dtx {
@@ -48,11 +50,7 @@ const std::vector<std::string>& strategy_names() {
 }
 
 std::string strategy_list() {
-  const std::vector<std::string>& names = strategy_names();
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  return out;
+  return listed(strategy_names(), "or");
 }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, StrategyContext context) {
