@@ -14,9 +14,10 @@
 //     accumulator, releases the step's buffers, and after the loop runs the statements after it.
 //
 // With persistent programs (`persistent`) both partitions run the loop over the output's blocks,
-// each block as above: the query buffer is then taken again for the next block once every
-// consumer has run its loops (`q_empty`), and the ring's count runs on from block to block, so
-// the next block's tiles load while the consumers finish this one.
+// each block as above: the queries go to two buffers in turn where both fit beside the ring
+// (one where they do not), each taken again once every consumer has run its loops on the block
+// before in it (`q_empty`), and the ring's count runs on from block to block, so the next
+// block's queries and tiles load while the consumers finish this one.
 //
 // The kernel's values are tiles over all of its labels, most of them of one element (b:1, h:1,
 // ..., in the form lowering gives every kernel); Gluon needs each value's layout written out.
