@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -166,4 +167,35 @@ TEST(Strategy, StrategiesStopWhenTheSpaceIsExhausted) {
     EXPECT_LE(r.evaluations, 6u) << name;
     EXPECT_GE(r.evaluations, name == "local" ? 2u : 6u) << name;
   }
+}
+
+// A space where most alternatives of a variable are never valid (40 of one, of which only 4
+// ever give a valid point): TPE's start keeps trying to cover the other 36, whose points are
+// all proposed before 10 points have a time; it must still propose every point of the space
+// before it says it has none left (it stopped at 77 of the 80).
+TEST(Strategy, TpeProposesEveryPointWhereMostAlternativesAreNeverValid) {
+  const std::vector<int> radices = {40, 2};
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    auto s = dtx::make_strategy("tpe", {radices, {}, seed});
+    std::size_t proposed = 0;
+    while (true) {
+      std::vector<dtx::Point> ps = s->propose(1);
+      if (ps.empty()) break;
+      ++proposed;
+      const dtx::Point& p = ps[0];
+      s->observe(p, p[0] < 4 ? std::optional<double>(1.0 + p[0] + 0.1 * p[1]) : std::nullopt);
+    }
+    EXPECT_EQ(proposed, 80u) << "seed " << seed;
+  }
+}
+
+// A variable of 16 million alternatives (a range of sizes): the start covers only the narrower
+// variables, so its proposals stay cheap and its tables small.
+TEST(Strategy, TpeStartsQuicklyWithAVeryWideVariable) {
+  auto s = dtx::make_strategy("tpe", {{1 << 24, 4}, {}, 1});
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i)
+    for (const dtx::Point& p : s->propose(1))
+      s->observe(p, 1.0 + p[1]);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.5);
 }

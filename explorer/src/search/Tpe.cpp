@@ -25,8 +25,13 @@ public:
   std::string name() const override { return "tpe"; }
 
   std::vector<Point> propose(std::size_t n) override {
-    return proposed_.draw(n, 2000,
-                          [&](int) { return timed_ < kStartup ? start_point() : modelled(); });
+    return proposed_.draw(n, 2000, [&](int misses) {
+      if (timed_ >= kStartup) return modelled();
+      // Start points that keep landing on proposed points (alternatives none of whose points
+      // was valid, all proposed): random points, which reach the points left whatever
+      // alternatives they hold, before draw() gives up on the space.
+      return misses < kCoverMisses ? start_point() : search::random_point(ctx_.radices, rng_);
+    });
   }
 
   void observe(const Point& p, std::optional<double> cost) override {
@@ -34,7 +39,7 @@ public:
     timed_ += cost.has_value();
     if (!cost) return;
     for (size_t v = 0; v < p.size(); ++v) // its alternatives are covered
-      tries_[v][static_cast<size_t>(observed_.back().point[v])] = 0;
+      if (!tries_[v].empty()) tries_[v][static_cast<size_t>(observed_.back().point[v])] = 0;
     valid_.push_back(observed_.size() - 1);
   }
 
@@ -43,7 +48,9 @@ private:
   static constexpr std::size_t kCandidates = 48; // drawn from the fast density per proposal
   static constexpr double kKeep = 0.75;          // a kernel's weight on its point's alternative
   static constexpr double kInvalid = std::numeric_limits<double>::infinity();
-  static constexpr int kCoverTries = 80; // proposals to cover an alternative before giving it up
+  static constexpr int kCoverTries = 80;   // proposals to cover an alternative before giving it up
+  static constexpr int kCoverMisses = 100; // repeats in a row before a random point instead
+  static constexpr int kCoverWidest = 64;  // variables of more alternatives are not covered
 
   struct Observation {
     Point point;
@@ -144,10 +151,12 @@ private:
   std::vector<size_t> valid_; // their places in observed_
   /// Per variable and alternative, the start's tries left to cover it (0: covered, given up, or
   /// a variable of one alternative).
+  /// A variable of more than kCoverWidest alternatives (a range of sizes, say) is not covered:
+  /// its table stays empty, so that the start's cost does not grow with it.
   std::vector<std::vector<int>> tries_ = [this] {
     std::vector<std::vector<int>> t;
     for (int r : ctx_.radices)
-      t.emplace_back(static_cast<size_t>(r), r > 1 ? kCoverTries : 0);
+      t.emplace_back(r > 1 && r <= kCoverWidest ? static_cast<size_t>(r) : 0, kCoverTries);
     return t;
   }();
 };
