@@ -183,6 +183,59 @@ def test_an_element_wise_func_stores_through_a_descriptor(tmp_path, descriptor_s
     assert len(descriptor_stores) == 3 * 3
 
 
+def test_a_whole_dimension_tile_is_stored_through_a_descriptor_where_its_box_allows(
+        tmp_path, descriptor_stores):
+    """A tile as wide as a whole dimension (`n:0`, its width a parameter) stores through the
+    descriptor where the call's width makes a box of 16 to 256 (the wrapper checks it per call),
+    through pointers where it does not: 72 columns in tiles of 128, 300 in tiles of 512."""
+    module, text = compile_source(tmp_path, SCALE, "c.block(m:16); c.tensorize(m:0, n:0); "
+                                  "c.tma(c); c.compile()")
+    assert "[16, n_TILE]) if c_TMA else None" in text
+    for n, stored in [(72, 3), (300, 0)]:
+        A = torch.randn(40, n)
+        before = len(descriptor_stores)
+        torch.testing.assert_close(module.c(A), A * 2)
+        assert len(descriptor_stores) - before == stored, n
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["plain", "causal"])
+def test_an_output_of_four_dimensions_is_stored_through_a_descriptor(tmp_path, causal,
+                                                                     descriptor_stores):
+    """FlashAttention's out[b, h, m, n] with `tma(Q, K, V, out)`: each program's [1, 1, rows, n]
+    block through a descriptor (b and h stored an index at a time, the reductions' axes of one
+    element dropped), into a given strided output whose other elements survive; checked against
+    attention in float64. Compiled for sm_90 the store is a 4-D bulk tensor store."""
+    from conftest import ROOT
+    name = "flash_attention_causal" if causal else "flash_attention"
+    source = (ROOT / "templates" / f"{name}.dt").read_text()
+    module, text = compile_source(
+        tmp_path, source, "p.fuse_at(out, m); e.fuse_at(out, m); s.fuse_at(out, m); "
+        "qk.fuse_at(out, m); mx.fuse_at(out, m); out.block(b:1, h:1, m:64); "
+        "out.tensorize(m:0, n:0, k:0, l:32); out.map(b, h, m); out.online(l); "
+        "out.tma(Q, K, V, out); out.compile()")
+    assert ("out__desc = tl.make_tensor_descriptor(out__ptr, [b_size, h_size, m_size, n_size], "
+            "[out__stride0, out__stride1, out__stride2, 1], [1, 1, 64, n_TILE]) if out__TMA "
+            "else None") in text
+    assert "[1, 1, 64, n_TILE]))" in text
+    torch.manual_seed(3)
+    b, h, s, d = 2, 2, 100, 16
+    Q, K, V = (torch.randn(b, h, s, d).bfloat16() for _ in range(3))
+    buffer = torch.full((b, h, s, 2 * d), 7.0, dtype=torch.bfloat16)
+    out = buffer[..., :d]
+    got = module.out(Q, K, V, out=out)
+    assert got.data_ptr() == out.data_ptr()
+    assert len(descriptor_stores) == b * h * 2
+    scores = Q.double() @ K.double().transpose(-1, -2) / d ** 0.5
+    if causal:
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
+    want = torch.softmax(scores, -1) @ V.double()
+    torch.testing.assert_close(got.double(), want, rtol=2e-2, atol=2e-2)
+    assert (buffer[..., d:] == 7).all()
+    ptx = compile_for_hopper(tmp_path / "prog.py", "out__kernel", "bf16", tiles=64,
+                             num_warps=4)["ptx"]
+    assert "cp.async.bulk.tensor.4d.global.shared" in ptx
+
+
 def test_a_store_no_descriptor_can_make_is_refused_with_the_reason(tmp_path):
     for source, schedule, reason in [
             (MATMUL, "c.block(m:32, n:64); c.tensorize(m:0, n:0, k:16); c.tma(A, B, c); "

@@ -82,11 +82,23 @@ private:
           }
           if (!constexprs_.count(s->desc_flag))
             fail("descriptor store under " + s->desc_flag + ", not a constexpr parameter");
-          // The parts tile the pointer store's [r, c]: blocks of [r, c / parts].
+          // The parts tile the pointer store's [r, c] (its axes of more than one element):
+          // blocks of [1, ..., 1, r, c / parts]; c a parameter only where there is one part.
           const kir::Shape& block = s->desc->type.shape;
-          const kir::Shape& tile = s->ptr->type.shape;
-          if (block.size() != 2 || tile.size() != 2 || block[0] != tile[0] ||
-              block[1].n * static_cast<long long>(s->desc_parts.size()) != tile[1].n)
+          kir::Shape tile;
+          for (const kir::Extent& x : s->ptr->type.shape)
+            if (!x.is_one()) tile.push_back(x);
+          const size_t rank = block.size(), parts = s->desc_parts.size();
+          bool tiles = rank >= 2 && tile.size() == 2 && block[rank - 2] == tile[0];
+          for (size_t i = 0; tiles && i + 2 < rank; ++i)
+            tiles = block[i].is_one();
+          if (tiles)
+            tiles = parts == 1 ? block[rank - 1] == tile[1]
+                               : block[rank - 1].param.empty() && tile[1].param.empty() &&
+                                     block[rank - 1].n * static_cast<long long>(parts) == tile[1].n;
+          for (const kir::Stmt::DescPart& part : s->desc_parts)
+            tiles = tiles && part.value->type.shape == block && part.offsets.size() == rank;
+          if (!tiles)
             fail("descriptor store of " + std::to_string(s->desc_parts.size()) + " " +
                  kir::to_string(s->desc->type) + " blocks where the pointer store writes " +
                  kir::to_string(s->ptr->type));

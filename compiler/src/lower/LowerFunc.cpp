@@ -47,40 +47,47 @@ long long index_slack(const LowerState& s) {
 }
 
 // Under `tma(F)` for the Func F itself: the block a descriptor stores its tile as, or empty
-// where it cannot (the reason in `why`): the output 2-D, the kernel's values [i, j] tiles of its
-// two dimensions in order, each a literal width of 16 to 256 (a TMA box), no atomic combination.
+// where it cannot (the reason in `why`): the kernel's tensor axes of the output's dimensions its
+// last two in order, each a literal width of 16 to 256 (a TMA box), the block 1 along the
+// dimensions before them (each stored an index at a time: FlashAttention's [b, h, m, n] output
+// in blocks of [1, 1, rows, n]), no atomic combination. Other tensor axes are the reductions'
+// (one element in the value stored, which store_value checks).
 kir::Shape store_block(const LowerState& s, std::string& why) {
   const ir::Labels& dims = s.def.dims;
   if (s.split && !s.split->part) {
     why = "its blocks combine atomically into the output";
     return {};
   }
-  if (dims.size() != 2) {
+  if (dims.size() < 2) {
     why = "its output has " + std::to_string(dims.size()) +
-          (dims.size() == 1 ? " dimension" : " dimensions") + ", not 2";
+          (dims.size() == 1 ? " dimension" : " dimensions") + ", not 2 or more";
     return {};
   }
-  const std::vector<Axis>& axes = s.layout.axes;
-  if (axes.size() != 2 || axes[0].label != dims[0] || axes[1].label != dims[1]) {
-    why =
-        "its values are not [" + dims[0]->name + ", " + dims[1]->name + "] tiles (" +
-        (axes.empty() ? std::string("it tensorizes no label") : "tensor axes " + s.layout.text()) +
-        ")";
+  const Label row = dims[dims.size() - 2], col = dims.back();
+  std::vector<Axis> axes; // the output's axes but those of one element before its last two
+  for (const Axis& a : s.layout.axes)
+    if (ir::contains(dims, a.label) &&
+        (a.label == row || a.label == col || !a.width.param.empty() || a.width.n != 1))
+      axes.push_back(a);
+  if (axes.size() != 2 || axes[0].label != row || axes[1].label != col) {
+    why = "its values are not [" + row->name + ", " + col->name + "] tiles (" +
+          (s.layout.axes.empty() ? std::string("it tensorizes no label")
+                                 : "tensor axes " + s.layout.text()) +
+          ")";
     return {};
   }
-  kir::Shape block;
+  kir::Shape block(dims.size() - 2, kir::Extent{1});
   for (const Axis& a : axes) {
-    if (!a.width.param.empty() || a.width.n < 16 || a.width.n > 256) {
-      why = "the tile of `" + a.label->name + "` is " +
-            (a.width.param.empty() ? std::to_string(a.width.n) + " wide"
-                                   : "a whole dimension of any width") +
-            ", where a descriptor's block is 16 to 256";
+    // A width that is a parameter (a whole dimension) is bounded per call (LaunchArg::boxes).
+    if (a.width.param.empty() && (a.width.n < 16 || a.width.n > 256)) {
+      why = "the tile of `" + a.label->name + "` is " + std::to_string(a.width.n) +
+            " wide, where a descriptor's block is 16 to 256";
       return {};
     }
     // A tile that reaches past its block's end (a block of 48 in tiles of 32 or 64) is masked
     // there by a pointer store; a descriptor's store stops only at the tensor's edge, so it
     // would write the next block's elements.
-    if (auto b = s.fs.block_of(a.label); b && *b % a.width.n) {
+    if (auto b = s.fs.block_of(a.label); b && a.width.param.empty() && *b % a.width.n) {
       why = "the block of `" + a.label->name + "` (" + std::to_string(*b) +
             ") is not a multiple of its tile (" + std::to_string(a.width.n) +
             "), and a descriptor's store would write past the block's end into the next one's";
@@ -106,13 +113,38 @@ kir::StmtPtr descriptor_store(LowerState& s, const Value& ptr, const Value& stor
   }
   kir::Shape block = store_block(s, s.tma_store_refused);
   if (block.empty()) return nullptr;
+  // The value stored is a tile of the kernel's tensor axes: the output's two, and one element
+  // along the others (its reductions'), which the block's shape drops.
+  kir::Shape tile, want;
+  for (const kir::Extent& x : stored->type.shape)
+    if (!x.is_one()) tile.push_back(x);
+  for (size_t i = block.size() - 2; i < block.size(); ++i)
+    if (!block[i].is_one()) want.push_back(block[i]);
+  if (tile != want) {
+    s.tma_store_refused = "its value is not one tile of the output's last two dimensions";
+    return nullptr;
+  }
+  const size_t col = block.size() - 1;
   int parts = s.fs.subtile ? s.fs.subtile->second : 1;
-  if (block[1].n / parts < 16) {
+  if (parts > 1 && (stored->type.shape.size() != 2 || !block[col].param.empty())) {
+    s.diags.error(
+        "subtile-not-2d", s.fs.where.at("subtile"),
+        "in `" + s.func->name + ".subtile(" + def.dims.back()->name + ":" + std::to_string(parts) +
+            ")`: a tile is stored in parts only where the " +
+            "kernel's values are 2-D tiles of literal widths, and here " +
+            (block[col].param.empty()
+                 ? "they are tiles of " + std::to_string(stored->type.shape.size()) + " axes"
+                 : "`" + def.dims.back()->name + "` is one whole tile") +
+            "; drop it");
+    s.tma_used.insert(s.func);
+    return nullptr;
+  }
+  if (parts > 1 && block[col].n / parts < 16) {
     s.diags.error("subtile-too-narrow", s.fs.where.at("subtile"),
-                  "in `" + s.func->name + ".subtile(" + def.dims[1]->name + ":" +
-                      std::to_string(parts) + ")`: the tile of `" + def.dims[1]->name + "` is " +
-                      std::to_string(block[1].n) + " wide, so its parts are " +
-                      std::to_string(block[1].n / parts) +
+                  "in `" + s.func->name + ".subtile(" + def.dims.back()->name + ":" +
+                      std::to_string(parts) + ")`: the tile of `" + def.dims.back()->name +
+                      "` is " + std::to_string(block[col].n) + " wide, so its parts are " +
+                      std::to_string(block[col].n / parts) +
                       ", narrower than a descriptor's block (16); store it in fewer parts or "
                       "widen the tile");
     s.tma_used.insert(s.func);
@@ -127,19 +159,22 @@ kir::StmtPtr descriptor_store(LowerState& s, const Value& ptr, const Value& stor
         split.push_back(kir::half(v, which));
     values = std::move(split);
   }
-  long long width = block[1].n / parts;
-  block[1].n = width;
+  long long width = block[col].n / parts;
+  block[col].n = width;
   std::vector<kir::Stmt::DescPart> desc_parts;
   for (size_t i = 0; i < values.size(); ++i) {
     std::vector<Value> offsets;
     for (Label l : def.dims)
       offsets.push_back(s.tile_origin(l));
-    if (i) offsets[1] = kir::add(offsets[1], kir::int_imm(static_cast<long long>(i) * width));
-    // In the output's dtype: a descriptor stores its element type only.
-    desc_parts.push_back(
-        {std::move(offsets), kir::cast(values[i], kir::Scalar::Elem, s.ptr_var(s.func)->name)});
+    if (i) offsets[col] = kir::add(offsets[col], kir::int_imm(static_cast<long long>(i) * width));
+    // In the output's dtype (a descriptor stores its element type only), in the block's shape.
+    Value v = kir::cast(values[i], kir::Scalar::Elem, s.ptr_var(s.func)->name);
+    if (v->type.shape != block) v = kir::reshape(v, block);
+    desc_parts.push_back({std::move(offsets), std::move(v)});
   }
   s.tma_used.insert(s.func);
+  for (const kir::Extent& w : block)
+    if (!w.param.empty()) s.bound_box(s.tma_flag(s.func), w.param);
   return kir::Stmt::store(ptr, stored, s.mask_of(def.dims), s.descriptor(s.func, def.dims, block),
                           std::move(desc_parts), s.tma_flag(s.func));
 }
