@@ -371,3 +371,49 @@ def test_two_query_buffers_where_they_fit(tmp_path, stages, d, count):
     buffers = (count * 128 * d + stages * 128 * 2 * d) * 2
     assert buffers <= compiled["shared"] <= buffers + 1024, (compiled["shared"], buffers)
     assert "ld.local" not in compiled["ptx"]
+
+
+@pytest.mark.parametrize("rows,warps,persistent,d", [(128, 8, True, 128), (128, 8, False, 64),
+                                                      (64, 4, True, 64)])
+def test_the_output_leaves_through_the_query_buffer(tmp_path, rows, warps, persistent, d):
+    """`tma(Q, K, V, out)`: each consumer writes its rows of the output into its rows of the
+    block's query buffer (read for the last time by the loops' products), fences, and one TMA
+    store of a [1, 1, rows / consumers, n] block copies them out (its own descriptor, made with
+    its share of the rows); only then is the buffer released to the producer. Where the output
+    does not qualify (the flag), or its columns or element type differ from the queries' (checked
+    in the kernel), the pointer store. Compiled for sm_90: a 4-D bulk tensor store; under the
+    interpreter the Triton kernel stores through its own descriptor, against float64."""
+    schedule_text = (schedule(rows, 64, warps, 2).replace("out.tma(Q, K, V)",
+                                                          "out.tma(Q, K, V, out)")
+                     + ("; out.persistent(interleaved)" if persistent else ""))
+    module, text = compile_source(tmp_path, CAUSAL, schedule_text)
+    online = kernel_of(text, "out__kernel_online").split('"""')[2]
+    share = rows // (warps // 4)
+    assert (f"out__desc = tma.make_tensor_descriptor(out__ptr, [b_size, h_size, m_size, n_size], "
+            f"[out__stride0, out__stride1, out__stride2, 1], [1, 1, {share}, n_TILE]") in online
+    store = online[online.index("if out__TMA and n_TILE == k_TILE and out__ptr.dtype.element_ty "
+                                "== Q_ptr.dtype.element_ty:"):]
+    buffer = "_dt_q.index(_dt_q_slot)" if persistent else "_dt_q"
+    if warps == 8:
+        buffer += f".slice(_dt_which * {share}, {share}, dim=2)"
+    steps = [f"_dt_o = {buffer}\n",
+             f"_dt_o.store(out_.to(out__ptr.dtype.element_ty).reshape([1, 1, {share}, n_TILE]))",
+             "fence_async_shared()",
+             "tma.async_copy_shared_to_global(out__desc, [tl.cast(b_start, tl.int32), "
+             "tl.cast(h_start, tl.int32), "
+             + (f"(tl.cast(m_start, tl.int32)) + _dt_which * {share}" if warps == 8
+                else "tl.cast(m_start, tl.int32)") + ", 0], _dt_o)",
+             "tma.store_wait(0)", "else:", "gl.store(out__ptr"]
+    at = [store.index(s) for s in steps]
+    assert at == sorted(at), at
+    if persistent:  # released after the store, not before the output is computed
+        assert store.index("gl.store(out__ptr") < store.index(
+            "mbarrier.arrive(_dt_q_empty.index(_dt_q_slot), count=1)")
+    assert "fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)" in text
+    ptx = compile_for_hopper(tmp_path / "prog.py", "out__kernel_gluon", "bf16", tiles=d,
+                             num_warps=4)["ptx"]
+    assert "cp.async.bulk.tensor.4d.global.shared" in ptx and "ld.local" not in ptx
+    torch.manual_seed(9)
+    Q, K, V = (torch.randn(2, 2, 150, 16).bfloat16() for _ in range(3))
+    torch.testing.assert_close(module.out(Q, K, V).double(), attention(Q, K, V, causal=True),
+                               rtol=2e-2, atol=2e-2)

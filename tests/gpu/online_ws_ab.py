@@ -1,5 +1,6 @@
 """GPU benchmark (not a test): dtc's FlashAttention with its online loop warp-specialized
-(`out.warp_specialize(l)`; modules `*_wsp` with persistent programs as well), which runs on
+(`out.warp_specialize(l)`; modules `*_wsp` with persistent programs as well, `*_wspo` storing
+the output through the query buffer and a descriptor, `tma(Q, K, V, out)`), which runs on
 Hopper as the Gluon kernel dtc prints for it (kir/OnlinePartitions.h: a TMA producer warp, a
 consumer warpgroup per 64 query rows), against
 the same schedules without it (Triton's kernel) and SDPA's default backend, bf16, in one run,
@@ -26,7 +27,7 @@ def make(out):
     out.mkdir(parents=True, exist_ok=True)
     for template, prefix in (("flash_attention", ""), ("flash_attention_causal", "c_")):
         for bm, bl, w, st in SCHEDULES:
-            for ws in ("ws", "wsp", "") if w == 8 else ("",):
+            for ws in ("ws", "wsp", "wspo", "") if w == 8 else ("",):
                 name = f"{prefix}m{bm}_l{bl}_w{w}_s{st}{'_' + ws if ws else ''}"
                 subprocess.run([str(ROOT / "build/compiler/dtc"),
                                 str(ROOT / f"templates/{template}.dt"), "-o",
@@ -35,9 +36,10 @@ def make(out):
                                 "qk.fuse_at(out, m); mx.fuse_at(out, m); "
                                 f"out.block(b:1, h:1, m:{bm}); "
                                 f"out.tensorize(m:0, n:0, k:0, l:{bl}); out.map(b, h, m); "
-                                f"out.online(l); out.tma(Q, K, V); "
+                                f"out.online(l); "
+                                f"out.tma(Q, K, V{', out' if ws == 'wspo' else ''}); "
                                 f"{'out.warp_specialize(l); ' if ws else ''}"
-                                f"{'out.persistent(interleaved); ' if ws == 'wsp' else ''}"
+                                f"{'out.persistent(interleaved); ' if ws.startswith('wsp') else ''}"
                                 f"out.num_warps({w}); out.num_stages({st})"], check=True)
 
 

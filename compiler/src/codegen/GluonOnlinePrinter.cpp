@@ -244,11 +244,14 @@ private:
     }
     for (const kir::OnlinePartitions::Loop& l : p_.loops)
       out += loop(l);
-    if (p_.blocks) { // the queries are read: the producer may load a later block's
-      out += in + "mbarrier.arrive(_dt_q_empty.index(_dt_q_slot), count=1)\n";
-      out += in + "_dt_done += 1\n";
-    }
-    return out + statements(p_.after, block_depth());
+    // The queries are read: the producer may load a later block's. Where the output leaves
+    // through the query buffer (store_through_queries), once it has left.
+    std::string release;
+    if (p_.blocks)
+      release =
+          in + "mbarrier.arrive(_dt_q_empty.index(_dt_q_slot), count=1)\n" + in + "_dt_done += 1\n";
+    if (!stores_through_queries()) return out + release + statements(p_.after, block_depth());
+    return out + statements(p_.after, block_depth()) + release;
   }
 
   // This consumer's rows of the queries. With persistent programs, the block's query buffer
@@ -384,7 +387,10 @@ private:
     case kir::StmtKind::Comment:
       return indent + "# " + s.text + "\n";
     case kir::StmtKind::Assign: {
-      if (s.value->kind == ExprKind::MakeDesc) return kir::print(s, depth, Dialect::Gluon);
+      if (s.value->kind == ExprKind::MakeDesc) {
+        names_[s.name] = Form{}; // a descriptor: no layout
+        return kir::print(*consumers_desc(s), depth, Dialect::Gluon);
+      }
       Value v = expr(*s.value);
       auto it = names_.find(s.name);
       if (it == names_.end()) {
@@ -403,12 +409,80 @@ private:
           kir::combine_forms(p_, mask ? std::vector<Form>{ptr.form, value.form, mask->form}
                                       : std::vector<Form>{ptr.form, value.form});
       if (!f) throw InternalError("an online consumer's store of operands that do not combine");
-      return indent + "gl.store(" + as(ptr, *f) + ", " + as(value, *f) +
-             (mask ? ", mask=" + as(*mask, *f) : "") + ")\n";
+      std::string plain = "gl.store(" + as(ptr, *f) + ", " + as(value, *f) +
+                          (mask ? ", mask=" + as(*mask, *f) : "") + ")\n";
+      if (!through_queries(s)) return indent + plain;
+      return store_through_queries(s, value, depth) + indent + "else:\n" + indent + "    " + plain;
     }
     default:
       throw InternalError("an online consumer's statement of an unexpected kind");
     }
+  }
+
+  // A store through a descriptor (`tma(..., out)`) leaves through the block's query buffer: each
+  // consumer writes its rows of the output into its rows of the queries (read for the last time
+  // by the loops' products), and one TMA store copies them out, before the buffer is released.
+  // It needs the queries' block and the output's of one rank with the rows at the same place
+  // (both [1, ..., rows, cols]) and the columns and element type alike, the last two checked
+  // in the kernel (constexpr); else, and where the wrapper finds the output does not qualify,
+  // the pointer store.
+  bool through_queries(const kir::Stmt& s) const {
+    if (s.kind != kir::StmtKind::Store || !s.desc || s.desc_parts.size() != 1) return false;
+    const kir::Expr& q_desc = *p_.q->value->args[0];
+    return q_desc.type.shape.size() == s.desc->type.shape.size();
+  }
+  bool stores_through_queries() const {
+    for (const kir::Stmt* s : p_.after)
+      if (through_queries(*s)) return true;
+    return false;
+  }
+
+  std::string store_through_queries(const kir::Stmt& s, const Value& value, int depth) {
+    const std::string indent(4 * depth, ' '), in = indent + "    ";
+    const kir::Shape& block = s.desc->type.shape;
+    const size_t rank = block.size();
+    const kir::Expr& q_desc = *p_.q->value->args[0];
+    const std::string q_elem = p_.q->value->type.elem_of + ".dtype.element_ty",
+                      elem = s.desc->type.elem_of + ".dtype.element_ty";
+    std::string shape;
+    for (size_t i = 0; i < rank; ++i)
+      shape += (i ? ", " : "") + (i + 2 == rank ? std::to_string(rows_) : kir::to_string(block[i]));
+    std::string at;
+    const kir::Stmt::DescPart& part = s.desc_parts.front();
+    for (size_t i = 0; i < rank; ++i) {
+      std::string o = expr(*part.offsets[i]).text;
+      if (i + 2 == rank && consumers_ > 1) o = atom(o) + " + _dt_which * " + std::to_string(rows_);
+      at += (i ? ", " : "") + o;
+    }
+    std::string buffer = p_.blocks ? "_dt_q.index(_dt_q_slot)" : "_dt_q";
+    if (consumers_ > 1)
+      buffer += ".slice(_dt_which * " + std::to_string(rows_) + ", " + std::to_string(rows_) +
+                ", dim=" + std::to_string(rank - 2) + ")";
+    std::string out = indent + "if " + s.desc_flag + " and " + kir::to_string(block.back()) +
+                      " == " + kir::to_string(q_desc.type.shape.back()) + " and " + elem +
+                      " == " + q_elem + ":  # through the query buffer\n";
+    out += in + "_dt_o = " + buffer + "\n";
+    out += in + "_dt_o.store(" + atom(as(value, p_.normal({Kind::Tile, Of::Output}))) + ".to(" +
+           elem + ").reshape([" + shape + "]))\n";
+    out += in + "fence_async_shared()\n";
+    out += in + "tma.async_copy_shared_to_global(" + s.desc->name + ", [" + at + "], _dt_o)\n";
+    return out + in + "tma.store_wait(0)\n";
+  }
+
+  // The output's descriptor as a consumer makes it: a block of its own rows.
+  kir::StmtPtr consumers_desc(const kir::Stmt& s) const {
+    kir::ExprPtr value = s.value;
+    for (const kir::Stmt* a : p_.after)
+      if (through_queries(*a) && a->desc->kind == ExprKind::Var && a->desc->name == s.name) {
+        const kir::Expr& d = *s.value;
+        const size_t rank = d.type.shape.size();
+        std::vector<kir::ExprPtr> sizes(d.args.begin() + 1, d.args.begin() + 1 + rank),
+            strides(d.args.begin() + 1 + rank, d.args.end());
+        kir::Shape block = d.type.shape;
+        block[rank - 2] = kir::Extent{rows_, ""};
+        value = kir::make_desc(d.args[0], sizes, strides, block, d.name);
+      }
+    return kir::Stmt::assign(s.name, value);
   }
 
   static std::string layout(Of of) { return of == Of::Scores ? "_dt_S" : "_dt_O"; }

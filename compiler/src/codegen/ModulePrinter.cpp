@@ -44,7 +44,7 @@ public:
       out_ += "from triton.experimental import gluon\n"
               "from triton.experimental.gluon import language as gl\n"
               "from triton.experimental.gluon.language.nvidia.hopper import (\n"
-              "    mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)\n";
+              "    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)\n";
     out_ += "\n";
     out_ += "SCHEDULE = " + quote(in_.canonical_schedule) + "\n";
     size_t names_at = out_.size();

@@ -490,6 +490,10 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
   consumer_first.insert(consumer_first.end(), p.consumer_before.begin(), p.consumer_before.end());
   for (const Stmt* s : consumer_first) {
     if (s->kind != StmtKind::Assign) continue;
+    if (s->value->kind == ExprKind::MakeDesc) { // the output's descriptor: no layout
+      names.emplace(s->name, Form{});
+      continue;
+    }
     std::optional<Form> f = online_form(p, *s->value, names);
     if (s->name == p.acc && f) f = p.normal({Kind::Tile, Of::Output}); // its zeros
     if (!give(*s, f)) return std::nullopt;
@@ -511,9 +515,9 @@ std::optional<OnlinePartitions> online_partitions(const Kernel& kernel, std::str
   for (const Stmt* s : p.after) {
     if (s->kind == StmtKind::Assign && !give(*s, online_form(p, *s->value, names)))
       return std::nullopt;
-    if (s->kind == StmtKind::Store)
-      for (const ExprPtr* e : s->operands())
-        if (e && *e && !online_form(p, **e, names)) {
+    if (s->kind == StmtKind::Store) // a descriptor's parts: printed from the value stored
+      for (const ExprPtr* e : {&s->ptr, &s->value, &s->mask})
+        if (*e && !online_form(p, **e, names)) {
           why = "the consumer cannot store the output in the products' layouts";
           return std::nullopt;
         }

@@ -76,7 +76,7 @@ kir::Shape store_block(const LowerState& s, std::string& why) {
           ")";
     return {};
   }
-  kir::Shape block(dims.size() - 2, kir::Extent{1});
+  kir::Shape block(dims.size() - 2, kir::Extent{1, ""});
   for (const Axis& a : axes) {
     // A width that is a parameter (a whole dimension) is bounded per call (LaunchArg::boxes).
     if (a.width.param.empty() && (a.width.n < 16 || a.width.n > 256)) {
