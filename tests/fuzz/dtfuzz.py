@@ -1677,13 +1677,16 @@ def is_attention(prog):
 
 def attention_schedule(rng, prog):
     """FlashAttention as its templates schedule it, and nothing else: the chain fused into
-    `o_out`, online, its inputs through descriptors, warp-specialized in the Gluon form's
+    `o_out`, online, its inputs (and half the time its output) through descriptors,
+    warp-specialized in the Gluon form's
     blocks (gluon_shape), the row labels' blocks in a random order (`map`)."""
     l = prog.func("o_max")[2][3]
     at = prog.func("o_max")[1][-1]
     out = [f"{f}.fuse_at(o_out, {at})" for f in ("o_max", "o_exp", "o_sum")]
     out.append(f"o_out.online({l})")
     operands = chain_operands(prog)
+    if operands and rng.random() < 0.5:  # the output too: stored through the query buffer
+        operands = operands + ["o_out"]
     if operands:
         out.append(f"o_out.tma({', '.join(operands)})")
     out.append(f"o_out.warp_specialize({l})")
@@ -1833,6 +1836,7 @@ COVERAGE = {"tl.dot": "tl.dot(", "split reduction": "_partial_kernel",
             "k-contiguous relayout": "_dt_k_contiguous(", "persistent": "tl.num_programs(0)",
             "tma": "tl.make_tensor_descriptor(", "tma store": "_desc.store([", "subtile": "tl.split(tl.permute(", "warp_specialize": "warp_specialize=", "gluon": "@gluon.jit", "flatten": "flatten=True",
             "gluon online": "_online(", "pipelined update": "_dt_prev_phase",
+            "gluon store through the queries": "tma.async_copy_shared_to_global(",
             "rounded product": "_dt_mul_rn(",
             "cache hint": 'eviction_policy="evict_last"', "peeled tile": "_iter_full = "}
 
