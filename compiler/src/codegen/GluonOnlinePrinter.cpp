@@ -427,7 +427,9 @@ private:
   // in the kernel (constexpr); else, and where the wrapper finds the output does not qualify,
   // the pointer store.
   bool through_queries(const kir::Stmt& s) const {
-    if (s.kind != kir::StmtKind::Store || !s.desc || s.desc_parts.size() != 1) return false;
+    if (s.kind != kir::StmtKind::Store || !s.desc || s.desc->kind != ExprKind::Var ||
+        s.desc_parts.size() != 1)
+      return false;
     const kir::Expr& q_desc = *p_.q->value->args[0];
     return q_desc.type.shape.size() == s.desc->type.shape.size();
   }
@@ -473,7 +475,7 @@ private:
   kir::StmtPtr consumers_desc(const kir::Stmt& s) const {
     kir::ExprPtr value = s.value;
     for (const kir::Stmt* a : p_.after)
-      if (through_queries(*a) && a->desc->kind == ExprKind::Var && a->desc->name == s.name) {
+      if (through_queries(*a) && a->desc->name == s.name) {
         const kir::Expr& d = *s.value;
         const size_t rank = d.type.shape.size();
         std::vector<kir::ExprPtr> sizes(d.args.begin() + 1, d.args.begin() + 1 + rank),
