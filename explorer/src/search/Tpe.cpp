@@ -149,10 +149,9 @@ private:
   std::vector<Observation> observed_;
   std::size_t timed_ = 0;     // observations with a time
   std::vector<size_t> valid_; // their places in observed_
-  /// Per variable and alternative, the start's tries left to cover it (0: covered, given up, or
-  /// a variable of one alternative).
-  /// A variable of more than kCoverWidest alternatives (a range of sizes, say) is not covered:
-  /// its table stays empty, so that the start's cost does not grow with it.
+  /// Per variable and alternative, the start's tries left to cover it (0: covered or given up).
+  /// A variable of one alternative, or of more than kCoverWidest (a range of sizes, say), is not
+  /// covered: its table stays empty, so that the start's cost does not grow with it.
   std::vector<std::vector<int>> tries_ = [this] {
     std::vector<std::vector<int>> t;
     for (int r : ctx_.radices)
